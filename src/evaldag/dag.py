@@ -1,0 +1,211 @@
+"""Where a scorer becomes a Hamilton DAG.
+
+Each scorer is a ``@subdag`` namespaced by its id, whose body is a ``@pipe_input`` chain with one
+node per step in call order::
+
+    runs → <id>.prepared_run → <id>.preprocess → <id>.analyze → <id>.generate_score
+         → <id>.generate_reason → <id>.outcomes → <id>
+
+Stage nodes are columnar: they map a ``pd.Series`` of run states to the next one, so a whole
+dataset is one ``execute()``. A repeated stage is named ``<stage>_2``, ``<stage>_3`` … The
+``Scorer`` object stays out of node values (closures carry it), so node results pickle.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from hamilton import ad_hoc_utils, driver
+from hamilton.function_modifiers import pipe_input, source, step, subdag
+
+from evaldag.concurrency import gather_limited, run_sync
+from evaldag.errors import EvalDagError
+from evaldag.pipeline import (
+    advanced_async,
+    advanced_sync,
+    prepared_state,
+    prepared_state_async,
+)
+from evaldag.steps import FunctionStep, Step, is_async_callable
+
+if TYPE_CHECKING:
+    import graphviz
+
+    from evaldag.errors import ScorerRunError
+    from evaldag.results import ScorerResult
+    from evaldag.runs import ScorerRun
+    from evaldag.scorer import Scorer
+
+#: Columns of a scorer's output frame (the node named after the scorer's id).
+SCORER_COLUMNS = ("score", "reason", "not_scorable", "error", "result")
+
+
+def _stage_node(scorer: Scorer, stage_step: Step) -> Callable[..., pd.Series]:
+    definition = stage_step.definition
+    needs_loop = not isinstance(definition, FunctionStep) or definition.is_async
+
+    def stage(states: pd.Series, concurrency: int) -> pd.Series:
+        if needs_loop:
+            pending = [i for i, state in enumerate(states) if not state.done]
+            advanced = run_sync(
+                gather_limited(
+                    (advanced_async(states.iloc[i], scorer, stage_step) for i in pending),
+                    concurrency,
+                )
+            )
+            values = list(states)
+            for i, state in zip(pending, advanced, strict=True):
+                values[i] = state
+        else:
+            values = [
+                state if state.done else advanced_sync(state, scorer, stage_step)
+                for state in states
+            ]
+        return pd.Series(values, index=states.index, dtype=object)
+
+    stage.__doc__ = f"Runs after the {stage_step.stage} step ({stage_step.kind})."
+    return stage
+
+
+def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
+    """The node function named after ``scorer.id``, with the scorer's subdag behind it."""
+    asynchronous = scorer.prepare_run is not None and is_async_callable(scorer.prepare_run)
+
+    def prepared_run(runs: pd.Series, concurrency: int) -> pd.Series:
+        """Each run after prepare_run, with its run_id set."""
+        if asynchronous:
+            values = run_sync(
+                gather_limited((prepared_state_async(run, scorer) for run in runs), concurrency)
+            )
+        else:
+            values = [prepared_state(run, scorer) for run in runs]
+        return pd.Series(values, index=runs.index, dtype=object)
+
+    def outcomes(prepared_run: pd.Series) -> pd.Series:
+        """Each run's ScorerResult, or the ScorerRunError that stopped it."""
+        return prepared_run.map(lambda state: state.outcome())
+
+    chain = [
+        step(_stage_node(scorer, s), concurrency=source("concurrency")).named(
+            s.node_name, namespace=None
+        )
+        for s in scorer.steps
+    ]
+    outcomes = pipe_input(*chain)(outcomes) if chain else outcomes
+
+    def scored(outcomes: pd.Series) -> pd.DataFrame:
+        return scored_frame(outcomes)
+
+    scored.__name__ = scored.__qualname__ = scorer.id
+    scored.__doc__ = f"Score, reason, not_scorable, error and result of scorer '{scorer.id}'."
+    return subdag(prepared_run, outcomes, namespace=scorer.id)(scored)
+
+
+def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
+    """One row per run: score (NaN when none), reason, not_scorable, error and result."""
+    from evaldag.errors import ScorerRunError
+
+    scores, reasons, not_scorables, errors, results = [], [], [], [], []
+    for outcome in outcomes:
+        if isinstance(outcome, ScorerRunError):
+            scores.append(float("nan"))
+            reasons.append(None)
+            not_scorables.append(None)
+            errors.append(outcome)
+            results.append(outcome.result)
+        else:
+            scores.append(float("nan") if outcome.score is None else outcome.score)
+            reasons.append(outcome.reason)
+            not_scorables.append(outcome.not_scorable)
+            errors.append(None)
+            results.append(outcome)
+    return pd.DataFrame(
+        {
+            "score": pd.Series(scores, index=outcomes.index, dtype="float64"),
+            "reason": pd.Series(reasons, index=outcomes.index, dtype=object),
+            "not_scorable": pd.Series(not_scorables, index=outcomes.index, dtype=object),
+            "error": pd.Series(errors, index=outcomes.index, dtype=object),
+            "result": pd.Series(results, index=outcomes.index, dtype=object),
+        }
+    )
+
+
+def scorers_driver(scorers: Sequence[Scorer], *extra_nodes: Callable[..., Any]) -> driver.Driver:
+    """One Hamilton driver over the subdags of ``scorers`` (plus any extra node functions)."""
+    module = ad_hoc_utils.create_temporary_module(
+        *(scorer_subdag(s) for s in scorers), *extra_nodes, module_name="evaldag_dag"
+    )
+    return driver.Builder().with_modules(module).build()
+
+
+def scorer_driver(scorer: Scorer) -> driver.Driver:
+    """The driver of one scorer's DAG; its inputs are ``runs`` and ``concurrency``."""
+    return scorers_driver([scorer])
+
+
+def scorer_outcomes(
+    dr: driver.Driver, scorer: Scorer, runs: Sequence[ScorerRun], *, concurrency: int
+) -> list[ScorerResult | ScorerRunError]:
+    """Run ``runs`` through ``scorer``'s nodes in ``dr``: one result or error per run."""
+    node = f"{scorer.id}.outcomes"
+    values = dr.execute(
+        [node], inputs={"runs": pd.Series(list(runs), dtype=object), "concurrency": concurrency}
+    )[node]
+    return list(values)
+
+
+def _style(prompt_nodes: set[str], scorer_ids: set[str]) -> Callable[..., tuple]:
+    def style(*, node, node_class):
+        if node.name in prompt_nodes:
+            return {"fillcolor": "#f6d7a7", "style": "rounded,filled"}, node_class, "LLM judge step"
+        if node.name in scorer_ids:
+            return {"fillcolor": "#c8e6c9", "style": "rounded,filled"}, node_class, "scorer output"
+        return {}, node_class, None
+
+    return style
+
+
+def rendered(dr: driver.Driver, scorers: Sequence[Scorer], path: str | None) -> graphviz.Digraph:
+    """The DAG of ``dr`` as a graphviz object, LLM steps highlighted; written to ``path`` if given.
+
+    ``.dot`` paths get the DOT text; other suffixes (``.png``, ``.svg``, ``.pdf``) need Graphviz's
+    ``dot`` program.
+    """
+    prompt_nodes = {
+        f"{scorer.id}.{s.node_name}"
+        for scorer in scorers
+        for s in scorer.steps
+        if s.kind == "prompt"
+    }
+    digraph = dr.display_all_functions(
+        None,
+        deduplicate_inputs=True,
+        custom_style_function=_style(prompt_nodes, {scorer.id for scorer in scorers}),
+    )
+    if path is not None:
+        write_picture(digraph, path)
+    return digraph
+
+
+def write_picture(digraph: graphviz.Digraph, path: str | os.PathLike[str]) -> Path:
+    """Write ``digraph`` to ``path``, in the format its suffix names."""
+    target = Path(path)
+    fmt = target.suffix.lstrip(".").lower()
+    if fmt == "dot" or fmt == "gv":
+        target.write_text(digraph.source)
+        return target
+    if shutil.which("dot") is None:
+        raise EvalDagError(
+            "EVALDAG_GRAPHVIZ_MISSING",
+            f"Writing {target.name} needs Graphviz's 'dot' program, which is not on PATH. Install "
+            "it (apt-get install graphviz, brew install graphviz) or write a .dot file instead.",
+            category="SYSTEM",
+            details={"path": str(target)},
+        )
+    rendered_path = digraph.render(outfile=str(target), format=fmt, cleanup=True, engine="dot")
+    return Path(rendered_path)

@@ -1,0 +1,119 @@
+"""The exception hierarchy: every error evaldag raises is an ``EvalDagError``.
+
+Ids mirror Mastra's ``MastraError`` ids where Mastra has one, so that logs and dashboards keyed on
+them keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from evaldag.results import ScorerResult
+
+Category = Literal["UNKNOWN", "USER", "SYSTEM", "THIRD_PARTY"]
+
+
+class EvalDagError(Exception):
+    """An error with a stable ``id``, a ``domain``, a ``category`` and structured ``details``."""
+
+    def __init__(
+        self,
+        id: str,
+        message: str,
+        *,
+        domain: str = "SCORER",
+        category: Category = "USER",
+        details: dict[str, Any] | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.id = id
+        self.message = message
+        self.domain = domain
+        self.category = category
+        self.details = dict(details or {})
+        self.cause = cause
+        if cause is not None:
+            self.__cause__ = cause
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.__dict__.copy()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Mastra's JSON form: ``{message, domain, category, code, details, cause?}``."""
+        data: dict[str, Any] = {
+            "message": self.message,
+            "domain": self.domain,
+            "category": self.category,
+            "code": self.id,
+            "details": self.details,
+        }
+        if self.cause is not None:
+            data["cause"] = cause_dict(self.cause)
+        return data
+
+
+def _rebuild(cls: type[EvalDagError], state: dict[str, Any]) -> EvalDagError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, state["message"])
+    error.__dict__.update(state)
+    return error
+
+
+def cause_dict(error: BaseException) -> dict[str, Any]:
+    """A JSON-ready description of an exception and the chain of its causes."""
+    if isinstance(error, EvalDagError):
+        return error.to_dict()
+    data: dict[str, Any] = {"message": error_message(error), "name": type(error).__name__}
+    if error.__cause__ is not None:
+        data["cause"] = cause_dict(error.__cause__)
+    return data
+
+
+def error_message(error: BaseException) -> str:
+    """The exception's text, or its class name when it has none."""
+    text = str(error)
+    return text or type(error).__name__
+
+
+class ScorerRunError(EvalDagError):
+    """A scorer step failed. Carries the failed step, the steps that completed and a snapshot.
+
+    ``result`` is the partial :class:`~evaldag.ScorerResult` built from the steps that completed
+    (and the failed judge execution, for a prompt step), or ``None`` when no step produced
+    anything.
+    """
+
+    def __init__(
+        self,
+        *,
+        scorer_id: str,
+        steps: Sequence[str],
+        failed_step: str,
+        completed_steps: Sequence[str],
+        cause: BaseException,
+        result: ScorerResult | None = None,
+    ) -> None:
+        super().__init__(
+            "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED",
+            f"Scorer Run Failed: {error_message(cause)}",
+            details={
+                "scorerId": scorer_id,
+                "steps": ", ".join(camel(s) for s in steps),
+                "failedStep": camel(failed_step),
+                "completedSteps": ", ".join(camel(s) for s in completed_steps),
+            },
+            cause=cause,
+        )
+        self.scorer_id = scorer_id
+        self.failed_step = failed_step
+        self.completed_steps = list(completed_steps)
+        self.result = result
+
+
+def camel(name: str) -> str:
+    """``generate_score`` → ``generateScore``: Mastra's spelling of a snake_case name."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)

@@ -1,0 +1,255 @@
+"""How one step advances one run: injection, not-scorable, score validation, error snapshots.
+
+A run's progress through a scorer is a :class:`RunState`. Each stage node of a scorer's DAG maps
+a column of states to a column of new states (see ``evaldag.dag``); this module holds what happens
+to each of them. A state that failed or was declared not scorable passes later steps untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from evaldag.errors import EvalDagError, ScorerRunError
+from evaldag.results import (
+    JudgeExecution,
+    JudgeStepRecord,
+    NotScorableInfo,
+    ScorerResult,
+)
+from evaldag.runs import ScorerRun
+from evaldag.steps import NotScorable, PromptStep, Step
+
+if TYPE_CHECKING:
+    from evaldag.scorer import Scorer
+
+_RESULT_KEYS = ("preprocess_step_result", "analyze_step_result")
+_PROMPT_KEYS = (
+    "preprocess_prompt",
+    "analyze_prompt",
+    "generate_score_prompt",
+    "generate_reason_prompt",
+)
+
+
+class RunState:
+    """One run part-way through a scorer. Immutable by convention: steps return new states."""
+
+    __slots__ = ("completed", "error", "judge", "not_scorable", "prompts", "results", "run")
+
+    def __init__(
+        self,
+        run: ScorerRun,
+        results: dict[str, Any] | None = None,
+        prompts: dict[str, str] | None = None,
+        judge: dict[str, list[JudgeExecution]] | None = None,
+        completed: tuple[str, ...] = (),
+        not_scorable: NotScorableInfo | None = None,
+        error: ScorerRunError | None = None,
+    ) -> None:
+        self.run = run
+        self.results = results or {}
+        self.prompts = prompts or {}
+        self.judge = judge or {}
+        self.completed = completed
+        self.not_scorable = not_scorable
+        self.error = error
+
+    @property
+    def done(self) -> bool:
+        """Whether later steps must leave this run alone."""
+        return self.error is not None or self.not_scorable is not None
+
+    def _replace(self, **changes: Any) -> RunState:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        fields.update(changes)
+        return RunState(**fields)
+
+    def inputs(self, parameters: tuple[str, ...]) -> dict[str, Any]:
+        """The values a step asks for by parameter name."""
+        available = {
+            "run": self.run,
+            "results": dict(self.results),
+            "preprocess_step_result": self.results.get("preprocess_step_result"),
+            "analyze_step_result": self.results.get("analyze_step_result"),
+            "score": self.results.get("generate_score_step_result"),
+        }
+        return {name: available[name] for name in parameters}
+
+    def advanced(
+        self,
+        step: Step,
+        value: Any,
+        prompt: str | None = None,
+        execution: JudgeExecution | None = None,
+    ) -> RunState:
+        """The state after ``step`` returned ``value`` (raises if it is an invalid score)."""
+        judge = _with_execution(self.judge, step.stage, execution)
+        prompts = self.prompts if prompt is None else {**self.prompts, step.stage: prompt}
+        if isinstance(value, NotScorable):
+            return self._replace(
+                prompts=prompts,
+                judge=judge,
+                not_scorable=NotScorableInfo(step=step.stage, reason=value.reason),
+            )
+        if step.stage == "generate_score":
+            value = validated_score(value)
+        return self._replace(
+            results={**self.results, f"{step.stage}_step_result": value},
+            prompts=prompts,
+            judge=judge,
+            completed=(*self.completed, step.stage),
+        )
+
+    def failed(
+        self,
+        scorer: Scorer,
+        step_stage: str,
+        error: BaseException,
+        execution: JudgeExecution | None = None,
+    ) -> RunState:
+        """The state after a step raised ``error``: a ScorerRunError with the snapshot."""
+        judge = _with_execution(self.judge, step_stage, execution)
+        snapshot = self._replace(judge=judge)
+        return self._replace(
+            judge=judge,
+            error=ScorerRunError(
+                scorer_id=scorer.id,
+                steps=[s.stage for s in scorer.steps],
+                failed_step=step_stage,
+                completed_steps=self.completed,
+                cause=error,
+                result=snapshot.snapshot(),
+            ),
+        )
+
+    def snapshot(self) -> ScorerResult | None:
+        """The partial result of a failed run, or None when no step produced anything."""
+        if (
+            all(value is None for value in self.results.values())
+            and not self.prompts
+            and not self.judge
+        ):
+            return None
+        return self.result()
+
+    def result(self) -> ScorerResult:
+        """The run's fields plus what the steps produced."""
+        results = self.results
+        fields: dict[str, Any] = dict(self.run)
+        fields.update({key: results.get(key) for key in _RESULT_KEYS})
+        fields.update({f"{stage}_prompt": text for stage, text in self.prompts.items()})
+        fields["reason"] = results.get("generate_reason_step_result")
+        if self.not_scorable is None:
+            fields["score"] = results.get("generate_score_step_result")
+        fields["not_scorable"] = self.not_scorable
+        if self.judge:
+            fields["judge"] = {
+                stage: JudgeStepRecord.model_construct(executions=list(executions))
+                for stage, executions in self.judge.items()
+            }
+        return ScorerResult.model_construct(**fields)
+
+    def outcome(self) -> ScorerResult | ScorerRunError:
+        """What the run ends with: its result, or the error that stopped it."""
+        return self.error if self.error is not None else self.result()
+
+
+def _with_execution(
+    judge: dict[str, list[JudgeExecution]], stage: str, execution: JudgeExecution | None
+) -> dict[str, list[JudgeExecution]]:
+    if execution is None:
+        return judge
+    return {**judge, stage: [*judge.get(stage, ()), execution]}
+
+
+def validated_score(value: Any) -> float:
+    """``value`` as a float, or an error showing it when it is not a finite real number."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise EvalDagError(
+        "EVALDAG_INVALID_SCORE",
+        f"generate_score returned {value!r} ({type(value).__name__}), which is not a finite real "
+        "number; return a number such as 0.75, or not_scorable(reason) when the run cannot be "
+        "scored",
+        details={"value": repr(value)},
+    )
+
+
+def initial_state(run: ScorerRun) -> RunState:
+    """A run about to enter the steps, with a fresh UUID4 ``run_id`` when it has none."""
+    if not run.run_id:
+        run = run.model_copy(update={"run_id": str(uuid.uuid4())})
+    return RunState(run)
+
+
+def prepared_state(run: ScorerRun, scorer: Scorer) -> RunState:
+    """``run`` after the scorer's sync ``prepare_run``, ready for the steps."""
+    try:
+        value = scorer.prepare_run(run) if scorer.prepare_run is not None else run
+        if inspect.isawaitable(value):
+            from evaldag.concurrency import run_sync
+
+            value = run_sync(_awaited(value))
+        return initial_state(as_run(value))
+    except Exception as error:
+        return RunState(run).failed(scorer, "prepare_run", error)
+
+
+async def prepared_state_async(run: ScorerRun, scorer: Scorer) -> RunState:
+    """``run`` after the scorer's async ``prepare_run``, ready for the steps."""
+    try:
+        return initial_state(as_run(await _awaited(scorer.prepare_run(run))))
+    except Exception as error:
+        return RunState(run).failed(scorer, "prepare_run", error)
+
+
+def as_run(value: Any) -> ScorerRun:
+    """A prepare_run result as a ScorerRun; it may return a ScorerRun or a Mastra-shaped dict."""
+    if isinstance(value, ScorerRun):
+        return value
+    if isinstance(value, dict):
+        return ScorerRun.model_validate(value)
+    raise EvalDagError(
+        "EVALDAG_INVALID_PREPARED_RUN",
+        f"prepare_run must return a ScorerRun or a dict with an 'output' key, got "
+        f"{type(value).__name__}",
+    )
+
+
+async def advanced_async(state: RunState, scorer: Scorer, step: Step) -> RunState:
+    """``state`` after ``step``, for async function steps and prompt steps."""
+    definition = step.definition
+    prompt = None
+    try:
+        if isinstance(definition, PromptStep):
+            from evaldag.judging import judged_value
+
+            prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
+            value, execution = await judged_value(definition, step.stage, scorer.judge, prompt)
+            return state.advanced(step, value, prompt=prompt, execution=execution)
+        value = await _awaited(definition.fn(**state.inputs(definition.parameters)))
+        return state.advanced(step, value)
+    except Exception as error:
+        return state.failed(scorer, step.stage, error, getattr(error, "execution", None))
+
+
+def advanced_sync(state: RunState, scorer: Scorer, step: Step) -> RunState:
+    """``state`` after the sync function ``step``."""
+    definition = step.definition
+    try:
+        value = definition.fn(**state.inputs(definition.parameters))
+        if inspect.isawaitable(value):
+            from evaldag.concurrency import run_sync
+
+            value = run_sync(_awaited(value))
+        return state.advanced(step, value)
+    except Exception as error:
+        return state.failed(scorer, step.stage, error)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

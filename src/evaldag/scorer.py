@@ -1,0 +1,203 @@
+"""The scorer builder: ``create_scorer(id).preprocess(f).analyze(g).generate_score(h)``.
+
+A :class:`Scorer` is immutable: each builder call returns a new scorer with one step appended,
+so a base scorer can be extended in several directions. Steps run in call order; the DAG they
+form is built in ``evaldag.dag``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from evaldag.errors import EvalDagError, camel
+from evaldag.steps import FunctionStep, PromptStep, StageName, Step, step_definition
+
+if TYPE_CHECKING:
+    import graphviz
+    from hamilton import driver
+
+    from evaldag.results import ScorerResult
+    from evaldag.runs import ScorerRun
+
+
+class Scorer:
+    """A scoring pipeline; each step is a typed Hamilton node of the scorer's DAG."""
+
+    def __init__(
+        self,
+        id: str,
+        *,
+        name: str | None = None,
+        description: str = "",
+        type: Any = None,
+        judge: Any = None,
+        prepare_run: Callable[..., Any] | None = None,
+        steps: tuple[Step, ...] = (),
+    ) -> None:
+        if not id or not isinstance(id, str):
+            raise EvalDagError(
+                "MASTR_SCORER_FAILED_TO_CREATE_MISSING_ID",
+                "Scorers must have an ID field. Please provide an ID in the scorer config: "
+                "create_scorer('my-scorer', ...)",
+                details={"id": repr(id)},
+            )
+        if prepare_run is not None and not callable(prepare_run):
+            raise EvalDagError(
+                "EVALDAG_INVALID_PREPARE_RUN",
+                f"prepare_run of scorer '{id}' must be a callable taking the run, got "
+                f"{prepare_run.__class__.__name__}",
+            )
+        self._id = id
+        self._name = name
+        self._description = description
+        self._type = type
+        self._judge = judge
+        self._prepare_run = prepare_run
+        self._steps = steps
+
+    id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
+    name = property(lambda self: self._name or self._id, doc="Display name (defaults to id).")
+    description = property(lambda self: self._description)
+    type = property(lambda self: self._type, doc="'agent', 'trajectory' or None.")
+    judge = property(lambda self: self._judge, doc="Judge settings shared by prompt steps.")
+    prepare_run = property(lambda self: self._prepare_run)
+    steps = property(lambda self: self._steps, doc="The steps, in call order.")
+
+    def __repr__(self) -> str:
+        steps = ", ".join(step.node_name for step in self._steps)
+        return f"Scorer(id={self._id!r}, steps=[{steps}])"
+
+    def _with_step(self, stage: StageName, definition: Any) -> Scorer:
+        checked = step_definition(definition, stage)
+        repeats = sum(1 for step in self._steps if step.stage == stage)
+        node_name = stage if repeats == 0 else f"{stage}_{repeats + 1}"
+        return Scorer(
+            self._id,
+            name=self._name,
+            description=self._description,
+            type=self._type,
+            judge=self._judge,
+            prepare_run=self._prepare_run,
+            steps=(*self._steps, Step(stage, node_name, checked)),
+        )
+
+    def preprocess(self, step: Callable[..., Any] | PromptStep) -> Scorer:
+        """A new scorer with a preprocess step appended; its value is ``preprocess_step_result``."""
+        return self._with_step("preprocess", step)
+
+    def analyze(self, step: Callable[..., Any] | PromptStep) -> Scorer:
+        """A new scorer with an analyze step appended; its value is ``analyze_step_result``."""
+        return self._with_step("analyze", step)
+
+    def generate_score(self, step: Callable[..., Any] | PromptStep) -> Scorer:
+        """A new scorer with a generate_score step appended; it returns the score (a number)."""
+        return self._with_step("generate_score", step)
+
+    def generate_reason(self, step: Callable[..., Any] | PromptStep) -> Scorer:
+        """A new scorer with a generate_reason step appended; it returns the reason."""
+        return self._with_step("generate_reason", step)
+
+    def get_steps(self) -> list[dict[str, Any]]:
+        """``[{name, type, description}]`` per step, as Mastra's ``getSteps()``."""
+        return [
+            {"name": step.stage, "type": step.kind, "description": step.definition.description}
+            for step in self._steps
+        ]
+
+    def require_generate_score(self) -> None:
+        """Raise before anything runs when no step computes the score."""
+        if not any(step.stage == "generate_score" for step in self._steps):
+            raise EvalDagError(
+                "MASTR_SCORER_FAILED_TO_RUN_MISSING_GENERATE_SCORE",
+                f"Cannot execute pipeline without generateScore() step: add "
+                f".generate_score(...) to scorer '{self._id}'",
+                details={
+                    "scorerId": self._id,
+                    "steps": ", ".join(camel(step.stage) for step in self._steps),
+                },
+            )
+
+    @property
+    def has_async_steps(self) -> bool:
+        """Whether any step needs an event loop (async functions or LLM prompts)."""
+        return any(
+            not isinstance(step.definition, FunctionStep) or step.definition.is_async
+            for step in self._steps
+        )
+
+    @cached_property
+    def _driver(self) -> driver.Driver:
+        from evaldag.dag import scorer_driver
+
+        return scorer_driver(self)
+
+    def run(
+        self,
+        *,
+        input: Any = None,
+        output: Any,
+        run_id: str | None = None,
+        request_context: Any = None,
+        ground_truth: Any = None,
+        expected_trajectory: Any = None,
+    ) -> ScorerResult:
+        """Score one run through the scorer's DAG.
+
+        :return: the result; raises ``ScorerRunError`` (with the partial result) when a step fails.
+        """
+        from evaldag.runs import ScorerRun
+
+        return self.run_one(
+            ScorerRun(
+                input=input,
+                output=output,
+                run_id=run_id,
+                request_context=request_context,
+                ground_truth=ground_truth,
+                expected_trajectory=expected_trajectory,
+            )
+        )
+
+    def run_one(self, run: ScorerRun) -> ScorerResult:
+        """Score a ready-made :class:`~evaldag.ScorerRun` (``run`` with its fields as a model)."""
+        from evaldag.dag import scorer_outcomes
+
+        self.require_generate_score()
+        outcome = scorer_outcomes(self._driver, self, [run], concurrency=1)[0]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def arun(self, **fields: Any) -> ScorerResult:
+        """``run`` for async code: the DAG executes in a worker thread, the loop stays free."""
+        return await asyncio.to_thread(lambda: self.run(**fields))
+
+    def visualize(self, path: str | None = None) -> graphviz.Digraph:
+        """The scorer's DAG as a graphviz object; also written to ``path`` (.png, .svg, .dot)."""
+        from evaldag.dag import rendered
+
+        return rendered(self._driver, [self], path)
+
+
+def create_scorer(
+    id: str,
+    *,
+    name: str | None = None,
+    description: str = "",
+    type: Any = None,
+    judge: Any = None,
+    prepare_run: Callable[..., Any] | None = None,
+) -> Scorer:
+    """A scorer with no steps yet; add them with ``.preprocess`` … ``.generate_reason``.
+
+    :param id: stable identifier; names the scorer's DAG nodes and result columns.
+    :param type: ``'agent'`` or ``'trajectory'`` (routing hints, as in Mastra), or None.
+    :param judge: default judge for prompt steps: a ``Judge``, a dict or a litellm model string.
+    :param prepare_run: transforms each run before the steps, e.g. ``filter_run(...)``.
+    """
+    return Scorer(
+        id, name=name, description=description, type=type, judge=judge, prepare_run=prepare_run
+    )

@@ -1,0 +1,150 @@
+"""Scorer steps: a Python function or an LLM-judge prompt, and what each may consume.
+
+A step says what it consumes through its parameter names, as a Hamilton node does:
+``def generate_score(analyze_step_result): ...`` receives the analyze step's result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evaldag.errors import EvalDagError
+
+StageName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
+STAGES: tuple[StageName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
+
+#: The parameter names a step may declare, and what each receives.
+INJECTABLE = {
+    "run": "the prepared ScorerRun",
+    "results": "dict of the step results so far (keys '<stage>_step_result')",
+    "preprocess_step_result": "the preprocess step's result",
+    "analyze_step_result": "the analyze step's result",
+    "score": "the generate_score step's result",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NotScorable:
+    """Returned by a step to say the run cannot be scored; the pipeline stops there."""
+
+    reason: str | None = None
+
+
+def not_scorable(reason: str | None = None) -> NotScorable:
+    """The value a step returns to stop the pipeline: the result gets ``not_scorable``, no score."""
+    return NotScorable(reason)
+
+
+def is_not_scorable(value: object) -> bool:
+    """Whether ``value`` is what :func:`not_scorable` returns."""
+    return isinstance(value, NotScorable)
+
+
+def consumed_parameters(fn: Callable[..., Any], what: str) -> tuple[str, ...]:
+    """The names ``fn`` consumes; an unknown name is an error that lists the allowed ones."""
+    if not callable(fn):
+        raise EvalDagError(
+            "EVALDAG_INVALID_STEP",
+            f"{what} must be a callable or a PromptStep, got {type(fn).__name__}",
+        )
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError) as error:
+        raise EvalDagError(
+            "EVALDAG_INVALID_STEP", f"{what}: cannot read the parameters of {fn!r}: {error}"
+        ) from error
+    names = []
+    for parameter in parameters:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            raise EvalDagError(
+                "EVALDAG_INVALID_STEP",
+                f"{what}: parameter '{parameter.name}' must be named; steps receive values by "
+                f"name. Allowed names: {', '.join(INJECTABLE)}",
+            )
+        if parameter.name not in INJECTABLE:
+            raise EvalDagError(
+                "EVALDAG_INVALID_STEP",
+                f"{what}: unknown parameter '{parameter.name}'. A step's parameters say what it "
+                f"consumes; allowed names: {', '.join(INJECTABLE)}",
+                details={"parameter": parameter.name, "allowed": list(INJECTABLE)},
+            )
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise EvalDagError(
+                "EVALDAG_INVALID_STEP",
+                f"{what}: parameter '{parameter.name}' is positional-only; steps receive values "
+                "by name",
+            )
+        names.append(parameter.name)
+    return tuple(names)
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine (``async def``, or an object with one)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@dataclass(frozen=True)
+class PromptStep:
+    """A step judged by an LLM: ``create_prompt`` builds the user prompt from the run.
+
+    :param description: what the step asks the judge, shown in the DAG and the judge record.
+    :param create_prompt: a function taking the same parameters as a function step and
+        returning the prompt text (sync or async).
+    :param output_schema: a pydantic model or a JSON-schema dict for preprocess/analyze steps.
+    :param judge: a ``Judge``, a dict of judge settings or a litellm model string; overrides the
+        scorer's judge field by field.
+    """
+
+    description: str
+    create_prompt: Callable[..., Any]
+    output_schema: Any = None
+    judge: Any = None
+    parameters: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise EvalDagError(
+                "EVALDAG_INVALID_STEP", "PromptStep needs a non-empty description string"
+            )
+        parameters = consumed_parameters(self.create_prompt, "PromptStep.create_prompt")
+        object.__setattr__(self, "parameters", parameters)
+
+
+@dataclass(frozen=True)
+class FunctionStep:
+    """A step computed by a Python function (sync or async)."""
+
+    fn: Callable[..., Any]
+    parameters: tuple[str, ...]
+    is_async: bool
+
+    @property
+    def description(self) -> str | None:
+        return getattr(self.fn, "description", None)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A stage of a scorer: which stage it is, its node name and its definition."""
+
+    stage: StageName
+    node_name: str
+    definition: FunctionStep | PromptStep
+
+    @property
+    def kind(self) -> Literal["function", "prompt"]:
+        return "prompt" if isinstance(self.definition, PromptStep) else "function"
+
+
+def step_definition(definition: Any, stage: StageName) -> FunctionStep | PromptStep:
+    """A function or a PromptStep, checked: its parameters must be ones a step can consume."""
+    if isinstance(definition, PromptStep):
+        return definition
+    parameters = consumed_parameters(definition, f"{stage} step")
+    return FunctionStep(definition, parameters, is_async_callable(definition))
