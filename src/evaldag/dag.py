@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,9 +139,14 @@ def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
 def scorers_driver(scorers: Sequence[Scorer], *extra_nodes: Callable[..., Any]) -> driver.Driver:
     """One Hamilton driver over the subdags of ``scorers`` (plus any extra node functions)."""
     module = ad_hoc_utils.create_temporary_module(
-        *(scorer_subdag(s) for s in scorers), *extra_nodes, module_name="evaldag_dag"
+        *(scorer_subdag(s) for s in scorers), *extra_nodes
     )
-    return driver.Builder().with_modules(module).build()
+    try:
+        return driver.Builder().with_modules(module).build()
+    finally:
+        # Hamilton finds the functions through sys.modules while building; once built, the
+        # driver holds them, so the temporary module need not outlive the build.
+        sys.modules.pop(module.__name__, None)
 
 
 def scorer_driver(scorer: Scorer) -> driver.Driver:
