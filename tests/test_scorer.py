@@ -492,11 +492,11 @@ def test_one_execute_scores_a_whole_column_and_isolates_failures():
     dr = scorers_driver([scorer])
     runs = [ScorerRun(output=o, run_id=str(i)) for i, o in enumerate(["a", "bad", "abc"])]
     frame = dr.execute(["len"], inputs={"runs": pd.Series(runs), "concurrency": 4})["len"]
-    assert list(frame.columns) == ["score", "reason", "not_scorable", "error", "result"]
+    assert list(frame.columns) == ["score", "reason", "not_scorable", "error"]
     assert frame["score"].iloc[0] == 0.1 and frame["score"].iloc[2] == 0.3
     assert math.isnan(frame["score"].iloc[1])
     assert frame["error"].iloc[1].failed_step == "generate_score"
-    assert [r.run_id for r in frame["result"] if r is not None] == ["0", "2"]
+    assert frame["error"].iloc[1].result is None
     assert pickle.loads(pickle.dumps(frame))["score"].iloc[2] == 0.3
 
 

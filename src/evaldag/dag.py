@@ -24,15 +24,10 @@ import pandas as pd
 from hamilton import ad_hoc_utils, driver
 from hamilton.function_modifiers import pipe_input, source, step, subdag
 
-from evaldag.concurrency import gather_limited, run_sync
+from evaldag.concurrency import gc_paused
 from evaldag.errors import EvalDagError
-from evaldag.pipeline import (
-    advanced_async,
-    advanced_sync,
-    prepared_state,
-    prepared_state_async,
-)
-from evaldag.steps import FunctionStep, Step, is_async_callable
+from evaldag.pipeline import advanced_states, prepared_states
+from evaldag.steps import Step
 
 if TYPE_CHECKING:
     import graphviz
@@ -43,31 +38,15 @@ if TYPE_CHECKING:
     from evaldag.scorer import Scorer
 
 #: Columns of a scorer's output frame (the node named after the scorer's id).
-SCORER_COLUMNS = ("score", "reason", "not_scorable", "error", "result")
+SCORER_COLUMNS = ("score", "reason", "not_scorable", "error")
+_SCORE_KEY = "generate_score_step_result"
+_REASON_KEY = "generate_reason_step_result"
 
 
 def _stage_node(scorer: Scorer, stage_step: Step) -> Callable[..., pd.Series]:
-    definition = stage_step.definition
-    needs_loop = not isinstance(definition, FunctionStep) or definition.is_async
-
     def stage(states: pd.Series, concurrency: int) -> pd.Series:
-        if needs_loop:
-            pending = [i for i, state in enumerate(states) if not state.done]
-            advanced = run_sync(
-                gather_limited(
-                    (advanced_async(states.iloc[i], scorer, stage_step) for i in pending),
-                    concurrency,
-                )
-            )
-            values = list(states)
-            for i, state in zip(pending, advanced, strict=True):
-                values[i] = state
-        else:
-            values = [
-                state if state.done else advanced_sync(state, scorer, stage_step)
-                for state in states
-            ]
-        return pd.Series(values, index=states.index, dtype=object)
+        advanced = advanced_states(list(states), scorer, stage_step, concurrency)
+        return pd.Series(advanced, index=states.index, dtype=object)
 
     stage.__doc__ = f"Runs after the {stage_step.stage} step ({stage_step.kind})."
     return stage
@@ -75,21 +54,15 @@ def _stage_node(scorer: Scorer, stage_step: Step) -> Callable[..., pd.Series]:
 
 def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
     """The node function named after ``scorer.id``, with the scorer's subdag behind it."""
-    asynchronous = scorer.prepare_run is not None and is_async_callable(scorer.prepare_run)
 
     def prepared_run(runs: pd.Series, concurrency: int) -> pd.Series:
         """Each run after prepare_run, with its run_id set."""
-        if asynchronous:
-            values = run_sync(
-                gather_limited((prepared_state_async(run, scorer) for run in runs), concurrency)
-            )
-        else:
-            values = [prepared_state(run, scorer) for run in runs]
-        return pd.Series(values, index=runs.index, dtype=object)
+        states = prepared_states(runs, scorer, concurrency)
+        return pd.Series(states, index=runs.index, dtype=object)
 
     def outcomes(prepared_run: pd.Series) -> pd.Series:
-        """Each run's ScorerResult, or the ScorerRunError that stopped it."""
-        return prepared_run.map(lambda state: state.outcome())
+        """Each run's final state: its results, or the ScorerRunError that stopped it."""
+        return prepared_run
 
     chain = [
         step(_stage_node(scorer, s), concurrency=source("concurrency")).named(
@@ -103,35 +76,27 @@ def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
         return scored_frame(outcomes)
 
     scored.__name__ = scored.__qualname__ = scorer.id
-    scored.__doc__ = f"Score, reason, not_scorable, error and result of scorer '{scorer.id}'."
+    scored.__doc__ = f"Score, reason, not_scorable and error of scorer '{scorer.id}'."
     return subdag(prepared_run, outcomes, namespace=scorer.id)(scored)
 
 
 def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
-    """One row per run: score (NaN when none), reason, not_scorable, error and result."""
-    from evaldag.errors import ScorerRunError
-
-    scores, reasons, not_scorables, errors, results = [], [], [], [], []
-    for outcome in outcomes:
-        if isinstance(outcome, ScorerRunError):
-            scores.append(float("nan"))
-            reasons.append(None)
-            not_scorables.append(None)
-            errors.append(outcome)
-            results.append(outcome.result)
-        else:
-            scores.append(float("nan") if outcome.score is None else outcome.score)
-            reasons.append(outcome.reason)
-            not_scorables.append(outcome.not_scorable)
-            errors.append(None)
-            results.append(outcome)
+    """One row per run: score (NaN when none), reason, not_scorable and error."""
+    nan = float("nan")
+    columns: dict[str, list[Any]] = {column: [] for column in SCORER_COLUMNS}
+    with gc_paused():
+        for state in outcomes:
+            score = None if state.error or state.not_scorable else state.results.get(_SCORE_KEY)
+            columns["score"].append(nan if score is None else score)
+            columns["reason"].append(state.results.get(_REASON_KEY))
+            columns["not_scorable"].append(state.not_scorable)
+            columns["error"].append(state.error)
     return pd.DataFrame(
         {
-            "score": pd.Series(scores, index=outcomes.index, dtype="float64"),
-            "reason": pd.Series(reasons, index=outcomes.index, dtype=object),
-            "not_scorable": pd.Series(not_scorables, index=outcomes.index, dtype=object),
-            "error": pd.Series(errors, index=outcomes.index, dtype=object),
-            "result": pd.Series(results, index=outcomes.index, dtype=object),
+            column: pd.Series(
+                values, index=outcomes.index, dtype="float64" if column == "score" else object
+            )
+            for column, values in columns.items()
         }
     )
 
@@ -159,10 +124,10 @@ def scorer_outcomes(
 ) -> list[ScorerResult | ScorerRunError]:
     """Run ``runs`` through ``scorer``'s nodes in ``dr``: one result or error per run."""
     node = f"{scorer.id}.outcomes"
-    values = dr.execute(
+    states = dr.execute(
         [node], inputs={"runs": pd.Series(list(runs), dtype=object), "concurrency": concurrency}
     )[node]
-    return list(values)
+    return [state.outcome() for state in states]
 
 
 def _style(prompt_nodes: set[str], scorer_ids: set[str]) -> Callable[..., tuple]:

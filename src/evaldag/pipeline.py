@@ -7,12 +7,13 @@ to each of them. A state that failed or was declared not scorable passes later s
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from evaldag.concurrency import gather_limited, gc_paused, run_sync
 from evaldag.errors import EvalDagError, ScorerRunError
 from evaldag.results import (
     JudgeExecution,
@@ -21,7 +22,7 @@ from evaldag.results import (
     ScorerResult,
 )
 from evaldag.runs import ScorerRun
-from evaldag.steps import NotScorable, PromptStep, Step
+from evaldag.steps import FunctionStep, NotScorable, PromptStep, Step, is_async_callable
 
 if TYPE_CHECKING:
     from evaldag.scorer import Scorer
@@ -70,14 +71,7 @@ class RunState:
 
     def inputs(self, parameters: tuple[str, ...]) -> dict[str, Any]:
         """The values a step asks for by parameter name."""
-        available = {
-            "run": self.run,
-            "results": dict(self.results),
-            "preprocess_step_result": self.results.get("preprocess_step_result"),
-            "analyze_step_result": self.results.get("analyze_step_result"),
-            "score": self.results.get("generate_score_step_result"),
-        }
-        return {name: available[name] for name in parameters}
+        return {name: _INPUTS[name](self) for name in parameters}
 
     def advanced(
         self,
@@ -89,20 +83,13 @@ class RunState:
         """The state after ``step`` returned ``value`` (raises if it is an invalid score)."""
         judge = _with_execution(self.judge, step.stage, execution)
         prompts = self.prompts if prompt is None else {**self.prompts, step.stage: prompt}
-        if isinstance(value, NotScorable):
-            return self._replace(
-                prompts=prompts,
-                judge=judge,
-                not_scorable=NotScorableInfo(step=step.stage, reason=value.reason),
-            )
+        if type(value) is NotScorable:
+            not_scorable = NotScorableInfo(step=step.stage, reason=value.reason)
+            return RunState(self.run, self.results, prompts, judge, self.completed, not_scorable)
         if step.stage == "generate_score":
             value = validated_score(value)
-        return self._replace(
-            results={**self.results, f"{step.stage}_step_result": value},
-            prompts=prompts,
-            judge=judge,
-            completed=(*self.completed, step.stage),
-        )
+        results = {**self.results, step.result_key: value}
+        return RunState(self.run, results, prompts, judge, (*self.completed, step.stage))
 
     def failed(
         self,
@@ -148,14 +135,23 @@ class RunState:
         fields["not_scorable"] = self.not_scorable
         if self.judge:
             fields["judge"] = {
-                stage: JudgeStepRecord.model_construct(executions=list(executions))
+                stage: JudgeStepRecord(executions=list(executions))
                 for stage, executions in self.judge.items()
             }
-        return ScorerResult.model_construct(**fields)
+        return ScorerResult(**fields)
 
     def outcome(self) -> ScorerResult | ScorerRunError:
         """What the run ends with: its result, or the error that stopped it."""
         return self.error if self.error is not None else self.result()
+
+
+_INPUTS: dict[str, Callable[[RunState], Any]] = {
+    "run": lambda state: state.run,
+    "results": lambda state: dict(state.results),
+    "preprocess_step_result": lambda state: state.results.get("preprocess_step_result"),
+    "analyze_step_result": lambda state: state.results.get("analyze_step_result"),
+    "score": lambda state: state.results.get("generate_score_step_result"),
+}
 
 
 def _with_execution(
@@ -168,7 +164,10 @@ def _with_execution(
 
 def validated_score(value: Any) -> float:
     """``value`` as a float, or an error showing it when it is not a finite real number."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+    kind = type(value)
+    if (
+        kind is float or kind is int or (kind is not bool and isinstance(value, numbers.Real))
+    ) and (math.isfinite(value)):
         return float(value)
     raise EvalDagError(
         "EVALDAG_INVALID_SCORE",
@@ -186,25 +185,32 @@ def initial_state(run: ScorerRun) -> RunState:
     return RunState(run)
 
 
-def prepared_state(run: ScorerRun, scorer: Scorer) -> RunState:
-    """``run`` after the scorer's sync ``prepare_run``, ready for the steps."""
-    try:
-        value = scorer.prepare_run(run) if scorer.prepare_run is not None else run
-        if inspect.isawaitable(value):
-            from evaldag.concurrency import run_sync
+def prepared_states(runs: Iterable[ScorerRun], scorer: Scorer, concurrency: int) -> list[RunState]:
+    """Each run after the scorer's ``prepare_run`` (sync or async), ready for the steps."""
+    prepare_run = scorer.prepare_run
+    if prepare_run is None:
+        with gc_paused():
+            return [initial_state(run) for run in runs]
 
-            value = run_sync(_awaited(value))
-        return initial_state(as_run(value))
-    except Exception as error:
-        return RunState(run).failed(scorer, "prepare_run", error)
+    def prepared(run: ScorerRun) -> RunState:
+        try:
+            value = prepare_run(run)
+            if hasattr(value, "__await__"):  # a sync function that returned a coroutine
+                value = run_sync(_awaited(value))
+            return initial_state(as_run(value))
+        except Exception as error:
+            return RunState(run).failed(scorer, "prepare_run", error)
 
+    async def prepared_async(run: ScorerRun) -> RunState:
+        try:
+            return initial_state(as_run(await prepare_run(run)))
+        except Exception as error:
+            return RunState(run).failed(scorer, "prepare_run", error)
 
-async def prepared_state_async(run: ScorerRun, scorer: Scorer) -> RunState:
-    """``run`` after the scorer's async ``prepare_run``, ready for the steps."""
-    try:
-        return initial_state(as_run(await _awaited(scorer.prepare_run(run))))
-    except Exception as error:
-        return RunState(run).failed(scorer, "prepare_run", error)
+    if is_async_callable(prepare_run):
+        return run_sync(gather_limited((prepared_async(run) for run in runs), concurrency))
+    with gc_paused():
+        return [prepared(run) for run in runs]
 
 
 def as_run(value: Any) -> ScorerRun:
@@ -220,10 +226,43 @@ def as_run(value: Any) -> ScorerRun:
     )
 
 
-async def advanced_async(state: RunState, scorer: Scorer, step: Step) -> RunState:
-    """``state`` after ``step``, for async function steps and prompt steps."""
+def advanced_states(
+    states: Sequence[RunState], scorer: Scorer, step: Step, concurrency: int
+) -> list[RunState]:
+    """Each state after ``step``; finished states pass through untouched.
+
+    Sync function steps run in a plain loop. Async function steps and prompt steps run
+    concurrently across rows, at most ``concurrency`` at a time.
+    """
     definition = step.definition
-    prompt = None
+    if isinstance(definition, FunctionStep) and not definition.is_async:
+        fn = definition.fn
+        getters = tuple((name, _INPUTS[name]) for name in definition.parameters)
+        advanced = []
+        with gc_paused():
+            for state in states:
+                if not state.done:
+                    try:
+                        value = fn(**{name: get(state) for name, get in getters})
+                        if hasattr(value, "__await__"):  # a sync function that returned a coroutine
+                            value = run_sync(_awaited(value))
+                        state = state.advanced(step, value)
+                    except Exception as error:
+                        state = state.failed(scorer, step.stage, error)
+                advanced.append(state)
+        return advanced
+    pending = [i for i, state in enumerate(states) if not state.done]
+    done = run_sync(
+        gather_limited((_advanced_async(states[i], scorer, step) for i in pending), concurrency)
+    )
+    advanced = list(states)
+    for i, state in zip(pending, done, strict=True):
+        advanced[i] = state
+    return advanced
+
+
+async def _advanced_async(state: RunState, scorer: Scorer, step: Step) -> RunState:
+    definition = step.definition
     try:
         if isinstance(definition, PromptStep):
             from evaldag.judging import judged_value
@@ -237,19 +276,5 @@ async def advanced_async(state: RunState, scorer: Scorer, step: Step) -> RunStat
         return state.failed(scorer, step.stage, error, getattr(error, "execution", None))
 
 
-def advanced_sync(state: RunState, scorer: Scorer, step: Step) -> RunState:
-    """``state`` after the sync function ``step``."""
-    definition = step.definition
-    try:
-        value = definition.fn(**state.inputs(definition.parameters))
-        if inspect.isawaitable(value):
-            from evaldag.concurrency import run_sync
-
-            value = run_sync(_awaited(value))
-        return state.advanced(step, value)
-    except Exception as error:
-        return state.failed(scorer, step.stage, error)
-
-
 async def _awaited(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+    return await value if hasattr(value, "__await__") else value

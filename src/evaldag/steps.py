@@ -136,6 +136,10 @@ class Step:
     stage: StageName
     node_name: str
     definition: FunctionStep | PromptStep
+    result_key: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "result_key", f"{self.stage}_step_result")
 
     @property
     def kind(self) -> Literal["function", "prompt"]:
