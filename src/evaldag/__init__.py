@@ -19,19 +19,27 @@ _EXPORTS = {
     "JudgeExecution": "evaldag.results",
     "JudgeUsage": "evaldag.results",
     "JudgeCost": "evaldag.results",
+    "Judge": "evaldag.judge",
+    "JudgeError": "evaldag.judging",
     "NotScorableInfo": "evaldag.results",
     "PromptStep": "evaldag.steps",
     "not_scorable": "evaldag.steps",
     "is_not_scorable": "evaldag.steps",
     "Scorer": "evaldag.scorer",
     "create_scorer": "evaldag.scorer",
+    "filter_run": "evaldag.run_filter",
+    "checks": "evaldag.checks",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from evaldag import checks
     from evaldag.errors import EvalDagError, ScorerRunError
+    from evaldag.judge import Judge
+    from evaldag.judging import JudgeError
     from evaldag.results import JudgeCost, JudgeExecution, JudgeUsage, NotScorableInfo, ScorerResult
+    from evaldag.run_filter import filter_run
     from evaldag.runs import ScorerRun
     from evaldag.scorer import Scorer, create_scorer
     from evaldag.steps import PromptStep, is_not_scorable, not_scorable
@@ -41,7 +49,9 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'evaldag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = importlib.import_module(module)
+    if module != f"{__name__}.{name}":  # a module exported whole, such as evaldag.checks
+        value = getattr(value, name)
     globals()[name] = value
     return value
 

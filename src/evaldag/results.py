@@ -64,7 +64,14 @@ class JudgeExecution(_CamelModel):
     duration_ms: int = Field(ge=0)
     finish_reason: str | None = None
     error: JudgeErrorInfo | None = None
-    cost: JudgeCost | None = None
+    cost: JudgeCost | None = Field(
+        default=None, description="From litellm's price table; absent when the model is unpriced."
+    )
+    cache_hit: bool | None = Field(
+        default=None,
+        description="True when every reply came from the judge cache (no model call, no cost); "
+        "None when the judge has no cache.",
+    )
 
 
 class JudgeStepRecord(_CamelModel):

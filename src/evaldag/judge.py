@@ -1,0 +1,189 @@
+"""Judge settings: which LLM judges a prompt step, how, and how hard to try.
+
+``judge=`` on ``create_scorer`` and on a ``PromptStep`` takes a :class:`Judge`, a dict of its
+fields or a bare litellm model string. A step's settings override the scorer's field by field:
+only the fields the step sets win.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from evaldag.errors import EvalDagError
+
+#: The model name that selects the bundled local judge (``evaldag.local_judge``).
+LOCAL_MODEL = "local"
+
+StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+
+
+class Judge(BaseModel):
+    """An LLM judge reached through litellm.
+
+    ``Judge("openai/gpt-4o-mini")``, ``Judge("ollama/qwen2.5")``,
+    ``Judge("openai/<name>", api_base="http://host:8000/v1")`` or ``Judge("local")`` for the
+    bundled llama.cpp judge. Keyword arguments that are not fields below go to
+    ``litellm.acompletion`` as they are (``top_p=...``, ``seed=...``, ``extra_headers=...``).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model: str | None = Field(
+        default=None, description="litellm model string, e.g. 'openai/gpt-4o-mini', or 'local'."
+    )
+    instructions: str | None = Field(default=None, description="The judge's system prompt.")
+    api_base: str | None = Field(default=None, description="Base URL of the provider's API.")
+    api_key: SecretStr | None = Field(
+        default=None, description="Provider key; never cached, recorded or logged."
+    )
+    temperature: float | None = Field(
+        default=0, description="Sampling temperature; None leaves it to the provider."
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="Cap on the reply's tokens.")
+    timeout: float = Field(default=60, gt=0, description="Seconds per model call.")
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries of a call after 429, 5xx, timeouts, lost connections."
+    )
+    max_concurrency: int = Field(
+        default=16,
+        ge=1,
+        description="Calls in flight at once, shared by every scorer using the same model, "
+        "api_base and max_concurrency.",
+    )
+    structured_output: StructuredOutput = Field(
+        default="auto",
+        description="How the first attempt asks for JSON: 'json_schema' (OpenAI response_format), "
+        "'json_object' (llama.cpp's {'type': 'json_object', 'schema': ...}), 'prompt' (the "
+        "schema in the system prompt) or 'auto' (json_schema unless litellm knows the model "
+        "lacks it, json_object for the local judge). The fallback attempt always uses 'prompt'.",
+    )
+    cache: bool | str | Path | None = Field(
+        default=None,
+        description="On-disk reply cache: a directory, True for $EVALDAG_CACHE_DIR (else "
+        "~/.cache/evaldag), False for none; None uses $EVALDAG_CACHE_DIR when it is set.",
+    )
+
+    def __init__(self, model: str | None = None, /, **settings: Any) -> None:
+        if model is not None:
+            if "model" in settings:
+                raise EvalDagError(
+                    "EVALDAG_INVALID_JUDGE",
+                    "Judge got the model twice: pass it positionally or as model=..., not both",
+                )
+            settings["model"] = model
+        try:
+            super().__init__(**settings)
+        except ValidationError as error:
+            raise _invalid_judge(error, "Judge(...)") from None
+
+    @property
+    def litellm_kwargs(self) -> dict[str, Any]:
+        """The extra keyword arguments passed to ``litellm.acompletion``."""
+        return dict(self.model_extra or {})
+
+    def overridden_by(self, other: Judge) -> Judge:
+        """This judge with the fields ``other`` sets explicitly taken from ``other``."""
+        settings = {name: getattr(self, name) for name in self.model_fields_set}
+        settings.update(self.litellm_kwargs)
+        settings.update({name: getattr(other, name) for name in other.model_fields_set})
+        return Judge.model_construct(_fields_set=set(settings), **settings)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={'**********' if name == 'api_key' else repr(getattr(self, name))}"
+            for name in sorted(self.model_fields_set)
+        )
+        return f"Judge({shown})"
+
+
+def as_judge(value: Any, where: str) -> Judge | None:
+    """``value`` (a Judge, a dict of its fields, a model string or None) as a Judge.
+
+    :param where: names the argument in error messages, e.g. "judge of scorer 'x'".
+    """
+    if value is None or isinstance(value, Judge):
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            raise EvalDagError(
+                "EVALDAG_INVALID_JUDGE",
+                f"{where} is an empty string; give a litellm model string such as "
+                "'openai/gpt-4o-mini', a dict or evaldag.Judge(...)",
+            )
+        return Judge(value)
+    if isinstance(value, dict):
+        unknown_keys = [key for key in value if not isinstance(key, str)]
+        if unknown_keys:
+            raise EvalDagError(
+                "EVALDAG_INVALID_JUDGE", f"{where}: dict keys must be strings, got {unknown_keys!r}"
+            )
+        try:
+            return Judge(**value)
+        except EvalDagError as error:  # name the argument, not the constructor
+            raise EvalDagError(
+                error.id, error.message.replace("Judge(...)", where, 1), details=error.details
+            ) from None
+    raise EvalDagError(
+        "EVALDAG_INVALID_JUDGE",
+        f"{where} must be an evaldag.Judge, a dict of its settings or a litellm model string "
+        f"such as 'openai/gpt-4o-mini', got {type(value).__name__}",
+    )
+
+
+def resolved_judge(step_judge: Any, scorer_judge: Any, where: str) -> Judge:
+    """The judge a prompt step uses: the scorer's settings overridden by the step's.
+
+    :param where: the step, for error messages, e.g. ``'analyze'``.
+    """
+    scorer_level = as_judge(scorer_judge, "judge= of create_scorer")
+    step_level = as_judge(step_judge, f'judge= of the PromptStep of step "{where}"')
+    if scorer_level is None:
+        judge = step_level
+    elif step_level is None:
+        judge = scorer_level
+    else:
+        judge = scorer_level.overridden_by(step_level)
+    if judge is None or not judge.model or not judge.instructions:
+        missing = [
+            name for name in ("model", "instructions") if judge is None or not getattr(judge, name)
+        ]
+        raise EvalDagError(
+            "MASTR_SCORER_FAILED_TO_RUN_MISSING_MODEL_OR_INSTRUCTIONS",
+            f'Step "{where}" requires a model and instructions; missing: {", ".join(missing)}. '
+            "Set them on the scorer (create_scorer(..., judge=Judge('openai/gpt-4o-mini', "
+            "instructions='You are ...'))) or on the step (PromptStep(..., judge=...)).",
+            details={"step": where, "missing": missing},
+        )
+    return judge
+
+
+def cache_directory(setting: bool | str | Path | None) -> Path | None:
+    """Where a judge's reply cache lives, or None when caching is off."""
+    if setting is False:
+        return None
+    if isinstance(setting, str | Path):
+        return Path(setting).expanduser()
+    from_environment = os.environ.get("EVALDAG_CACHE_DIR", "").strip()
+    if from_environment:
+        return Path(from_environment).expanduser()
+    if setting is True:
+        return Path("~/.cache/evaldag").expanduser()
+    return None
+
+
+def _invalid_judge(error: ValidationError, where: str) -> EvalDagError:
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in item['loc']) or 'value'}: {item['msg']}"
+        for item in error.errors()
+    )
+    return EvalDagError(
+        "EVALDAG_INVALID_JUDGE",
+        f"{where}: invalid judge settings ({problems}). See help(evaldag.Judge) for the fields.",
+        details={
+            "errors": [{"field": list(e["loc"]), "message": e["msg"]} for e in error.errors()]
+        },
+    )

@@ -1,0 +1,109 @@
+"""The judge's reply cache: one sqlite file of model replies keyed by what was asked.
+
+A key hashes the model, the api_base, the messages, the response format and the sampling
+settings; credentials never enter it (see :func:`request_key`). Replies are written only for
+judge executions that succeeded, so a bad reply is asked again next time instead of replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from evaldag.errors import EvalDagError
+
+FILE_NAME = "judge-cache.sqlite3"
+
+# Settings that are credentials or transport details, not part of what the judge is asked.
+_NOT_IN_KEY = frozenset(
+    {"api_key", "timeout", "max_retries", "num_retries", "extra_headers", "headers", "metadata"}
+)
+_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "token")
+_TOKEN_COUNTS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
+
+
+def _is_secret(name: str) -> bool:
+    lowered = name.lower()
+    if lowered in _TOKEN_COUNTS:
+        return False
+    return lowered in _NOT_IN_KEY or any(part in lowered for part in _SECRET_PARTS)
+
+
+def request_key(request: Mapping[str, Any]) -> str:
+    """The cache key of a model call: a SHA-256 over the request without credentials."""
+    kept = {name: value for name, value in request.items() if not _is_secret(name)}
+    text = json.dumps(kept, sort_keys=True, default=repr, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class JudgeCache:
+    """Model replies on disk, safe to share between threads and processes."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / FILE_NAME
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._connection = sqlite3.connect(
+                self.path, timeout=30, check_same_thread=False, isolation_level=None
+            )
+            self._connection.execute("PRAGMA journal_mode=WAL")
+            self._connection.execute("PRAGMA synchronous=NORMAL")
+            self._connection.execute(
+                "CREATE TABLE IF NOT EXISTS replies "
+                "(key TEXT PRIMARY KEY, reply TEXT NOT NULL, created REAL NOT NULL)"
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise EvalDagError(
+                "EVALDAG_JUDGE_CACHE_UNAVAILABLE",
+                f"cannot open the judge cache at {self.path}: {error}. Point cache= (or "
+                "EVALDAG_CACHE_DIR) at a writable directory, or pass cache=False",
+                category="SYSTEM",
+                details={"path": str(self.path)},
+                cause=error,
+            ) from error
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The reply stored under ``key``, or None."""
+        with self._lock:
+            row = self._connection.execute(
+                "SELECT reply FROM replies WHERE key = ?", (key,)
+            ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put(self, replies: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+        """Store ``(key, reply)`` pairs, replacing older replies under the same keys."""
+        now = time.time()
+        rows = [(key, json.dumps(reply), now) for key, reply in replies]
+        if not rows:
+            return
+        with self._lock:
+            self._connection.executemany(
+                "INSERT OR REPLACE INTO replies (key, reply, created) VALUES (?, ?, ?)", rows
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+
+_caches: dict[Path, JudgeCache] = {}
+_caches_lock = threading.Lock()
+
+
+def judge_cache(directory: Path | None) -> JudgeCache | None:
+    """The process-wide cache for ``directory`` (opened on first use), or None for no cache."""
+    if directory is None:
+        return None
+    resolved = directory.resolve()
+    with _caches_lock:
+        cache = _caches.get(resolved)
+        if cache is None:
+            cache = _caches[resolved] = JudgeCache(resolved)
+        return cache
