@@ -1,0 +1,329 @@
+"""Checks: small deterministic scorers of an agent's answer and tool use, usable as gates (spec §7).
+
+Each check is a :class:`~evaldag.Scorer` with Mastra's id (``check-includes``, ...) whose
+preprocess step records what it found and whose score is 1 (pass) or 0 (fail); ``similarity``
+without a threshold scores the similarity itself. Pass ``id=`` to run two checks of one kind side
+by side. Text checks read the assistant messages of ``run.output`` (a string output is one
+assistant message); tool checks read its tool calls (``evaldag.transcripts.extract_tool_calls``).
+Bad arguments fail when the check is created.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from evaldag.errors import EvalDagError
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.transcripts import (
+    compare_two_strings,
+    extract_agent_response_messages,
+    extract_tool_calls,
+    is_tool_error,
+    tool_invocations,
+)
+
+#: re flags and the letters JavaScript's RegExp prints for them, in its order.
+_FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
+
+
+def includes(expected: str, ignore_case: bool = True, *, id: str = "check-includes") -> Scorer:
+    """Passes when the assistant's text (messages joined by a space) contains ``expected``."""
+    _text("includes", "expected", expected)
+    _flag("includes", "ignore_case", ignore_case)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        output, target = _folded(_assistant_text(run, " "), expected, ignore_case)
+        return {"output": output, "target": target, "found": target in output}
+
+    return _check(
+        id, "Includes Check", f'Checks if output includes "{expected}"', preprocess, "found"
+    )
+
+
+def excludes(unwanted: str, ignore_case: bool = True, *, id: str = "check-excludes") -> Scorer:
+    """Passes when the assistant's text (messages joined by a space) lacks ``unwanted``."""
+    _text("excludes", "unwanted", unwanted)
+    _flag("excludes", "ignore_case", ignore_case)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        output, target = _folded(_assistant_text(run, " "), unwanted, ignore_case)
+        return {"output": output, "target": target, "excluded": target not in output}
+
+    description = f'Checks that output does not include "{unwanted}"'
+    return _check(id, "Excludes Check", description, preprocess, "excluded")
+
+
+def equals(expected: str, ignore_case: bool = True, *, id: str = "check-equals") -> Scorer:
+    """Passes when the assistant's text (messages joined with nothing between) is ``expected``.
+
+    Nothing is trimmed: ``" x "`` does not equal ``"x"``.
+    """
+    _text("equals", "expected", expected)
+    _flag("equals", "ignore_case", ignore_case)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        output, target = _folded(_assistant_text(run, ""), expected, ignore_case)
+        return {"output": output, "target": target, "isEqual": output == target}
+
+    return _check(
+        id, "Equals Check", f'Checks if output equals "{expected}"', preprocess, "isEqual"
+    )
+
+
+def matches(
+    pattern: str | re.Pattern[str], exact: bool = False, *, id: str = "check-matches"
+) -> Scorer:
+    """Passes when the assistant's text (messages joined with nothing between) matches ``pattern``.
+
+    :param pattern: a Python regular expression, as a string or compiled (with its flags).
+    :param exact: the whole text must match (``re.fullmatch``); otherwise a match anywhere counts.
+    """
+    if isinstance(pattern, str):
+        try:
+            pattern = re.compile(pattern)
+        except re.error as error:
+            raise _invalid(
+                "matches", "pattern", f"is not a valid regular expression: {error}"
+            ) from error
+    elif not isinstance(pattern, re.Pattern) or not isinstance(pattern.pattern, str):
+        raise _invalid(
+            "matches", "pattern", f"must be a str or a compiled re.Pattern, got {pattern!r}"
+        )
+    _flag("matches", "exact", exact)
+    compiled = pattern
+    shown = "/{}/{}".format(
+        compiled.pattern, "".join(letter for flag, letter in _FLAG_LETTERS if compiled.flags & flag)
+    )
+    test = compiled.fullmatch if exact else compiled.search
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        output = _assistant_text(run, "")
+        return {"output": output, "pattern": shown, "matched": test(output) is not None}
+
+    description = f"Checks if output matches pattern {shown}"
+    return _check(id, "Matches Check", description, preprocess, "matched")
+
+
+def similarity(
+    expected: str,
+    threshold: float | None = None,
+    ignore_case: bool = True,
+    *,
+    id: str = "check-similarity",
+) -> Scorer:
+    """Scores the Dice similarity of the assistant's text to ``expected`` (0 to 1).
+
+    The assistant messages are joined by a space; whitespace is ignored in the comparison
+    (``evaldag.transcripts.compare_two_strings``).
+
+    :param threshold: if given, the score is 1 when the similarity reaches it, else 0.
+    """
+    _text("similarity", "expected", expected)
+    _flag("similarity", "ignore_case", ignore_case)
+    if threshold is not None and not (
+        isinstance(threshold, numbers.Real)
+        and not isinstance(threshold, bool)
+        and math.isfinite(threshold)
+        and 0 <= threshold <= 1
+    ):
+        raise _invalid(
+            "similarity", "threshold", f"must be a number from 0 to 1 or None, got {threshold!r}"
+        )
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        output, target = _folded(_assistant_text(run, " "), expected, ignore_case)
+        found = {"output": output, "target": target, "score": compare_two_strings(output, target)}
+        if threshold is not None:
+            found["threshold"] = threshold
+        return found
+
+    def generate_score(preprocess_step_result: dict[str, Any]) -> float:
+        score = preprocess_step_result["score"]
+        if threshold is None:
+            return score
+        return 1 if score >= threshold else 0
+
+    return (
+        create_scorer(
+            id,
+            name="Similarity Check",
+            description=f'Checks string similarity to "{expected}"',
+            type="agent",
+        )
+        .preprocess(preprocess)
+        .generate_score(generate_score)
+    )
+
+
+def called_tool(name: str, times: int = 1, *, id: str = "check-called-tool") -> Scorer:
+    """Passes when the tool ``name`` (exact, case-sensitive) was called at least ``times`` times.
+
+    A call counts once it was made: its state is 'call', 'result' or 'output-error' (it threw).
+    """
+    _tool_name("called_tool", "name", name)
+    _count("called_tool", "times", times)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        count = extract_tool_calls(_output(run)).tools.count(name)
+        return {
+            "toolName": name,
+            "expectedTimes": times,
+            "actualCount": count,
+            "passed": count >= times,
+        }
+
+    at_least = f" at least {times} times" if times > 1 else ""
+    description = f'Checks that "{name}" was called{at_least}'
+    return _check(id, "Called Tool Check", description, preprocess, "passed")
+
+
+def did_not_call(name: str, *, id: str = "check-did-not-call") -> Scorer:
+    """Passes when the tool ``name`` (exact, case-sensitive) was never called."""
+    _tool_name("did_not_call", "name", name)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        count = extract_tool_calls(_output(run)).tools.count(name)
+        return {"toolName": name, "count": count, "passed": count == 0}
+
+    description = f'Checks that "{name}" was NOT called'
+    return _check(id, "Did Not Call Check", description, preprocess, "passed")
+
+
+def tool_order(names: Sequence[str], *, id: str = "check-tool-order") -> Scorer:
+    """Passes when the tools ``names`` were called in this order, others may come in between.
+
+    Each name must be matched by its own call (``['search', 'search']`` needs two searches); an
+    empty list always passes.
+    """
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise _invalid(
+            "tool_order", "names", f"must be a list of tool names, got {type(names).__name__}"
+        )
+    expected = list(names)
+    for index, name in enumerate(expected):
+        _tool_name("tool_order", f"names[{index}]", name)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        tools = extract_tool_calls(_output(run)).tools
+        matched = 0
+        for tool in tools:
+            if matched < len(expected) and tool == expected[matched]:
+                matched += 1
+        return {
+            "actualTools": tools,
+            "expectedOrder": list(expected),
+            "passed": matched == len(expected),
+        }
+
+    description = f"Checks tool call order: [{' → '.join(expected)}]"
+    return _check(id, "Tool Order Check", description, preprocess, "passed")
+
+
+def max_tool_calls(n: int, *, id: str = "check-max-tool-calls") -> Scorer:
+    """Passes when at most ``n`` tool calls were made."""
+    _count("max_tool_calls", "n", n)
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        count = len(extract_tool_calls(_output(run)).tools)
+        return {"count": count, "max": n, "passed": count <= n}
+
+    description = f"Checks that no more than {n} tool calls were made"
+    return _check(id, "Max Tool Calls Check", description, preprocess, "passed")
+
+
+def used_no_tools(*, id: str = "check-used-no-tools") -> Scorer:
+    """Passes when no tool call was made."""
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        count = len(extract_tool_calls(_output(run)).tools)
+        return {"count": count, "passed": count == 0}
+
+    description = "Checks that no tools were called"
+    return _check(id, "Used No Tools Check", description, preprocess, "passed")
+
+
+def no_tool_errors(*, id: str = "check-no-tool-errors") -> Scorer:
+    """Passes when no tool invocation failed (``evaldag.transcripts.is_tool_error``).
+
+    Every invocation counts towards ``totalCalls``, unfinished ones ('partial-call') included; one
+    left in state 'call' never returned, so it is an error.
+    """
+
+    def preprocess(run: Any) -> dict[str, Any]:
+        invocations = tool_invocations(_output(run))
+        errors = sum(1 for invocation in invocations if is_tool_error(invocation))
+        return {"errorCount": errors, "totalCalls": len(invocations), "passed": errors == 0}
+
+    description = "Checks that no tool calls resulted in errors"
+    return _check(id, "No Tool Errors Check", description, preprocess, "passed")
+
+
+def _check(
+    id: str,
+    name: str,
+    description: str,
+    preprocess: Callable[..., dict[str, Any]],
+    passed_key: str,
+) -> Scorer:
+    def generate_score(preprocess_step_result: dict[str, Any]) -> int:
+        return 1 if preprocess_step_result[passed_key] else 0
+
+    return (
+        create_scorer(id, name=name, description=description, type="agent")
+        .preprocess(preprocess)
+        .generate_score(generate_score)
+    )
+
+
+def _output(run: Any) -> Any:
+    """``run.output``, which must be something messages can be read from."""
+    output = run.output
+    if output is not None and not isinstance(output, str | list | tuple | dict | BaseModel):
+        raise EvalDagError(
+            "EVALDAG_INVALID_RUN_OUTPUT",
+            f"run.output must be a string, a message or a list of messages for a check, got "
+            f"{type(output).__name__}",
+        )
+    return output
+
+
+def _assistant_text(run: Any, separator: str) -> str:
+    return separator.join(extract_agent_response_messages(_output(run)))
+
+
+def _folded(output: str, target: str, ignore_case: bool) -> tuple[str, str]:
+    return (output.lower(), target.lower()) if ignore_case else (output, target)
+
+
+def _text(check: str, argument: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise _invalid(check, argument, f"must be a string, got {type(value).__name__}")
+
+
+def _tool_name(check: str, argument: str, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise _invalid(check, argument, f"must be a tool name (a non-empty string), got {value!r}")
+
+
+def _flag(check: str, argument: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise _invalid(check, argument, f"must be True or False, got {value!r}")
+
+
+def _count(check: str, argument: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _invalid(check, argument, f"must be a whole number, 0 or more, got {value!r}")
+
+
+def _invalid(check: str, argument: str, problem: str) -> EvalDagError:
+    return EvalDagError(
+        "EVALDAG_INVALID_CHECK_ARGUMENT",
+        f"checks.{check}: {argument} {problem}",
+        details={"check": check, "argument": argument},
+    )
