@@ -264,8 +264,10 @@ def json_in_reply(text: str | None) -> Any:
     if not stripped:
         raise _FormatFault(_OBJECT_UNDEFINED, "the reply is empty")
     candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
-    starts = sorted(i for i in (stripped.find("{"), stripped.find("[")) if i > 0)
-    candidates.extend(stripped[i:] for i in starts)
+    # after prose, the JSON starts at the first bracket; a bracket inside broken JSON does not
+    start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=0)
+    if start > 0:
+        candidates.append(stripped[start:])
     for candidate in candidates:
         value = _decoded(candidate)
         if value is not _NOTHING:

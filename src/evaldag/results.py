@@ -56,7 +56,9 @@ class JudgeExecution(_CamelModel):
     raw_output: str | None = None
     judge_model_id: str
     judge_provider: str | None = None
-    usage: JudgeUsage = Field(default_factory=JudgeUsage)
+    usage: JudgeUsage | None = Field(
+        default_factory=JudgeUsage, description="Summed over attempts; None if a failure had none."
+    )
     attempt_count: int = Field(
         ge=0, description="Structured-output attempts (1, or 2 with the fallback)."
     )

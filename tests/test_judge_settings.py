@@ -1,0 +1,145 @@
+"""What ``judge=`` accepts, how step settings override scorer settings, and reading JSON replies."""
+
+import subprocess
+import sys
+
+import pytest
+
+from evaldag import EvalDagError, Judge
+from evaldag.judge import as_judge, cache_directory, resolved_judge
+from evaldag.judging import _FormatFault, json_in_reply
+
+
+def test_judge_takes_the_model_positionally_and_extra_litellm_kwargs():
+    judge = Judge("openai/gpt-4o-mini", instructions="Grade.", top_p=0.5, seed=1)
+    assert judge.model == "openai/gpt-4o-mini"
+    assert judge.litellm_kwargs == {"top_p": 0.5, "seed": 1}
+    assert (judge.temperature, judge.timeout, judge.max_retries) == (0, 60, 4)
+    assert judge.max_tokens is None and judge.api_base is None
+
+
+def test_api_key_is_hidden_in_repr_and_dumps():
+    judge = Judge("openai/gpt-4o-mini", api_key="sk-very-secret")
+    assert "sk-very-secret" not in repr(judge)
+    assert "sk-very-secret" not in str(judge)
+    assert "sk-very-secret" not in judge.model_dump_json()
+    assert judge.api_key.get_secret_value() == "sk-very-secret"
+
+
+@pytest.mark.parametrize(
+    ("value", "model"),
+    [
+        ("ollama/qwen2.5", "ollama/qwen2.5"),
+        ({"model": "openai/x", "api_base": "http://h/v1"}, "openai/x"),
+        (Judge("anthropic/claude-3-5-haiku-latest"), "anthropic/claude-3-5-haiku-latest"),
+        (None, None),
+    ],
+)
+def test_what_judge_accepts(value, model):
+    judge = as_judge(value, "judge= of create_scorer")
+    assert (judge.model if judge else None) == model
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        (42, "must be an evaldag.Judge, a dict of its settings or a litellm model string"),
+        ("  ", "is an empty string"),
+        ({"model": "m", "timeout": -1}, "timeout: Input should be greater than 0"),
+        ({"max_retries": "many"}, "max_retries: Input should be a valid integer"),
+        ({"structured_output": "xml"}, "structured_output: Input should be 'auto'"),
+    ],
+)
+def test_bad_judge_settings_name_the_argument_and_field(value, fragment):
+    with pytest.raises(EvalDagError) as raised:
+        as_judge(value, "judge= of create_scorer")
+    assert raised.value.id == "EVALDAG_INVALID_JUDGE"
+    assert raised.value.message.startswith("judge= of create_scorer")
+    assert fragment in raised.value.message
+
+
+def test_model_given_twice_is_an_error():
+    with pytest.raises(EvalDagError, match="model twice"):
+        Judge("openai/a", model="openai/b")
+
+
+def test_step_settings_override_scorer_settings_field_by_field():
+    scorer_judge = Judge("openai/a", instructions="Scorer.", temperature=0.2, seed=1, top_p=0.9)
+    judge = resolved_judge({"instructions": "Step.", "seed": 2}, scorer_judge, "analyze")
+    assert (judge.model, judge.instructions, judge.temperature) == ("openai/a", "Step.", 0.2)
+    assert judge.litellm_kwargs == {"seed": 2, "top_p": 0.9}
+    # a field the step sets explicitly wins, even when it equals the default
+    assert resolved_judge(Judge(temperature=0), scorer_judge, "analyze").temperature == 0
+    assert resolved_judge("openai/b", scorer_judge, "analyze").instructions == "Scorer."
+
+
+def test_missing_model_or_instructions_names_the_step():
+    with pytest.raises(EvalDagError) as raised:
+        resolved_judge(None, Judge(instructions="x"), "generate_score")
+    assert raised.value.id == "MASTR_SCORER_FAILED_TO_RUN_MISSING_MODEL_OR_INSTRUCTIONS"
+    assert raised.value.message.startswith(
+        'Step "generate_score" requires a model and instructions'
+    )
+    assert raised.value.details == {"step": "generate_score", "missing": ["model"]}
+
+
+def test_cache_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("EVALDAG_CACHE_DIR", raising=False)
+    assert cache_directory(None) is None
+    assert cache_directory(False) is None
+    assert cache_directory(tmp_path) == tmp_path
+    assert cache_directory(True).name == "evaldag"
+    monkeypatch.setenv("EVALDAG_CACHE_DIR", str(tmp_path / "env"))
+    assert cache_directory(None) == tmp_path / "env"
+    assert cache_directory(True) == tmp_path / "env"
+    assert cache_directory(False) is None
+    assert cache_directory(str(tmp_path / "own")) == tmp_path / "own"
+
+
+@pytest.mark.parametrize(
+    ("reply", "value"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ("  [1, 2]  ", [1, 2]),
+        ('Here you go:\n```json\n{"a": [1, 2]}\n```\nAnything else?', {"a": [1, 2]}),
+        ('```\n{"a": 1}\n```', {"a": 1}),
+        ('Sure! {"a": {"b": "}"}} Hope it helps.', {"a": {"b": "}"}}),
+        ('{"results": [{"r": "yes"}, {"r": "no"}', {"results": [{"r": "yes"}, {"r": "no"}]}),
+        ('{"results": [{"r": "yes"}, {"r": "n', {"results": [{"r": "yes"}]}),
+        ('{"a": 1, "b": [1, 2,', {"a": 1, "b": [1, 2]}),
+    ],
+)
+def test_json_is_found_in_prose_fences_and_cut_off_replies(reply, value):
+    assert json_in_reply(reply) == value
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "   ",
+        "Claims found: (1) Jane Austen wrote it, (2) it was published in 1813.",
+        '{"claims": ["a" "b"]}',  # missing comma
+        "{'statements': ['a', 'b']}",  # single quotes
+        '{"matches": [], // nothing extra\n "contradictions": []}',  # a comment
+        '{"results": [{"r": "no"}]]}',  # an extra closing bracket
+        '{"satisfied": True}',  # Python's True
+        "{verdicts: [{verdict: 'no'}]}",  # unquoted keys
+    ],
+)
+def test_malformed_json_is_rejected(reply):
+    with pytest.raises(_FormatFault) as raised:
+        json_in_reply(reply)
+    assert raised.value.code == "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
+
+
+def test_importing_evaldag_does_not_import_litellm():
+    code = (
+        "import sys, evaldag\n"
+        "evaldag.Judge('openai/gpt-4o-mini'); evaldag.PromptStep; evaldag.JudgeError\n"
+        "print('litellm' in sys.modules)"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout.strip() == "False"

@@ -1,0 +1,267 @@
+"""Transport faults are not format faults: retries, refusals, timeouts and the shared limiter.
+
+Every call goes through litellm to the scripted server in ``judge_server.py``.
+"""
+
+import asyncio
+import json
+import logging
+import threading
+
+import pandas as pd
+import pytest
+from judge_server import (
+    API_KEY,
+    Reply,
+    hanging,
+    judge_server_fixture,  # noqa: F401 (the judge_server fixture)
+    malformed_body,
+    rate_limited,
+    refused,
+    server_error,
+)
+
+from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer
+from evaldag.dag import scorer_driver, scorer_outcomes
+from evaldag.judging import BACKOFF_BASE_SECONDS, SharedLimit
+
+INSTRUCTIONS = "Grade the answer."
+
+
+def _scorer(judge, scorer_id="transport"):
+    return create_scorer(scorer_id, judge=judge).generate_score(
+        PromptStep("score", lambda run: f"Score {run.output}")
+    )
+
+
+def _gaps(server) -> list[float]:
+    times = [r.time for r in server.requests]
+    return [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+
+
+def test_429_is_retried_after_retry_after_seconds(judge_server):
+    judge_server.script(rate_limited(retry_after=1), {"score": 0.5})
+    result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    assert result.score == 0.5
+    assert len(judge_server.requests) == 2
+    (gap,) = _gaps(judge_server)
+    assert 1.0 <= gap < 1.0 * 1.1 + 0.5  # Retry-After honoured, plus at most 10 % jitter
+    execution = result.judge["generate_score"].executions[0]
+    # the 429 completed no model call; the attempt is still one
+    assert (execution.attempt_count, execution.model_call_count) == (1, 1)
+
+
+def test_retry_after_ms_header_is_honoured(judge_server):
+    judge_server.script(rate_limited(retry_after=300, in_ms=True), {"score": 0.5})
+    assert _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x").score == 0.5
+    (gap,) = _gaps(judge_server)
+    assert 0.3 <= gap < 0.3 * 1.1 + 0.3
+
+
+def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server):
+    judge_server.script(server_error(500), server_error(503), malformed_body(), {"score": 1})
+    result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    assert result.score == 1
+    assert len(judge_server.requests) == 4
+    for retry, gap in enumerate(_gaps(judge_server)):
+        ceiling = BACKOFF_BASE_SECONDS * 2**retry
+        assert ceiling / 2 <= gap < ceiling + 0.3, (retry, gap)
+
+
+def test_retries_stop_at_max_retries(judge_server):
+    judge_server.reply = rate_limited(retry_after=0)
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_retries=2))
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert len(judge_server.requests) == 3
+    cause = raised.value.cause
+    assert cause.id == "EVALDAG_JUDGE_UNAVAILABLE"
+    assert "failed 3 time(s) (429 RateLimitError" in cause.message
+    execution = cause.execution
+    assert (execution.status, execution.attempt_count, execution.model_call_count) == (
+        "failed",
+        1,
+        0,
+    )
+    assert execution.error.name == "RateLimitError"
+    assert execution.error.code == "EVALDAG_JUDGE_UNAVAILABLE"
+    assert execution.usage is None and execution.raw_output is None
+    assert raised.value.result.judge["generate_score"].executions == [execution]
+
+
+@pytest.mark.parametrize(
+    ("status", "name", "hint"),
+    [
+        (401, "AuthenticationError", "check the judge's api_key"),
+        (403, "APIError", "not allowed to use this model"),
+        (400, "BadRequestError", "rejected the request"),
+        (404, "NotFoundError", "check the model name and api_base"),
+    ],
+)
+def test_refusals_are_not_retried_and_name_model_and_url(judge_server, status, name, hint):
+    judge_server.reply = refused(status)
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS))
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert len(judge_server.requests) == 1
+    cause = raised.value.cause
+    assert cause.id == "EVALDAG_JUDGE_REFUSED"
+    assert f"judge model 'openai/mock-judge' at {judge_server.url} refused" in cause.message
+    assert f"({status} {name})" in cause.message
+    assert hint in cause.message
+    assert cause.execution.error.name == name
+    assert API_KEY not in cause.message
+    assert API_KEY not in json.dumps(raised.value.to_dict())
+    assert API_KEY not in json.dumps(raised.value.result.to_dict())
+
+
+def test_timeout_is_retried_then_fails(judge_server):
+    judge_server.reply = hanging(5)
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, timeout=0.3, max_retries=1))
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert len(judge_server.requests) == 2
+    cause = raised.value.cause
+    assert cause.id == "EVALDAG_JUDGE_UNAVAILABLE"
+    assert cause.execution.error.name == "Timeout"
+    assert "timeout 0.3 s" in cause.message
+    assert 300 <= cause.execution.duration_ms < 3000
+
+
+def test_timeout_then_success(judge_server):
+    judge_server.script(hanging(5), Reply({"score": 0.5}))
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, timeout=0.3))
+    assert scorer.run(output="x").score == 0.5
+    assert len(judge_server.requests) == 2
+
+
+def test_connection_refused_is_retried_and_reported(judge_server):
+    url = judge_server.url
+    judge_server.stop()  # nothing listens on the port any more
+    scorer = _scorer(
+        {"model": "openai/mock-judge", "api_base": url, "api_key": API_KEY,
+         "instructions": INSTRUCTIONS, "max_retries": 1}
+    )  # fmt: skip
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert raised.value.cause.id == "EVALDAG_JUDGE_UNAVAILABLE"
+    assert "failed 2 time(s)" in raised.value.cause.message
+
+
+def test_retries_are_logged_without_the_api_key(judge_server, caplog):
+    judge_server.script(rate_limited(retry_after=0), {"score": 1})
+    with caplog.at_level(logging.DEBUG):
+        _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    retries = [r for r in caplog.records if r.name == "evaldag.judging"]
+    assert len(retries) == 1
+    assert "RateLimitError" in retries[0].getMessage()
+    assert all(API_KEY not in record.getMessage() for record in caplog.records)
+
+
+def test_usage_and_cost_in_the_record(judge_server):
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 500,
+        "total_tokens": 1500,
+        "prompt_tokens_details": {"cached_tokens": 200},
+        "completion_tokens_details": {"reasoning_tokens": 100},
+    }
+    judge_server.reply = Reply({"score": 0.5}, usage=usage)
+    import litellm
+
+    scorer = _scorer(judge_server.judge("openai/gpt-4o-mini", instructions=INSTRUCTIONS))
+    execution = scorer.run(output="x").judge["generate_score"].executions[0]
+    assert execution.to_dict()["usage"] == {
+        "inputTokens": 1000,
+        "outputTokens": 500,
+        "totalTokens": 1500,
+        "reasoningTokens": 100,
+        "cachedInputTokens": 200,
+    }
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    input_usd = 800 * prices["input_cost_per_token"] + 200 * prices["cache_read_input_token_cost"]
+    output_usd = 500 * prices["output_cost_per_token"]
+    cost = execution.cost
+    assert cost.source == "litellm-price-table"
+    assert cost.input_usd == pytest.approx(input_usd)
+    assert cost.output_usd == pytest.approx(output_usd)
+    assert cost.total_usd == pytest.approx(input_usd + output_usd)
+    assert execution.judge_model_id == "gpt-4o-mini"
+
+
+def test_cost_sums_over_attempts_and_is_absent_for_unpriced_models(judge_server):
+    judge_server.script("not json", {"score": 1})
+    scorer = _scorer(judge_server.judge("openai/gpt-4o-mini", instructions=INSTRUCTIONS))
+    execution = scorer.run(output="x").judge["generate_score"].executions[0]
+    import litellm
+
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    one_call = 10 * prices["input_cost_per_token"] + 5 * prices["output_cost_per_token"]
+    assert execution.cost.total_usd == pytest.approx(2 * one_call)
+
+    judge_server.script({"score": 1})
+    unpriced = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    assert "cost" not in unpriced.to_dict()["judge"]["generateScore"]["executions"][0]
+
+
+def test_max_concurrency_bounds_calls_in_flight(judge_server):
+    judge_server.reply = Reply({"score": 1}, latency=0.15)
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=3))
+    runs = [ScorerRun(output=str(i)) for i in range(12)]
+    outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=12)
+    assert [o.score for o in outcomes] == [1] * 12
+    assert judge_server.max_in_flight == 3
+
+
+def test_the_limit_is_shared_by_scorers_running_in_parallel_threads(judge_server):
+    judge_server.reply = Reply({"score": 1}, latency=0.15)
+    judge = judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=4)
+    scorers = [_scorer(judge, f"parallel-{i}") for i in range(2)]
+    runs = [ScorerRun(output=str(i)) for i in range(8)]
+    scores: list[pd.Series] = []
+
+    def score(scorer):
+        outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=8)
+        scores.append(pd.Series([o.score for o in outcomes]))
+
+    threads = [threading.Thread(target=score, args=(s,)) for s in scorers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [list(s) for s in scores] == [[1] * 8, [1] * 8]
+    assert len(judge_server.requests) == 16
+    assert judge_server.max_in_flight == 4
+
+
+def test_shared_limit_across_event_loops_and_cancellation():
+    limit = SharedLimit(2)
+    in_flight = peak = 0
+    lock = threading.Lock()
+
+    async def work():
+        nonlocal in_flight, peak
+        async with limit:
+            with lock:
+                in_flight += 1
+                peak = max(peak, in_flight)
+            await asyncio.sleep(0.02)
+            with lock:
+                in_flight -= 1
+
+    async def loop_body():
+        waiting = asyncio.ensure_future(work())
+        await asyncio.gather(*(work() for _ in range(6)), waiting)
+        # a waiter cancelled while queued gives back nothing it did not get
+        blocker = [asyncio.ensure_future(work()) for _ in range(3)]
+        await asyncio.sleep(0)
+        blocker[-1].cancel()
+        await asyncio.gather(*blocker, return_exceptions=True)
+
+    threads = [threading.Thread(target=asyncio.run, args=(loop_body(),)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak == 2
+    assert limit.held == 0
