@@ -492,11 +492,20 @@ def test_one_execute_scores_a_whole_column_and_isolates_failures():
     dr = scorers_driver([scorer])
     runs = [ScorerRun(output=o, run_id=str(i)) for i, o in enumerate(["a", "bad", "abc"])]
     frame = dr.execute(["len"], inputs={"runs": pd.Series(runs), "concurrency": 4})["len"]
-    assert list(frame.columns) == ["score", "reason", "not_scorable", "error"]
+    assert list(frame.columns) == [
+        "score",
+        "reason",
+        "error",
+        "failed_step",
+        "completed_steps",
+        "not_scorable",
+        "steps",
+        "judge",
+    ]
     assert frame["score"].iloc[0] == 0.1 and frame["score"].iloc[2] == 0.3
     assert math.isnan(frame["score"].iloc[1])
-    assert frame["error"].iloc[1].failed_step == "generate_score"
-    assert frame["error"].iloc[1].result is None
+    assert frame["error"].iloc[1] == "Scorer Run Failed: cannot score 'bad'"
+    assert frame["failed_step"].iloc[1] == "generate_score"
     assert pickle.loads(pickle.dumps(frame))["score"].iloc[2] == 0.3
 
 

@@ -27,6 +27,12 @@ _EXPORTS = {
     "is_not_scorable": "evaldag.steps",
     "Scorer": "evaldag.scorer",
     "create_scorer": "evaldag.scorer",
+    "run_evals": "evaldag.evals",
+    "visualize": "evaldag.evals",
+    "EvalResult": "evaldag.eval_result",
+    "GateResult": "evaldag.eval_result",
+    "ThresholdResult": "evaldag.eval_result",
+    "ScorerWithThreshold": "evaldag.thresholds",
     "filter_run": "evaldag.run_filter",
     "checks": "evaldag.checks",
 }
@@ -36,6 +42,8 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from evaldag import checks
     from evaldag.errors import EvalDagError, ScorerRunError
+    from evaldag.eval_result import EvalResult, GateResult, ThresholdResult
+    from evaldag.evals import run_evals, visualize
     from evaldag.judge import Judge
     from evaldag.judging import JudgeError
     from evaldag.results import JudgeCost, JudgeExecution, JudgeUsage, NotScorableInfo, ScorerResult
@@ -43,6 +51,7 @@ if TYPE_CHECKING:
     from evaldag.runs import ScorerRun
     from evaldag.scorer import Scorer, create_scorer
     from evaldag.steps import PromptStep, is_not_scorable, not_scorable
+    from evaldag.thresholds import ScorerWithThreshold
 
 
 def __getattr__(name: str) -> Any:

@@ -24,9 +24,8 @@ import pandas as pd
 from hamilton import ad_hoc_utils, driver
 from hamilton.function_modifiers import pipe_input, source, step, subdag
 
-from evaldag.concurrency import gc_paused
 from evaldag.errors import EvalDagError
-from evaldag.pipeline import advanced_states, prepared_states
+from evaldag.pipeline import advanced_states, prepared_states, scored_columns
 from evaldag.steps import Step
 
 if TYPE_CHECKING:
@@ -36,11 +35,6 @@ if TYPE_CHECKING:
     from evaldag.results import ScorerResult
     from evaldag.runs import ScorerRun
     from evaldag.scorer import Scorer
-
-#: Columns of a scorer's output frame (the node named after the scorer's id).
-SCORER_COLUMNS = ("score", "reason", "not_scorable", "error")
-_SCORE_KEY = "generate_score_step_result"
-_REASON_KEY = "generate_reason_step_result"
 
 
 def _stage_node(scorer: Scorer, stage_step: Step) -> Callable[..., pd.Series]:
@@ -76,21 +70,13 @@ def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
         return scored_frame(outcomes)
 
     scored.__name__ = scored.__qualname__ = scorer.id
-    scored.__doc__ = f"Score, reason, not_scorable and error of scorer '{scorer.id}'."
+    scored.__doc__ = f"Per run: score, reason, error, steps and judge records of '{scorer.id}'."
     return subdag(prepared_run, outcomes, namespace=scorer.id)(scored)
 
 
 def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
-    """One row per run: score (NaN when none), reason, not_scorable and error."""
-    nan = float("nan")
-    columns: dict[str, list[Any]] = {column: [] for column in SCORER_COLUMNS}
-    with gc_paused():
-        for state in outcomes:
-            score = None if state.error or state.not_scorable else state.results.get(_SCORE_KEY)
-            columns["score"].append(nan if score is None else score)
-            columns["reason"].append(state.results.get(_REASON_KEY))
-            columns["not_scorable"].append(state.not_scorable)
-            columns["error"].append(state.error)
+    """One row per run, the columns of ``SCORER_COLUMNS`` (see ``pipeline.scored_columns``)."""
+    columns = scored_columns(outcomes)
     return pd.DataFrame(
         {
             column: pd.Series(

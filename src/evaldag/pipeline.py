@@ -81,7 +81,9 @@ class RunState:
         execution: JudgeExecution | None = None,
     ) -> RunState:
         """The state after ``step`` returned ``value`` (raises if it is an invalid score)."""
-        judge = _with_execution(self.judge, step.stage, execution)
+        judge = (
+            self.judge if execution is None else _with_execution(self.judge, step.stage, execution)
+        )
         prompts = self.prompts if prompt is None else {**self.prompts, step.stage: prompt}
         if type(value) is NotScorable:
             not_scorable = NotScorableInfo(step=step.stage, reason=value.reason)
@@ -154,12 +156,74 @@ _INPUTS: dict[str, Callable[[RunState], Any]] = {
 }
 
 
+#: Columns of a scorer's item frame, one row per run.
+SCORER_COLUMNS = (
+    "score",
+    "reason",
+    "error",
+    "failed_step",
+    "completed_steps",
+    "not_scorable",
+    "steps",
+    "judge",
+)
+
+
+def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
+    """The item columns of finished runs, JSON-ready.
+
+    ``score`` and ``reason`` of a failed run are what its snapshot recovered (a score NaN when
+    none); ``error`` says it failed, and aggregations leave such scores out. ``steps`` holds the
+    preprocess/analyze results and prompts, ``judge`` the judge records (None when empty).
+    """
+    nan = float("nan")
+    with gc_paused():
+        scores = [
+            state.results.get("generate_score_step_result", nan)
+            if state.not_scorable is None
+            else nan
+            for state in states
+        ]
+        errors = [state.error for state in states]
+        return {
+            "score": [nan if score is None else score for score in scores],
+            "reason": [state.results.get("generate_reason_step_result") for state in states],
+            "error": [None if error is None else error.message for error in errors],
+            "failed_step": [None if error is None else error.failed_step for error in errors],
+            "completed_steps": [state.completed for state in states],
+            "not_scorable": [
+                None if state.not_scorable is None else state.not_scorable.model_dump()
+                for state in states
+            ],
+            "steps": [_details(state) for state in states],
+            "judge": [
+                {
+                    stage: [execution.to_dict() for execution in executions]
+                    for stage, executions in state.judge.items()
+                }
+                if state.judge
+                else None
+                for state in states
+            ],
+        }
+
+
+def _details(state: RunState) -> dict[str, Any] | None:
+    results = state.results
+    if not state.prompts and not (
+        "preprocess_step_result" in results or "analyze_step_result" in results
+    ):
+        return None
+    details = {key: results[key] for key in _RESULT_KEYS if key in results}
+    for stage, text in state.prompts.items():
+        details[f"{stage}_prompt"] = text
+    return details
+
+
 def _with_execution(
     judge: dict[str, list[JudgeExecution]], stage: str, execution: JudgeExecution | None
 ) -> dict[str, list[JudgeExecution]]:
-    if execution is None:
-        return judge
-    return {**judge, stage: [*judge.get(stage, ()), execution]}
+    return judge if execution is None else {**judge, stage: [*judge.get(stage, ()), execution]}
 
 
 def validated_score(value: Any) -> float:

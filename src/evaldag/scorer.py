@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from evaldag.results import ScorerResult
     from evaldag.runs import ScorerRun
+    from evaldag.thresholds import ScorerWithThreshold
 
 
 class Scorer:
@@ -99,6 +100,24 @@ class Scorer:
     def generate_reason(self, step: Callable[..., Any] | PromptStep) -> Scorer:
         """A new scorer with a generate_reason step appended; it returns the reason."""
         return self._with_step("generate_reason", step)
+
+    def with_threshold(
+        self, minimum: float | None = None, *, min: float | None = None, max: float | None = None
+    ) -> ScorerWithThreshold:
+        """This scorer with a threshold on its dataset average, for ``run_evals(scorers=[...])``.
+
+        ``with_threshold(0.7)`` asks for an average of at least 0.7;
+        ``with_threshold(min=0.3, max=0.8)`` for one within [0.3, 0.8] (inclusive).
+        """
+        from evaldag.thresholds import ScorerWithThreshold, validated_threshold
+
+        if minimum is not None and (min is not None or max is not None):
+            raise EvalDagError(
+                "INVALID_SCORER_THRESHOLD",
+                f"with_threshold for scorer '{self._id}': give a minimum, or min=/max=, not both",
+            )
+        spec = minimum if minimum is not None else {"min": min, "max": max}
+        return ScorerWithThreshold(self, validated_threshold(self._id, spec))
 
     def get_steps(self) -> list[dict[str, Any]]:
         """``[{name, type, description}]`` per step, as Mastra's ``getSteps()``."""

@@ -1,0 +1,181 @@
+"""What ``run_evals`` returns: averages, gates, thresholds, the verdict and one row per item."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from evaldag.errors import EvalDagError
+from evaldag.thresholds import ThresholdSpec
+
+if TYPE_CHECKING:
+    import graphviz
+
+Verdict = Literal["passed", "scored", "failed"]
+#: Item columns that hold nested values; Parquet stores them as JSON text.
+NESTED_SUFFIXES = (".reason", ".completed_steps", ".not_scorable", ".steps", ".judge")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+
+class ScoreAverage(_Model):
+    """A scorer's items summed up: the mean of its scores and what was left out of it."""
+
+    mean: float | None = Field(description="Mean of the numeric scores; None when there are none.")
+    scored: int = Field(description="Items whose score entered the mean.")
+    not_scorable: int = 0
+    errors: int = Field(default=0, description="Items where the scorer (or the target) failed.")
+
+
+class GateResult(_Model):
+    """A gate passes when its average is at least 1.0."""
+
+    id: str
+    passed: bool
+    score: float
+
+
+class ThresholdResult(_Model):
+    """A scorer's average checked against its threshold."""
+
+    id: str
+    passed: bool
+    average_score: float
+    threshold: ThresholdSpec
+    errors: int = Field(default=0, description="Failed items; any makes the threshold fail.")
+
+
+class Summary(_Model):
+    """Counts over the whole run."""
+
+    total_items: int
+    not_scorable: dict[str, int] = Field(default_factory=dict)
+    errors: dict[str, int] = Field(default_factory=dict, description="Failed items per scorer.")
+    target_errors: int = 0
+
+
+class ScorerUsage(_Model):
+    """Judge calls of one scorer, summed over its items."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class EvalResult(BaseModel):
+    """The outcome of an eval run. ``items`` has one row per data item (see ``run_evals``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    scores: dict[str, float] = Field(description="Scorer id → average score.")
+    summary: Summary
+    gate_results: list[GateResult] = Field(default_factory=list)
+    threshold_results: list[ThresholdResult] = Field(default_factory=list)
+    verdict: Verdict | None = None
+    items: pd.DataFrame
+    usage: dict[str, ScorerUsage] = Field(
+        default_factory=dict, description="Judge usage per scorer id, plus 'total'."
+    )
+    scorers: list[dict[str, Any]] = Field(
+        default_factory=list, description="The definitions of the scorers and gates that ran."
+    )
+    dag_dot: str | None = Field(default=None, description="The eval's DAG as DOT text.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Mastra's ``runEvals`` result shape (camelCase; absent parts left out)."""
+        summary = {"totalItems": self.summary.total_items}
+        if self.summary.not_scorable:
+            summary["notScorable"] = dict(self.summary.not_scorable)
+        if self.summary.errors:
+            summary["errors"] = dict(self.summary.errors)
+        data: dict[str, Any] = {"scores": dict(self.scores), "summary": summary}
+        if self.gate_results:
+            data["gateResults"] = [g.model_dump(by_alias=True) for g in self.gate_results]
+        if self.threshold_results:
+            data["thresholdResults"] = [
+                t.model_dump(by_alias=True, exclude={"errors"} if not t.errors else None)
+                for t in self.threshold_results
+            ]
+        if self.verdict is not None:
+            data["verdict"] = self.verdict
+        return data
+
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "scores": self.scores,
+            "summary": self.summary.model_dump(),
+            "gate_results": [g.model_dump() for g in self.gate_results],
+            "threshold_results": [t.model_dump() for t in self.threshold_results],
+            "verdict": self.verdict,
+            "usage": {key: u.model_dump() for key, u in self.usage.items()},
+            "scorers": self.scorers,
+            "dag_dot": self.dag_dot,
+        }
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write the items, with everything else in the file's metadata; see ``read_parquet``."""
+        from evaldag.parquet import write_results
+
+        return write_results(self.items, self._metadata(), Path(path))
+
+    @classmethod
+    def read_parquet(cls, path: str | Path) -> EvalResult:
+        """An EvalResult read back from ``to_parquet``'s file."""
+        from evaldag.parquet import read_results
+
+        items, metadata = read_results(Path(path))
+        return cls(
+            scores=metadata["scores"],
+            summary=Summary(**metadata["summary"]),
+            gate_results=[GateResult(**g) for g in metadata["gate_results"]],
+            threshold_results=[ThresholdResult(**t) for t in metadata["threshold_results"]],
+            verdict=metadata["verdict"],
+            usage={key: ScorerUsage(**u) for key, u in metadata["usage"].items()},
+            scorers=metadata["scorers"],
+            dag_dot=metadata.get("dag_dot"),
+            items=items,
+        )
+
+    def visualize(self, path: str | Path | None = None) -> graphviz.Source:
+        """The DAG this result came from; written to ``path`` (.png, .svg, .dot) if given."""
+        from evaldag.eval_graph import rendered_definitions
+
+        if self.dag_dot is None:
+            raise EvalDagError(
+                "EVALDAG_NO_DAG", "This result carries no DAG; it was not made by run_evals"
+            )
+        return rendered_definitions(self.dag_dot, path)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EvalResult):
+            return NotImplemented
+        return self._metadata() == other._metadata() and _frames_equal(self.items, other.items)
+
+    def __repr__(self) -> str:
+        return (
+            f"EvalResult(verdict={self.verdict!r}, scores={self.scores}, "
+            f"items={len(self.items)} rows)"
+        )
+
+    __str__ = __repr__
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    if list(a.columns) != list(b.columns) or len(a) != len(b):
+        return False
+    for column in a.columns:
+        left, right = a[column].tolist(), b[column].tolist()
+        if json.dumps(left, default=str, sort_keys=True) != json.dumps(
+            right, default=str, sort_keys=True
+        ):
+            return False
+    return True

@@ -1,0 +1,269 @@
+"""``run_evals``: a dataset in, scores, gates, thresholds and a verdict out.
+
+The eval is one Hamilton DAG (``evaldag.eval_graph``). Items go through it in row batches, each
+batch one ``execute()`` of the columnar scorer nodes; the aggregation nodes then run once over
+all items. Batches keep memory flat on large datasets and give progress, callbacks and
+fail-fast a place to act between them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import pandas as pd
+
+from evaldag.concurrency import run_sync
+from evaldag.dag import write_picture
+from evaldag.dataset import loaded_dataset
+from evaldag.errors import EvalDagError
+from evaldag.eval_graph import EvalPlan, eval_driver, eval_graph
+from evaldag.eval_result import EvalResult
+from evaldag.progress import ProgressBar
+from evaldag.scorer import Scorer
+from evaldag.targets import TargetFailure, target_callable
+from evaldag.thresholds import ScorerWithThreshold, ThresholdSpec, validated_threshold
+
+if TYPE_CHECKING:
+    import graphviz
+
+#: Node names of the eval graph that a scorer id must not take.
+RESERVED_IDS = frozenset(
+    {
+        "dataset",
+        "concurrency",
+        "outputs",
+        "runs",
+        "items",
+        "scores",
+        "summary",
+        "gate_results",
+        "threshold_results",
+        "verdict",
+        "usage",
+        "eval_result",
+    }
+)
+_FUNCTION_BATCH = 20_000
+
+
+def _scorer_entries(scorers: Iterable[Any]) -> tuple[list[Scorer], dict[str, ThresholdSpec]]:
+    """Scorers and their thresholds, from scorers, ``with_threshold`` entries or Mastra dicts."""
+    plain: list[Scorer] = []
+    thresholds: dict[str, ThresholdSpec] = {}
+    for index, entry in enumerate(scorers):
+        if isinstance(entry, ScorerWithThreshold):
+            plain.append(entry.scorer)
+            thresholds[entry.scorer.id] = entry.threshold
+        elif isinstance(entry, Mapping) and "scorer" in entry and "threshold" in entry:
+            scorer = entry["scorer"]
+            if not isinstance(scorer, Scorer):
+                raise EvalDagError(
+                    "INVALID_SCORER_ENTRY",
+                    f"scorers[{index}]['scorer'] must be a Scorer, got {type(scorer).__name__}",
+                )
+            thresholds[scorer.id] = validated_threshold(scorer.id, entry["threshold"])
+            plain.append(scorer)
+        elif isinstance(entry, Scorer):
+            plain.append(entry)
+        else:
+            raise EvalDagError(
+                "INVALID_SCORER_ENTRY",
+                f"scorers[{index}] must be a Scorer, scorer.with_threshold(...) or "
+                f"{{'scorer': ..., 'threshold': ...}}, got {type(entry).__name__}",
+            )
+    return plain, thresholds
+
+
+def _checked_ids(scorers: list[Scorer], gates: list[Scorer]) -> None:
+    seen: dict[str, str] = {}
+    for role, group in (("scorers", scorers), ("gates", gates)):
+        for index, scorer in enumerate(group):
+            where = f"{role}[{index}]"
+            if scorer.id in RESERVED_IDS or "." in scorer.id:
+                raise EvalDagError(
+                    "INVALID_SCORER_ID",
+                    f"{where} has id '{scorer.id}', which names a node of the eval graph or "
+                    "contains '.'; give the scorer another id",
+                    details={"scorerId": scorer.id},
+                )
+            if scorer.id in seen:
+                raise EvalDagError(
+                    "DUPLICATE_SCORER_ID",
+                    f"{seen[scorer.id]} and {where} share the id '{scorer.id}'; each scorer and "
+                    "gate needs its own id (checks take id=..., create_scorer takes a new id)",
+                    details={"scorerId": scorer.id, "first": seen[scorer.id], "second": where},
+                )
+            seen[scorer.id] = where
+            scorer.require_generate_score()
+
+
+def _plan(scorers: Iterable[Any], gates: Iterable[Any], target: Any) -> EvalPlan:
+    plain, thresholds = _scorer_entries(scorers)
+    gate_list = list(gates)
+    for index, gate in enumerate(gate_list):
+        if not isinstance(gate, Scorer):
+            raise EvalDagError(
+                "INVALID_SCORER_ENTRY",
+                f"gates[{index}] must be a Scorer (a check or a scorer scoring 0 or 1), got "
+                f"{type(gate).__name__}",
+            )
+    if not plain and not gate_list:
+        raise EvalDagError("NO_SCORERS_PROVIDED", "At least one scorer or gate must be provided")
+    _checked_ids(plain, gate_list)
+    return EvalPlan(
+        scorers=tuple(plain),
+        gates=tuple(gate_list),
+        thresholds=thresholds,
+        target=None if target is None else target_callable(target),
+    )
+
+
+def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int:
+    if batch_size is not None:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise EvalDagError(
+                "INVALID_BATCH_SIZE", f"batch_size must be an integer >= 1, got {batch_size!r}"
+            )
+        return batch_size
+    slow = plan.target is not None or any(s.has_async_steps for s in plan.all_scorers)
+    # Judge and target calls: small batches keep progress moving and lose little concurrency.
+    return max(64, concurrency * 8) if slow else _FUNCTION_BATCH
+
+
+def _first_failure(outcomes: dict[str, pd.Series], plan: EvalPlan) -> tuple[str, Any] | None:
+    for scorer in plan.scorers:
+        for label, state in outcomes[scorer.id].items():
+            if state.error is not None:
+                return scorer.id, (label, state.error)
+    return None
+
+
+def _item_callbacks(
+    on_item_complete: Callable[..., Any],
+    batch: pd.DataFrame,
+    values: dict[str, Any],
+    plan: EvalPlan,
+) -> None:
+    outcomes = {sid: values[f"{sid}.outcomes"] for sid in (s.id for s in plan.scorers)}
+    outputs = values["outputs"]
+    for label, row in batch.iterrows():
+        scorer_results = {
+            sid: states[label].outcome() for sid, states in outcomes.items() if label in states
+        }
+        answer = on_item_complete(row.to_dict(), outputs[label], scorer_results)
+        if inspect.isawaitable(answer):
+            run_sync(_awaited(answer))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def run_evals(
+    data: Any,
+    *,
+    scorers: Iterable[Any] = (),
+    gates: Iterable[Scorer] = (),
+    target: Any = None,
+    concurrency: int = 8,
+    on_item_complete: Callable[..., Any] | None = None,
+    on_error: Literal["record", "raise"] = "record",
+    progress: bool | None = None,
+    batch_size: int | None = None,
+) -> EvalResult:
+    """Score every item of ``data`` with every scorer and gate, then aggregate.
+
+    :param data: a DataFrame (``input``; ``output`` unless a target produces it; optional
+        ``ground_truth``, ``request_context``, ``expected_trajectory``; other columns carried
+        through), a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
+    :param scorers: scorers, ``scorer.with_threshold(...)`` or ``{"scorer": s, "threshold": t}``.
+    :param gates: scorers whose average must be 1.0, e.g. checks.
+    :param target: produces outputs: a function of the input (sync or async; gets
+        ``request_context`` if it has that parameter) or a litellm model string.
+    :param concurrency: judge, async-step and target calls in flight at once.
+    :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item.
+    :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
+        ``"raise"`` stops at the first scorer error, as Mastra does.
+    :param progress: show a progress bar (default: on a terminal, for runs over a second).
+    :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
+        judges or a target are involved).
+    """
+    plan = _plan(scorers, gates, target)
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise EvalDagError(
+            "INVALID_CONCURRENCY", f"concurrency must be an integer >= 1, got {concurrency!r}"
+        )
+    if on_error not in ("record", "raise"):
+        raise EvalDagError(
+            "INVALID_ON_ERROR", f"on_error must be 'record' or 'raise', got {on_error!r}"
+        )
+    dataset = loaded_dataset(data, has_target=plan.target is not None)
+    size = _batch_size(plan, concurrency, batch_size)
+    dr = eval_driver(plan)
+
+    wanted = ["items", "outputs"]
+    if on_item_complete is not None or on_error == "raise":
+        wanted += [f"{s.id}.outcomes" for s in plan.scorers]
+    bar = ProgressBar(len(dataset), enabled=progress)
+    batches: list[pd.DataFrame] = []
+    try:
+        for start in range(0, len(dataset), size):
+            batch = dataset.iloc[start : start + size]
+            values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
+            if on_error == "raise":
+                _raise_first_failure(values, plan, batches)
+            batches.append(values["items"])
+            if on_item_complete is not None:
+                _item_callbacks(on_item_complete, batch, values, plan)
+            bar.advance(len(batch))
+    finally:
+        bar.close()
+    items = pd.concat(batches) if len(batches) > 1 else batches[0]
+    result = dr.execute(["eval_result"], overrides={"items": items})["eval_result"]
+    return result.model_copy(update={"dag_dot": eval_graph(dr, plan).source})
+
+
+def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, done: list) -> None:
+    for label, output in values["outputs"].items():
+        if isinstance(output, TargetFailure):
+            raise EvalDagError(
+                "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT",
+                "Failed to run experiment: Error generating result from target "
+                f"(item {label}): {output.message}",
+                details={"item": str(label), "completedItems": sum(len(b) for b in done)},
+            )
+    failure = _first_failure({s.id: values[f"{s.id}.outcomes"] for s in plan.scorers}, plan)
+    if failure is not None:
+        scorer_id, (label, error) = failure
+        raise EvalDagError(
+            "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
+            f"Failed to run experiment: Error running scorer {scorer_id} (item {label}): "
+            f"{error.message}",
+            details={
+                "scorerId": scorer_id,
+                "item": str(label),
+                "completedItems": sum(len(b) for b in done),
+            },
+            cause=error,
+        )
+
+
+def visualize(
+    *,
+    scorers: Iterable[Any] = (),
+    gates: Iterable[Scorer] = (),
+    target: Any = None,
+    path: str | os.PathLike[str] | None = None,
+) -> graphviz.Digraph:
+    """The DAG ``run_evals`` would run for this configuration, written to ``path`` if given.
+
+    PNG and SVG need Graphviz's ``dot`` program; a ``.dot`` path gets the DOT text.
+    """
+    plan = _plan(scorers, gates, target)
+    digraph = eval_graph(eval_driver(plan), plan)
+    if path is not None:
+        write_picture(digraph, path)
+    return digraph

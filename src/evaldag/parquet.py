@@ -1,0 +1,132 @@
+"""Eval results as Parquet: items as rows, everything else in the file's metadata.
+
+Columns holding nested values (step results, judge records, agent-run messages) are stored as
+JSON text and decoded on read, since Arrow cannot infer one type for dicts of varying shape.
+Files are written to a temporary name and renamed, so a crash never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hamilton import registry
+from hamilton.io.data_adapters import DataSaver
+from pydantic_core import to_jsonable_python
+
+from evaldag.errors import EvalDagError
+from evaldag.eval_result import EvalResult
+
+_METADATA_KEY = b"evaldag"
+_SCALARS = (str, int, float, bool)
+
+
+def _is_scalar_column(values: pd.Series) -> bool:
+    return all(value is None or isinstance(value, _SCALARS) for value in values)
+
+
+def json_text(value: Any) -> str | None:
+    """``value`` as JSON text (pydantic models and NaN included); None stays None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return json.dumps(to_jsonable_python(value, fallback=repr), allow_nan=True)
+
+
+def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> Path:
+    """Write ``items`` and ``metadata`` to ``path`` atomically."""
+    table_columns = {}
+    json_columns = []
+    for column in items.columns:
+        values = items[column]
+        if values.dtype == object and not _is_scalar_column(values):
+            table_columns[column] = values.map(json_text).astype(object)
+            json_columns.append(column)
+        else:
+            table_columns[column] = values
+    frame = pd.DataFrame(table_columns, index=items.index)
+    table = pa.Table.from_pandas(frame, preserve_index=True)
+    object_columns = [str(c) for c in items.columns if items[c].dtype == object]
+    meta = {**metadata, "json_columns": json_columns, "object_columns": object_columns}
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        pq.write_table(table, temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The items and metadata written by ``write_results``."""
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as error:
+        raise EvalDagError(
+            "INVALID_RESULTS_FILE",
+            f"Cannot read eval results from '{path}': {error}",
+            details={"path": str(path)},
+            cause=error,
+        ) from error
+    raw = (table.schema.metadata or {}).get(_METADATA_KEY)
+    if raw is None:
+        raise EvalDagError(
+            "INVALID_RESULTS_FILE",
+            f"'{path}' is a Parquet file but not an evaldag results file (no evaldag metadata); "
+            "write it with EvalResult.to_parquet or evaldag run --out",
+            details={"path": str(path)},
+        )
+    metadata = json.loads(raw)
+    items = table.to_pandas()
+    json_columns = set(metadata.pop("json_columns"))
+    for column in metadata.pop("object_columns"):
+        # pandas reads text back as its string dtype with NaN for missing; restore what was written
+        items[column] = pd.Series(
+            [_decoded(v, column in json_columns) for v in items[column]],
+            index=items.index,
+            dtype=object,
+        )
+    return items, metadata
+
+
+def _decoded(value: Any, is_json: bool) -> Any:
+    if not isinstance(value, str):
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+    return json.loads(value) if is_json else value
+
+
+@dataclasses.dataclass
+class EvalResultParquetWriter(DataSaver):
+    """Hamilton materializer for an ``EvalResult``: ``to.evaldag_parquet(path=...)``."""
+
+    path: str
+
+    @classmethod
+    def applicable_types(cls) -> Collection[type]:
+        return [EvalResult]
+
+    def save_data(self, data: EvalResult) -> dict[str, Any]:
+        written = data.to_parquet(self.path)
+        return {"path": str(written), "rows": len(data.items)}
+
+    @classmethod
+    def name(cls) -> str:
+        return "evaldag_parquet"
+
+
+if EvalResultParquetWriter not in registry.SAVER_REGISTRY.get("evaldag_parquet", []):
+    registry.register_adapter(EvalResultParquetWriter)

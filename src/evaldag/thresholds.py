@@ -1,0 +1,111 @@
+"""Thresholds: a scorer's dataset average must reach a minimum, or stay within ``{min, max}``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evaldag.errors import EvalDagError
+
+if TYPE_CHECKING:
+    from evaldag.scorer import Scorer
+
+#: A threshold as Mastra writes it: a minimum, or a dict with ``min`` and/or ``max``.
+ThresholdSpec = float | dict[str, float]
+
+
+@dataclass(frozen=True)
+class ScorerWithThreshold:
+    """A scorer whose average is checked against ``threshold`` (see ``Scorer.with_threshold``)."""
+
+    scorer: Scorer
+    threshold: ThresholdSpec
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"
+
+
+def _finite_unit(value: Any) -> bool:
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
+
+
+def _threshold_error(scorer_id: str, message: str, threshold: Any) -> EvalDagError:
+    return EvalDagError(
+        "INVALID_SCORER_THRESHOLD",
+        message,
+        details={"scorerId": scorer_id, "threshold": repr(threshold)},
+    )
+
+
+def validated_threshold(scorer_id: str, threshold: Any) -> ThresholdSpec:
+    """``threshold`` checked as Mastra does (spec §6.2), else ``INVALID_SCORER_THRESHOLD``."""
+    if isinstance(threshold, numbers.Real) and not isinstance(threshold, bool):
+        if not _finite_unit(threshold):
+            raise _threshold_error(
+                scorer_id,
+                f'Minimum threshold for scorer "{scorer_id}" must be a finite number between 0 '
+                f"and 1, got {threshold}",
+                threshold,
+            )
+        return float(threshold)
+    if not isinstance(threshold, dict):
+        raise _threshold_error(
+            scorer_id,
+            f'Threshold for scorer "{scorer_id}" must be a number or an object with min/max '
+            f"bounds, got {_describe(threshold)}",
+            threshold,
+        )
+    unknown = set(threshold) - {"min", "max"}
+    if unknown:
+        raise _threshold_error(
+            scorer_id,
+            f'Threshold for scorer "{scorer_id}" has unknown keys {sorted(unknown)}; use "min" '
+            'and/or "max"',
+            threshold,
+        )
+    bounds = {key: threshold[key] for key in ("min", "max") if threshold.get(key) is not None}
+    if not bounds:
+        raise _threshold_error(
+            scorer_id,
+            f'Threshold for scorer "{scorer_id}" must define at least one of min or max',
+            threshold,
+        )
+    for key, bound in bounds.items():
+        if not _finite_unit(bound):
+            label = "Minimum" if key == "min" else "Maximum"
+            raise _threshold_error(
+                scorer_id,
+                f'{label} threshold for scorer "{scorer_id}" must be a finite number between 0 '
+                f"and 1, got {bound}",
+                threshold,
+            )
+    if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:
+        raise _threshold_error(
+            scorer_id,
+            f'Threshold for scorer "{scorer_id}" has min ({bounds["min"]}) greater than max '
+            f"({bounds['max']})",
+            threshold,
+        )
+    return {key: float(bound) for key, bound in bounds.items()}
+
+
+def threshold_passed(average: float, threshold: ThresholdSpec) -> bool:
+    """Whether ``average`` meets ``threshold``; bounds are inclusive, non-finite averages fail."""
+    if not math.isfinite(average):
+        return False
+    if isinstance(threshold, dict):
+        low, high = threshold.get("min"), threshold.get("max")
+        return not (low is not None and average < low) and not (high is not None and average > high)
+    return average >= threshold
