@@ -22,6 +22,7 @@ from evaldag.messages import (
     as_message,
     as_run_input,
     as_run_output,
+    mastra_data,
     text_message,
 )
 
@@ -48,6 +49,18 @@ def test_every_fixture_agent_input_round_trips_to_identical_json():
     for data in FIXTURES["agentInputs"]:
         written = AgentRunInput.model_validate(data).to_dict()
         assert json.dumps(written, ensure_ascii=False) == json.dumps(data, ensure_ascii=False)
+
+
+def test_mastra_data_reads_models_as_their_json():
+    for data in FIXTURES["messages"]:
+        assert mastra_data(Message.model_validate(data)) == data
+    for data in FIXTURES["agentInputs"]:
+        assert mastra_data(AgentRunInput.model_validate(data)) == data
+    assert mastra_data(TextPart(text="hi")) == {"type": "text", "text": "hi"}
+    mixed = {"messages": [text_message("a")], "n": 1}
+    assert mastra_data(mixed) == {"messages": [text_message("a").to_dict()], "n": 1}
+    plain = {"args": [1, 2]}
+    assert mastra_data(plain) == plain
 
 
 def test_loose_inputs_and_outputs_convert_as_the_oracle_converts_them():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -68,27 +69,82 @@ class MastraModel(BaseModel):
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
         data = handler(self)
-        given = self.model_fields_set | self._always_written
-        for name, field in type(self).model_fields.items():
+        optional, tags = _layout(type(self), info.by_alias)
+        given = self.__pydantic_fields_set__
+        for name, key in optional:
             if name not in given:
-                data.pop(field.alias if info.by_alias and field.alias else name, None)
-        if not self._key_order:
+                data.pop(key, None)
+        private = self.__pydantic_private__
+        order = private.get("_key_order") if private else None
+        if not order:
             return data
         # Tags the input left out lead, as Mastra writes them: {type, ...}, {format, ...}.
-        fields = type(self).model_fields
-        tags = [
-            key
-            for name in fields
-            if name in self._always_written
-            and (key := fields[name].alias if info.by_alias and fields[name].alias else name)
-            not in self._key_order
-        ]
-        ordered = {key: data.pop(key) for key in (*tags, *self._key_order) if key in data}
-        return ordered | data
+        ordered = {key: data.pop(key) for key in tags if key not in order and key in data}
+        ordered.update((key, data.pop(key)) for key in order if key in data)
+        ordered.update(data)
+        return ordered
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's JSON shape (camelCase keys, JSON values), with the keys that were given."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+_CONTAINERS = (MastraModel, list, dict)
+
+
+@cache
+def _layout(
+    model: type[MastraModel], by_alias: bool | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(name, key) of the fields written only when given; the keys of those always written."""
+    fields = model.model_fields
+    keys = {
+        name: field.alias if by_alias and field.alias else name for name, field in fields.items()
+    }
+    always = model._always_written
+    optional = tuple((name, key) for name, key in keys.items() if name not in always)
+    return optional, tuple(key for name, key in keys.items() if name in always)
+
+
+def mastra_data(value: Any) -> Any:
+    """``value`` with each evaldag model in it (also in lists) as Mastra's dict: the keys it was
+    given, camelCase; values stay Python objects.
+
+    The quick way to read models as Mastra's JSON (a few µs per model, where ``to_dict`` runs the
+    full serializer); key order is not kept. ``value`` itself is returned when it holds no model.
+    """
+    if isinstance(value, MastraModel):
+        keys, always = _reading_keys(type(value))
+        fields = value.__dict__
+        data = {}
+        for name in value.__pydantic_fields_set__:
+            key = keys.get(name)
+            if key is not None:  # not an extra key: those are added below
+                item = fields[name]
+                data[key] = mastra_data(item) if isinstance(item, _CONTAINERS) else item
+        for name, key in always:
+            if key not in data:
+                data[key] = fields[name]
+        if value.__pydantic_extra__:
+            data.update(value.__pydantic_extra__)
+        return data
+    if isinstance(value, list):
+        if value and isinstance(value[0], MastraModel):
+            return [mastra_data(item) for item in value]
+        return value
+    if isinstance(value, dict) and any(isinstance(item, _CONTAINERS) for item in value.values()):
+        return {
+            key: mastra_data(item) if isinstance(item, _CONTAINERS) else item
+            for key, item in value.items()
+        }
+    return value
+
+
+@cache
+def _reading_keys(model: type[MastraModel]) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """The camelCase key of each field, and (name, key) of the always-written ones."""
+    keys = {name: field.alias or name for name, field in model.model_fields.items()}
+    return keys, tuple((name, key) for name, key in keys.items() if name in model._always_written)
 
 
 class _Part(MastraModel):

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evaldag.messages import Message
+from evaldag.messages import MastraModel, Message, mastra_data
 
 #: The characters JavaScript's ``trim()`` and ``\s`` treat as whitespace.
 _JS_WHITESPACE = (
@@ -88,10 +88,11 @@ class ToolResult:
 
 
 def _plain(value: Any) -> Any:
-    """A model as Mastra's JSON; anything else unchanged."""
+    """Models as Mastra's dicts (evaldag's quickly, others through pydantic); the rest unchanged."""
+    if isinstance(value, MastraModel):
+        return mastra_data(value)
     if isinstance(value, BaseModel):
-        to_dict = getattr(value, "to_dict", None)
-        return to_dict() if callable(to_dict) else value.model_dump(by_alias=True)
+        return value.model_dump(by_alias=True)
     return value
 
 
