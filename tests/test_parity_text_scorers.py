@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from evaldag import ScorerRun, scorers
-from evaldag.dag import scorers_driver
+from evaldag.dag import scorer_outcomes, scorers_driver
 
 PAIRS = json.loads(
     (Path(__file__).parent / "fixtures" / "code_scorers" / "text-pairs.public.json").read_text()
@@ -24,19 +23,18 @@ PAIRS = json.loads(
 
 
 def _results(scorer):
-    """Every pair scored in one columnar execution of the scorer's DAG."""
-    runs = pd.Series(
-        [
-            ScorerRun(
-                input={"inputMessages": [_message("user", pair["input"])]},
-                output=[_message("assistant", pair["output"])],
-            )
-            for pair in PAIRS
-        ],
-        dtype=object,
-    )
-    dr = scorers_driver([scorer])
-    return dr.execute([scorer.id], inputs={"runs": runs, "concurrency": 1})[scorer.id]
+    """Every pair's result, from one columnar execution of the scorer's DAG."""
+    runs = [
+        ScorerRun(
+            input={"inputMessages": [_message("user", pair["input"])]},
+            output=[_message("assistant", pair["output"])],
+        )
+        for pair in PAIRS
+    ]
+    outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=1)
+    errors = [outcome for outcome in outcomes if isinstance(outcome, Exception)]
+    assert errors == []
+    return outcomes
 
 
 def _message(role, text):
@@ -44,16 +42,10 @@ def _message(role, text):
     return {"id": f"{role}-0", "role": role, "content": content}
 
 
-def _scored(scorer):
-    frame = _results(scorer)
-    assert frame["error"].isna().all(), frame["error"].dropna().head()
-    return frame
-
-
 def test_completeness_meets_agreement_targets():
-    frame = _scored(scorers.completeness())
+    results = _results(scorers.completeness())
     expected = [pair["mastra"]["completeness"]["score"] for pair in PAIRS]
-    gaps = [abs(ours - theirs) for ours, theirs in zip(frame["score"], expected, strict=True)]
+    gaps = [abs(ours.score - theirs) for ours, theirs in zip(results, expected, strict=True)]
     identical = sum(gap < 1e-9 for gap in gaps) / len(gaps)
     close = sum(gap <= 0.02 for gap in gaps) / len(gaps)
     assert identical >= 0.95, f"identical on {identical:.1%} of pairs"
@@ -61,10 +53,10 @@ def test_completeness_meets_agreement_targets():
 
 
 def test_completeness_reproduces_mastra_on_pairs_of_identical_and_empty_text():
-    frame = _scored(scorers.completeness())
+    results = _results(scorers.completeness())
     for index, pair in enumerate(PAIRS):
         if pair["pair"] in ("same", "empty_out"):
-            assert frame["score"][index] == pair["mastra"]["completeness"]["score"], index
+            assert results[index].score == pair["mastra"]["completeness"]["score"], index
 
 
 @pytest.mark.parametrize(
@@ -77,15 +69,13 @@ def test_completeness_reproduces_mastra_on_pairs_of_identical_and_empty_text():
     ],
 )
 def test_text_scorer_matches_mastra_on_every_pair(scorer, name):
-    frame = _scored(scorer)
     mismatches = []
-    rows = zip(PAIRS, frame["score"], frame["steps"], strict=True)
-    for index, (pair, score, steps) in enumerate(rows):
+    for index, (pair, result) in enumerate(zip(PAIRS, _results(scorer), strict=True)):
         mastra = pair["mastra"][name]
         if (
-            score != mastra["score"]
-            or steps["preprocess_step_result"] != mastra["preprocessStepResult"]
-            or steps.get("analyze_step_result") != mastra.get("analyzeStepResult")
+            result.score != mastra["score"]
+            or result.preprocess_step_result != mastra["preprocessStepResult"]
+            or result.analyze_step_result != mastra.get("analyzeStepResult")
         ):
             mismatches.append(index)
     assert mismatches == []

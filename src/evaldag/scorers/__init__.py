@@ -1,5 +1,11 @@
 """Prebuilt scorers: Mastra's code scorers and trajectory helpers, under snake_case names."""
 
+from evaldag.scorers._trajectory import (
+    analyze_tool_failures,
+    check_trajectory_blacklist,
+    check_trajectory_efficiency,
+    compare_trajectories,
+)
 from evaldag.scorers.textual import (
     completeness,
     content_similarity,
@@ -7,11 +13,20 @@ from evaldag.scorers.textual import (
     textual_difference,
     tone,
 )
+from evaldag.scorers.tool_calls import tool_call_accuracy
+from evaldag.scorers.trajectories import trajectory, trajectory_accuracy
 
 __all__ = [
+    "analyze_tool_failures",
+    "check_trajectory_blacklist",
+    "check_trajectory_efficiency",
+    "compare_trajectories",
     "completeness",
     "content_similarity",
     "keyword_coverage",
     "textual_difference",
     "tone",
+    "tool_call_accuracy",
+    "trajectory",
+    "trajectory_accuracy",
 ]

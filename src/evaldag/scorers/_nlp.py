@@ -294,7 +294,7 @@ def _open_tag(term: _Term, previous: _Term | None, following: _Term | None) -> s
             return "NOUN"
         return "VERB"
     if form == "past":
-        if before in ("DET", "ADJ") and not demonstrative:
+        if before in ("DET", "ADJ") and not demonstrative and ("ADJ" in lexicon or before == "ADJ"):
             return "ADJ"
         if "ADJ" in lexicon and after == "NOUN" and before not in ("NOUN", "PREP"):
             return "ADJ"
