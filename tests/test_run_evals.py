@@ -3,6 +3,7 @@ targets, data forms, callbacks, Parquet, the DAG, and our deviations from Mastra
 
 import asyncio
 import io
+import json
 import math
 
 import pandas as pd
@@ -160,7 +161,10 @@ def test_averages_skip_not_scorable_and_omit_ids_without_numbers():
     )
     assert result.scores == {"half": 0.5}
     assert result.summary.not_scorable == {"half": 1, "never": 3}
-    assert result.items["half.not_scorable"].iloc[0] == {"step": "generate_score", "reason": "no"}
+    assert json.loads(result.items["half.not_scorable"].iloc[0]) == {
+        "step": "generate_score",
+        "reason": "no",
+    }
     assert math.isnan(result.items["half.score"].iloc[0])
     assert result.verdict is None
     assert "verdict" not in result.to_dict()
@@ -252,7 +256,7 @@ def test_recovered_score_stays_in_the_row_but_out_of_the_average():
     assert row["s.score"] == 0.2
     assert row["s.error"] == "Scorer Run Failed: no reason"
     assert row["s.failed_step"] == "generate_reason"
-    assert list(row["s.completed_steps"]) == ["generate_score"]
+    assert json.loads(row["s.completed_steps"]) == ["generate_score"]
     assert result.scores == {"t": 1}
 
 
@@ -283,7 +287,8 @@ def test_item_columns():
         "len.judge",
     ]
     assert items["topic"].tolist() == ["x", "y", "z"]
-    assert items["len.steps"].iloc[0] == {"preprocess_step_result": 1}
+    assert json.loads(items["len.steps"].iloc[0]) == {"preprocess_step_result": 1}
+    assert items["len.error"].isna().all()
     assert items["len.reason"].tolist() == ["0.1", "0.1", "0.1"]
     assert items["run_id"].is_unique
 
@@ -342,7 +347,7 @@ def test_target_failure_is_recorded_and_its_scorers_skipped():
     )
     assert calls == ["q1", "q3"]
     items = result.items
-    assert items["target_error"].tolist() == [None, "ConnectionError: agent down", None]
+    assert items["target_error"].fillna("").tolist() == ["", "ConnectionError: agent down", ""]
     assert items["s.error"].iloc[1] == "target failed: agent down"
     assert items["s.failed_step"].iloc[1] == "target"
     assert result.summary.target_errors == 1
@@ -449,9 +454,10 @@ def test_parquet_round_trip(tmp_path):
     again = EvalResult.read_parquet(path)
     assert again == result
     assert again.to_dict() == result.to_dict()
-    assert again.items["len.steps"].iloc[0] == {
+    assert json.loads(again.items["len.steps"].iloc[0]) == {
         "preprocess_step_result": {"n": 3, "words": ["abc"]}
     }
+    assert again.items["messages"].iloc[0] == [{"role": "user", "content": "x"}]
     assert [p.name for p in tmp_path.iterdir()] == ["results.parquet"]  # no temporary left
 
 

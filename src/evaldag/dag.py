@@ -74,13 +74,17 @@ def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
     return subdag(prepared_run, outcomes, namespace=scorer.id)(scored)
 
 
+#: Text columns hold Arrow strings: compact, and missing values cost no objects.
+TEXT = pd.StringDtype("pyarrow")
+
+
 def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
     """One row per run, the columns of ``SCORER_COLUMNS`` (see ``pipeline.scored_columns``)."""
-    columns = scored_columns(outcomes)
+    columns = scored_columns(list(outcomes))
     return pd.DataFrame(
         {
             column: pd.Series(
-                values, index=outcomes.index, dtype="float64" if column == "score" else object
+                values, index=outcomes.index, dtype="float64" if column == "score" else TEXT
             )
             for column, values in columns.items()
         }

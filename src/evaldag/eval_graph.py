@@ -24,7 +24,7 @@ from hamilton.function_modifiers import group, inject, parameterize, source, val
 
 from evaldag import aggregation
 from evaldag.concurrency import gc_paused
-from evaldag.dag import scorer_subdag, write_picture
+from evaldag.dag import TEXT, scorer_subdag, write_picture
 from evaldag.dataset import RUN_FIELDS
 from evaldag.eval_result import (
     EvalResult,
@@ -136,35 +136,30 @@ def _items_node(plan: EvalPlan) -> Callable[..., pd.DataFrame]:
         failures = [o if isinstance(o, TargetFailure) else None for o in outputs]
         failed = pd.Series([f is not None for f in failures], index=index)
         if has_target:
-            columns["output"] = _objects(
-                [None if f else o for f, o in zip(failures, outputs, strict=True)], index
+            columns["output"] = pd.Series(
+                [None if f else o for f, o in zip(failures, outputs, strict=True)],
+                index=index,
+                dtype=object,
             )
-            columns["target_error"] = _objects(
-                [f and f"{f.error_type}: {f.message}" for f in failures], index
+            columns["target_error"] = pd.Series(
+                [f and f"{f.error_type}: {f.message}" for f in failures], index=index, dtype=TEXT
             )
-        columns["run_id"] = _objects([run.run_id for run in runs], runs.index).reindex(index)
-        skipped = _objects([f and f"target failed: {f.message}" for f in failures], index)
+        skipped = pd.Series(
+            [f and f"target failed: {f.message}" for f in failures], index=index, dtype=TEXT
+        )
+        columns["run_id"] = pd.Series(
+            [run.run_id for run in runs], index=runs.index, dtype=TEXT
+        ).reindex(index)
         for sid in ids:
             frame = scored[sid].reindex(index)
             for column in SCORER_COLUMNS:
-                values = frame[column]
-                columns[f"{sid}.{column}"] = (
-                    values
-                    if column == "score"
-                    else values.astype(object).where(values.notna(), None)
-                )
+                columns[f"{sid}.{column}"] = frame[column]
             if failed.any():
-                columns[f"{sid}.error"] = columns[f"{sid}.error"].where(~failed, skipped)
-                columns[f"{sid}.failed_step"] = columns[f"{sid}.failed_step"].where(
-                    ~failed, "target"
-                )
+                columns[f"{sid}.error"] = frame["error"].where(~failed, skipped)
+                columns[f"{sid}.failed_step"] = frame["failed_step"].where(~failed, "target")
         return pd.DataFrame(columns, index=dataset.index)
 
     return items
-
-
-def _objects(values: list[Any], index: pd.Index) -> pd.Series:
-    return pd.Series(values, index=index, dtype=object)
 
 
 def _aggregation_nodes(plan: EvalPlan) -> list[Callable[..., Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -170,12 +169,4 @@ class EvalResult(BaseModel):
 
 
 def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    if list(a.columns) != list(b.columns) or len(a) != len(b):
-        return False
-    for column in a.columns:
-        left, right = a[column].tolist(), b[column].tolist()
-        if json.dumps(left, default=str, sort_keys=True) != json.dumps(
-            right, default=str, sort_keys=True
-        ):
-            return False
-    return True
+    return a.columns.equals(b.columns) and a.dtypes.equals(b.dtypes) and a.equals(b)

@@ -7,11 +7,14 @@ to each of them. A state that failed or was declared not scorable passes later s
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
 
 from evaldag.concurrency import gather_limited, gc_paused, run_sync
 from evaldag.errors import EvalDagError, ScorerRunError
@@ -170,13 +173,15 @@ SCORER_COLUMNS = (
 
 
 def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
-    """The item columns of finished runs, JSON-ready.
+    """The item columns of finished runs: ``score`` a float, every other column text or None.
 
     ``score`` and ``reason`` of a failed run are what its snapshot recovered (a score NaN when
-    none); ``error`` says it failed, and aggregations leave such scores out. ``steps`` holds the
-    preprocess/analyze results and prompts, ``judge`` the judge records (None when empty).
+    none); ``error`` says it failed, and aggregations leave such scores out. ``steps`` (the
+    preprocess/analyze results and prompts), ``judge`` (the judge records), ``not_scorable`` and
+    ``completed_steps`` are JSON text. Text keeps a million-row result small.
     """
     nan = float("nan")
+    completed_text: dict[tuple[str, ...], str] = {}
     with gc_paused():
         scores = [
             state.results.get("generate_score_step_result", nan)
@@ -187,20 +192,26 @@ def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
         errors = [state.error for state in states]
         return {
             "score": [nan if score is None else score for score in scores],
-            "reason": [state.results.get("generate_reason_step_result") for state in states],
+            "reason": [_text(state.results.get("generate_reason_step_result")) for state in states],
             "error": [None if error is None else error.message for error in errors],
             "failed_step": [None if error is None else error.failed_step for error in errors],
-            "completed_steps": [state.completed for state in states],
+            "completed_steps": [
+                completed_text.get(state.completed)
+                or completed_text.setdefault(state.completed, json.dumps(state.completed))
+                for state in states
+            ],
             "not_scorable": [
-                None if state.not_scorable is None else state.not_scorable.model_dump()
+                None if state.not_scorable is None else json_text(state.not_scorable)
                 for state in states
             ],
             "steps": [_details(state) for state in states],
             "judge": [
-                {
-                    stage: [execution.to_dict() for execution in executions]
-                    for stage, executions in state.judge.items()
-                }
+                json_text(
+                    {
+                        stage: [execution.to_dict() for execution in executions]
+                        for stage, executions in state.judge.items()
+                    }
+                )
                 if state.judge
                 else None
                 for state in states
@@ -208,7 +219,18 @@ def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
         }
 
 
-def _details(state: RunState) -> dict[str, Any] | None:
+def json_text(value: Any) -> str | None:
+    """``value`` as JSON text (pydantic models, NaN and odd objects included); None stays None."""
+    if value is None:
+        return None
+    return json.dumps(to_jsonable_python(value, fallback=repr), allow_nan=True)
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else json_text(value)
+
+
+def _details(state: RunState) -> str | None:
     results = state.results
     if not state.prompts and not (
         "preprocess_step_result" in results or "analyze_step_result" in results
@@ -217,7 +239,7 @@ def _details(state: RunState) -> dict[str, Any] | None:
     details = {key: results[key] for key in _RESULT_KEYS if key in results}
     for stage, text in state.prompts.items():
         details[f"{stage}_prompt"] = text
-    return details
+    return json_text(details)
 
 
 def _with_execution(
