@@ -187,6 +187,26 @@ def test_empty_lists_are_filters_too():
     assert _kept(tool_names=[]) == ["text", "data", "no-parts"]
 
 
+def test_only_parts_are_read_not_the_legacy_tool_invocations():
+    legacy_only = {
+        "id": "legacy",
+        "role": "assistant",
+        "content": {
+            "format": 2,
+            "parts": [_text("done")],
+            "toolInvocations": [{"state": "result", "toolName": "save_file", "args": {}}],
+        },
+    }
+    assert _ids(filter_run(tool_names=["get"])({"output": [legacy_only]})["output"]) == ["legacy"]
+    assert filter_run(part_types=["tool"])({"output": [legacy_only]})["output"] == []
+
+
+def test_remembered_system_role_messages_are_filtered_like_the_others():
+    system = _message("system", _text("remembered rules"), role="system")
+    filtered = filter_run(part_types=["data-"])({"input": {"rememberedMessages": [system, DATA]}})
+    assert _ids(filtered["input"]["rememberedMessages"]) == ["data"]
+
+
 def test_limits_keep_the_newest_after_filtering():
     assert _kept(max_output_messages=2) == ["data", "no-parts"]
     assert _kept(part_types=["text"], max_output_messages=2) == ["tool", "no-parts"]
