@@ -1,0 +1,501 @@
+"""Pure functions and factories of the code scorers: the spec's vectors (Mastra's answers, §13)
+and the rules behind them, plus plain-string and agent-shaped runs giving the same scores."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from evaldag import EvalDagError, ScorerRunError, scorers
+from evaldag.scorers import _text
+from evaldag.scorers._nlp import completeness_elements
+from evaldag.transcripts import compare_two_strings
+
+
+def _agent(input_text, output_text):
+    """Mastra's agent run shape: one user message in, one assistant message out."""
+
+    def message(role, text):
+        return {"role": role, "content": {"format": 2, "parts": [{"type": "text", "text": text}]}}
+
+    return {
+        "input": {
+            "inputMessages": [message("user", input_text)],
+            "rememberedMessages": [],
+            "systemMessages": [],
+            "taggedSystemMessages": {},
+        },
+        "output": [message("assistant", output_text)],
+    }
+
+
+# --- completeness ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("element", "candidate", "matches"),
+    [
+        ("cats", "cat", True),  # 3/4 > 0.6
+        ("quickly", "quick", True),  # 5/7
+        ("testing", "test", False),  # 4/7 < 0.6
+        ("international", "nation", False),
+        ("cat", "cats", False),  # up to 3 characters: equal only
+        ("ab", "ab", True),
+        ("five", "fives", True),  # equal lengths order longer = candidate
+        ("abcde", "xbcdx", False),  # no containment
+    ],
+)
+def test_element_matches(element, candidate, matches):
+    assert _text.element_matches(element, candidate) is matches
+
+
+@pytest.mark.parametrize(
+    ("original", "simplified", "score"),
+    [
+        (["international"], ["nation"], 0),
+        (["a", "b"], ["ab"], 0),
+        (["cats", "and", "dogs"], ["cat"], 1 / 3),
+        ([], [], 1),
+        ([], ["x"], 0),
+    ],
+)
+def test_coverage(original, simplified, score):
+    assert _text.coverage(original, simplified) == score
+
+
+@pytest.mark.parametrize(
+    ("input_text", "output_text", "score"),
+    [
+        ("The quick brown fox jumps over the lazy dog", "A fox jumped", 0.25),
+        ("running cats quickly", "run cat quick", 1.0),
+        ("camelCaseWord testing", "camel case word test", 0),
+        ("", "", 1),
+        ("", "something", 0),
+        ("Café résumé naïve", "cafe resume naive", 1),
+        ("John Smith visited New York and ate pizza", "John visited York", 0.375),
+    ],
+)
+def test_completeness_vectors(input_text, output_text, score):
+    assert scorers.completeness().run(**_agent(input_text, output_text)).score == score
+
+
+def test_completeness_elements_rewrite_verbs_to_infinitives():
+    assert completeness_elements("running cats quickly") == ["cats", "run", "quickly"]
+    assert completeness_elements("camelCaseWord testing") == ["camelcaseword", "testing"]
+    assert set(completeness_elements("It wasn't tested, and he has been running.")) == {
+        "it", "he", "does", "not", "test", "and", "run",
+    }  # fmt: skip
+
+
+def test_completeness_plain_strings_score_as_agent_runs():
+    plain = scorers.completeness().run(input="running cats quickly", output="run cat quick")
+    agent = scorers.completeness().run(**_agent("running cats quickly", "run cat quick"))
+    assert plain.score == agent.score == 1.0
+    assert plain.preprocess_step_result == agent.preprocess_step_result
+
+
+def test_completeness_without_input_fails_with_the_reason():
+    with pytest.raises(ScorerRunError) as caught:
+        scorers.completeness().run(input=None, output="text")
+    assert caught.value.message.startswith("Scorer Run Failed: Inputs cannot be null")
+    assert "run.input" in caught.value.message
+
+
+# --- textual difference, content similarity ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "length"),
+    [
+        ("kitten", "sitting", 4),
+        ("", "abc", 0),
+        ("abc", "abc", 3),
+        ("abcbdab", "bdcaba", 4),
+        ("I love 😀 pizza", "I love 😃 pasta", 11),  # an emoji is two UTF-16 units, one shared
+    ],
+)
+def test_lcs_length(first, second, length):
+    assert _text.lcs_length(first, second) == length
+    assert _text.lcs_length(second, first) == length
+
+
+def test_lcs_ratio():
+    assert _text.lcs_ratio("kitten", "sitting") == 8 / 13
+    assert _text.lcs_ratio("", "") == 1
+    assert _text.lcs_ratio("a", "") == 0
+    assert _text.lcs_ratio("I love 😀 pizza", "I love 😃 pasta") == 0.7333333333333333
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "changes"),
+    [
+        ("kitten", "sitting", 1),
+        ("42 apples", "apples 42", 0),
+        ("same text", "same text", 0),
+        ("hello   world", "hello world", 1),  # whitespace only: at least 1
+        ("a b c", "a b", 1),
+        ("", "one two", 2),
+        ("a a b", "a b b", 1),  # greedy multiset matching
+    ],
+)
+def test_word_changes(first, second, changes):
+    assert _text.word_changes(first, second) == changes
+
+
+def test_textual_difference_vector():
+    result = scorers.textual_difference().run(**_agent("kitten", "sitting"))
+    assert result.score == 0.6153846153846154
+    assert result.preprocess_step_result == {
+        "ratio": 0.6153846153846154,
+        "confidence": 0.8571428571428572,
+        "changes": 1,
+        "lengthDiff": 0.14285714285714285,
+    }
+    assert scorers.textual_difference().run(**_agent("Hello World", "hello world")).score == (
+        0.8181818181818182
+    )
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "similarity"),
+    [
+        ("", "", 1),
+        ("a", "", 0),
+        ("a", "b", 0),
+        ("night", "nacht", 0.25),
+        ("the cat", "thecat", 1),  # whitespace removed first
+        ("aaaa", "aa", 0.5),  # bigram multiset: aa x3 vs aa x1
+    ],
+)
+def test_bigram_dice(first, second, similarity):
+    assert compare_two_strings(first, second) == similarity
+
+
+def test_content_similarity_options():
+    run = _agent("Hello World", "hello world")
+    assert scorers.content_similarity().run(**run).score == 1
+    off = scorers.content_similarity(ignore_case=False, ignore_whitespace=False)
+    assert off.run(**run).score == 0.6666666666666666
+    run = _agent("The quick brown fox jumps over the lazy dog", "A fox jumped")
+    assert scorers.content_similarity().run(**run).score == 0.27906976744186046
+
+
+# --- keyword coverage ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (
+            "Machine learning models need training data",
+            ["machine", "learning", "models", "training", "data"],
+        ),  # noqa: E501
+        ("the and of 2024 123 it is hello", []),  # stopwords ("hello" is one) and digits
+        ("Café, café! (Tea) 'quoted'", ["café", "tea", "quoted"]),  # no accent folding
+        ("see https://example.com/A.B now", ["https://example.com/A.B"]),  # URLs verbatim
+        ("<b>bold</b> & _ # x_y", ["bold", "x_y"]),  # tags stripped, lone marks dropped
+        ("v2 2nd 42", ["v2", "2nd"]),
+    ],
+)
+def test_keywords(text, found):
+    assert _text.keywords(text) == found
+
+
+def test_keyword_coverage_vectors():
+    run = _agent(
+        "Machine learning models need training data",
+        "Training data is essential for machine learning",
+    )
+    result = scorers.keyword_coverage().run(**run)
+    assert result.score == 0.8
+    assert result.analyze_step_result == {"totalKeywordsLength": 5, "matchedKeywordsLength": 4}
+    assert scorers.keyword_coverage().run(**_agent("the and of", "a an the")).score == 1
+    assert (
+        scorers.keyword_coverage().run(**_agent("running cats quickly", "run cat quick")).score == 0
+    )
+    empty = scorers.keyword_coverage().run(**_agent("", ""))
+    assert empty.preprocess_step_result == {
+        "result": {"referenceKeywords": [], "responseKeywords": []}
+    }
+    assert empty.score == 1
+
+
+# --- tone ------------------------------------------------------------------------------------
+
+
+def test_sentiment_tokens_and_negators():
+    assert _text.sentiment_tokens("Hello, World!\nBye") == ["hello", "world", "bye"]
+    assert _text.sentiment_tokens("") == [""]
+    assert _text.comparative_sentiment("good") == 3
+    assert _text.comparative_sentiment("not good") == -1.5
+    assert _text.comparative_sentiment("I love 🍦") == (3 + 2) / 3  # emojis score too
+
+
+@pytest.mark.parametrize(
+    ("output", "score"),
+    [
+        ("I love it. I hate it.", 0),
+        ("Good. Good. Bad.", 0),
+        ("Great job. Terrible", 1),  # text after the last terminator is ignored
+        ("happy happy joy joy", 1),
+    ],
+)
+def test_tone_stability_vectors(output, score):
+    assert scorers.tone().run(input="x", output=output).score == score
+
+
+def test_tone_against_a_reference():
+    assert scorers.tone(reference_tone="good").run(input="x", output="bad").score == 0
+    result = scorers.tone(reference_tone="good").run(input="x", output="good")
+    assert result.score == 1
+    assert result.preprocess_step_result == {
+        "score": 1,
+        "responseSentiment": 3,
+        "referenceSentiment": 3,
+        "difference": 0,
+    }
+    with pytest.raises(EvalDagError, match="reference_tone"):
+        scorers.tone(reference_tone=3)
+
+
+def test_mean_and_variance_sum_left_to_right():
+    mean, variance = _text.mean_and_variance([0.1, 0.2, 0.3])
+    assert mean == (0.1 + 0.2 + 0.3) / 3
+    assert math.isclose(variance, 2 / 300)
+
+
+# --- tool call accuracy ----------------------------------------------------------------------
+
+
+def _tool_output(*names):
+    invocations = [
+        {"state": "result", "toolCallId": f"c{i}", "toolName": name, "args": {}, "result": {}}
+        for i, name in enumerate(names)
+    ]
+    return [
+        {
+            "role": "assistant",
+            "content": {
+                "format": 2,
+                "parts": [{"type": "text", "text": "done"}],
+                "toolInvocations": invocations,
+            },
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "score"),
+    [
+        ({"expected_tool": "a"}, 1),
+        ({"expected_tool": "a", "strict_mode": True}, 0),
+        ({"expected_tool_order": ["a", "b"]}, 0),  # the first b comes before a
+        ({"expected_tool_order": ["b", "a"]}, 1),
+        ({"expected_tool_order": ["b", "a", "b"], "strict_mode": True}, 1),
+        ({"expected_tool": "c"}, 0),
+    ],
+)
+def test_tool_call_accuracy_vectors(options, score):
+    scorer = scorers.tool_call_accuracy(**options)
+    assert scorer.run(input="go", output=_tool_output("b", "a", "b")).score == score
+
+
+def test_tool_call_accuracy_needs_an_expectation_and_messages():
+    with pytest.raises(EvalDagError, match="expected_tool"):
+        scorers.tool_call_accuracy()
+    with pytest.raises(ScorerRunError, match="cannot be null or empty"):
+        scorers.tool_call_accuracy(expected_tool="a").run(input="go", output=[])
+    no_tools = scorers.tool_call_accuracy(expected_tool="a").run(input="go", output="text")
+    assert no_tools.score == 0
+    assert no_tools.preprocess_step_result["hasToolCalls"] is False
+
+
+# --- trajectories ----------------------------------------------------------------------------
+
+
+def _names(*names):
+    return [{"name": name} for name in names]
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "options", "score"),
+    [
+        (_names("a", "x", "b", "c"), _names("a", "b", "c"), {"ordering": "strict"}, 0.17),
+        (_names("a", "x", "b", "c"), _names("a", "b", "c"), {}, 1),
+        (_names("c", "b", "a"), _names("a", "b", "c"), {}, 0.33),
+        (_names("c", "b", "a"), _names("a", "b", "c"), {"ordering": "unordered"}, 1),
+        (_names("a", "b", "c", "d"), _names("a", "b"), {"ordering": "strict"}, 0.5),
+        (_names("a", "a", "b"), _names("a", "b"), {"allow_repeated_steps": False}, 0.9),
+        ([], [], {}, 1),
+        (_names("a"), [], {}, 0),
+    ],
+)
+def test_compare_trajectories_vectors(actual, expected, options, score):
+    assert scorers.compare_trajectories(actual, expected, **options)["score"] == score
+
+
+def test_compare_trajectories_details_in_strict_order():
+    result = scorers.compare_trajectories(
+        {"steps": _names("a", "x", "b", "c")}, {"steps": _names("a", "b", "c")}, ordering="strict"
+    )
+    assert result == {
+        "score": 0.17,
+        "matchedSteps": 1,
+        "totalExpectedSteps": 3,
+        "totalActualSteps": 4,
+        "missingSteps": ["b", "c"],
+        "extraSteps": ["x"],
+        "outOfOrderSteps": ["b", "c"],
+        "repeatedSteps": [],
+    }
+
+
+def test_compare_trajectories_compares_step_data_as_json():
+    expected = [{"name": "a", "stepType": "tool_call", "toolArgs": {"q": 2}}]
+    actual = [{"name": "a", "stepType": "tool_call", "toolArgs": {"q": 1}}]
+    assert scorers.compare_trajectories(actual, expected)["score"] == 0
+    same = [{"name": "a", "step_type": "tool_call", "tool_args": {"q": 2.0}}]  # snake_case, 2.0
+    assert scorers.compare_trajectories(same, expected)["score"] == 1
+    relaxed = [{"name": "a", "stepType": "tool_call", "toolArgs": {"q": 1}}, *expected]
+    assert scorers.compare_trajectories(relaxed, expected)["score"] == 1  # skips the mismatch
+    with pytest.raises(EvalDagError, match="ordering"):
+        scorers.compare_trajectories(actual, expected, ordering="sideways")
+
+
+def test_efficiency_budgets():
+    calls = [{"name": name, "stepType": "tool_call", "toolArgs": {}} for name in "aabc"]
+    result = scorers.check_trajectory_efficiency(calls, max_steps=2)
+    assert result["score"] == 0.4  # steps 0, redundancy 0.8
+    assert result["redundantCalls"] == [{"name": "a", "index": 1}]
+    timed = [{"name": "a", "durationMs": 100}, {"name": "b", "durationMs": 300}]
+    slow = scorers.check_trajectory_efficiency(
+        timed, max_total_duration_ms=200, no_redundant_calls=False
+    )
+    assert (slow["score"], slow["overDurationBudget"], slow["totalDurationMs"]) == (0, True, 400)
+    tokens = [
+        {"name": "m", "stepType": "model_generation", "promptTokens": 60, "completionTokens": 40}
+    ]
+    assert scorers.check_trajectory_efficiency(tokens, max_total_tokens=80)["score"] == 0.88
+    assert scorers.check_trajectory_efficiency([], no_redundant_calls=False)["score"] == 1
+
+
+@pytest.mark.parametrize(
+    ("trajectory", "options", "message"),
+    [
+        ([], {"max_steps": -1}, "Invalid maxSteps budget"),
+        ([], {"max_total_tokens": math.inf}, "Invalid maxTotalTokens budget"),
+        ([{"name": "a"}], {"max_total_tokens": 10}, "missing model-generation measurements"),
+        (
+            [{"name": "m", "stepType": "model_generation", "promptTokens": 1}],
+            {"max_total_tokens": 10},
+            'model generation "m" has missing or invalid token counts',
+        ),
+        ([{"name": "a"}], {"max_total_duration_ms": 10}, "missing or invalid duration"),
+    ],
+)
+def test_efficiency_budgets_need_measurements(trajectory, options, message):
+    with pytest.raises(EvalDagError, match=message):
+        scorers.check_trajectory_efficiency(trajectory, **options)
+
+
+def test_blacklist():
+    steps = _names("a", "b", "c")
+    assert scorers.check_trajectory_blacklist(steps, blacklisted_tools=["z"])["score"] == 1
+    found = scorers.check_trajectory_blacklist(
+        steps, blacklisted_tools=["b"], blacklisted_sequences=[["b", "c"], ["a", "c"], []]
+    )
+    assert found == {"score": 0, "violatedTools": ["b"], "violatedSequences": [["b", "c"]]}
+
+
+def test_tool_failures():
+    failing = [{"name": "a", "stepType": "tool_call", "success": False}] * 4
+    fallback = [*failing, {"name": "b", "stepType": "tool_call", "success": True}]
+    result = scorers.analyze_tool_failures(fallback)
+    assert result["score"] == 0.8
+    assert result["patterns"] == [
+        {
+            "toolName": "a",
+            "retryCount": 3,
+            "fellBackToAlternative": True,
+            "alternativeTool": "b",
+            "eventuallySucceeded": False,
+        }
+    ]
+    recovered = [failing[0], {"name": "a", "stepType": "tool_call", "success": True}]
+    assert scorers.analyze_tool_failures(recovered)["score"] == 1
+
+
+def test_trajectory_accuracy_from_options_item_or_nothing():
+    scorer = scorers.trajectory_accuracy(expected_trajectory=_names("a", "b"))
+    assert scorer.run(input="go", output={"steps": _names("a", "x", "b")}).score == 1
+    from_item = scorers.trajectory_accuracy().run(
+        input="go",
+        output={"steps": _names("b", "a")},
+        expected_trajectory={"steps": _names("a", "b"), "ordering": "unordered"},
+    )
+    assert from_item.score == 1
+    nothing = scorers.trajectory_accuracy().run(input="go", output={"steps": _names("a")})
+    assert nothing.score == 0
+    assert nothing.preprocess_step_result["error"].startswith("No expected trajectory")
+    recorded = {"steps": [{"name": "a", "durationMs": 5, "children": [{"name": "c"}]}]}
+    described = scorers.trajectory_accuracy(expected_trajectory=recorded)
+    assert described.description.startswith("Evaluates whether the trajectory matches")
+    assert described.run(input="go", output=recorded).preprocess_step_result[
+        "expectedTrajectory"
+    ] == {"steps": [{"name": "a", "children": {"steps": [{"name": "c"}]}}]}
+
+
+@pytest.mark.parametrize(
+    ("actual", "item", "score"),
+    [
+        (_names("a", "b"), None, 1),
+        (_names("a", "x", "b"), None, 0.91),  # (0.4*1 + 0.3*0.75 + 0.1*1) / 0.8
+        (_names("a", "z", "b"), None, 0),
+        (_names("a", "b"), {"steps": _names("c")}, 0.5),
+    ],
+)
+def test_unified_trajectory_vectors(actual, item, score):
+    scorer = scorers.trajectory(
+        defaults={"steps": _names("a", "b"), "max_steps": 2, "blacklisted_tools": ["z"]}
+    )
+    result = scorer.run(input="go", output={"steps": actual}, expected_trajectory=item)
+    assert result.score == score
+    assert result.reason.startswith(f"Score: {score:g}")
+
+
+def test_unified_trajectory_nested_children():
+    actual = {
+        "steps": [
+            {"name": "research", "stepType": "agent_run", "children": _names("search", "fetch")},
+            {"name": "write"},
+        ]
+    }
+    expected = {
+        "steps": [
+            {
+                "name": "research",
+                "stepType": "agent_run",
+                "children": {"steps": _names("search", "summarize")},
+            },
+            {"name": "write"},
+        ]
+    }
+    result = scorers.trajectory().run(input="go", output=actual, expected_trajectory=expected)
+    assert result.score == 0.85
+    assert result.preprocess_step_result["nested"][0]["score"] == 0.5
+    assert result.reason.endswith("Nested scores: research: 0.5.")
+    expected["steps"][0]["children"]["blacklistedTools"] = ["fetch"]
+    blocked = scorers.trajectory().run(input="go", output=actual, expected_trajectory=expected)
+    assert blocked.score == 0
+    assert blocked.reason == "Score: 0\nNested blacklist violation in: research."
+
+
+def test_unified_trajectory_weights():
+    with pytest.raises(EvalDagError, match="unknown keys"):
+        scorers.trajectory(weights={"speed": 1})
+    only_accuracy = scorers.trajectory(
+        defaults={"steps": _names("a", "b"), "maxSteps": 1},
+        weights={"efficiency": 0, "tool_failures": 0},
+    )
+    assert only_accuracy.run(input="go", output=_names("a", "b")).score == 1
