@@ -2,7 +2,7 @@
 
 Workload (as `shared/oracle/lib/bench.mjs`): 3 function scorers (one with a 0.7 threshold) and
 2 gates over N items of short sentences. Mastra's `parity` scorer reads an item index from the
-request context; ours reads the input's length, so the data is short strings only. Mastra does 365–668 items/s on this machine; the
+request context; ours reads the output's length (even for half the items, as the index), so the data is short strings only. Mastra does 365–668 items/s on this machine; the
 target is at least 20,000 items/s. Memory: peak RSS of a 1,000,000-row run (target < 1 GB),
 measured in a child process so that the figure is that run's alone.
 
@@ -46,8 +46,8 @@ def workload():
     from evaldag import create_scorer
 
     const_one = create_scorer("const-one", description="always 1").generate_score(lambda: 1)
-    parity = create_scorer("parity", description="input length parity").generate_score(
-        lambda run: 1 if len(run.input) % 2 == 0 else 0.5
+    parity = create_scorer("parity", description="output length parity").generate_score(
+        lambda run: 1 if len(run.output) % 2 == 0 else 0.5
     )
     len_ratio = (
         create_scorer("len-ratio", description="output/input length")
@@ -65,14 +65,21 @@ def throughput(n: int, repeats: int) -> dict:
     data = dataset(n)
     scorers, gates = workload()
     run_evals(data.head(50), scorers=scorers, gates=gates, progress=False)  # warm-up
-    times = []
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = run_evals(data, scorers=scorers, gates=gates, progress=False)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     assert result.verdict == "passed"  # parity averages 0.75 >= 0.7, both gates average 1.0
-    best = min(times)
-    return {"items": n, "seconds": times, "items_per_s": n / best, "verdict": result.verdict}
+    return {
+        "items": n,
+        "seconds": times,
+        "cpu_seconds": cpu,
+        "items_per_s": n / min(times),
+        "items_per_cpu_s": n / min(cpu),
+        "verdict": result.verdict,
+    }
 
 
 def memory_child(rows: int) -> None:
@@ -105,10 +112,12 @@ def main() -> None:
         "throughput": throughput(args.items, args.repeats),
     }
     rate = figures["throughput"]["items_per_s"]
+    cpu_rate = figures["throughput"]["items_per_cpu_s"]
     figures["speedup_vs_mastra"] = [rate / m for m in MASTRA_ITEMS_PER_S]
-    print(f"run_evals {args.items} items x (3 scorers + 2 gates): {rate:,.0f} items/s "
+    print(f"run_evals {args.items} items x (3 scorers + 2 gates): {rate:,.0f} items/s wall, "
+          f"{cpu_rate:,.0f} items per CPU-second "
           f"= {rate / MASTRA_ITEMS_PER_S[1]:.0f}–{rate / MASTRA_ITEMS_PER_S[0]:.0f}x Mastra "
-          f"(target >= 20,000 items/s)")  # fmt: skip
+          f"(target >= 20,000 items/s; wall time suffers when other work shares the 2 cores)")  # fmt: skip
     if args.memory_rows:
         child = subprocess.run(
             [sys.executable, __file__, "--memory-child", str(args.memory_rows)],

@@ -13,6 +13,7 @@ dataset is one ``execute()``. A repeated stage is named ``<stage>_2``, ``<stage>
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -21,11 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pyarrow as pa
 from hamilton import ad_hoc_utils, driver
 from hamilton.function_modifiers import pipe_input, source, step, subdag
 
 from evaldag.errors import EvalDagError
-from evaldag.pipeline import advanced_states, prepared_states, scored_columns
+from evaldag.pipeline import SCORER_COLUMNS, advanced_states, prepared_states, scored_columns
 from evaldag.steps import Step
 
 if TYPE_CHECKING:
@@ -66,8 +68,10 @@ def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
     ]
     outcomes = pipe_input(*chain)(outcomes) if chain else outcomes
 
+    stages = [s.stage for s in scorer.steps]
+
     def scored(outcomes: pd.Series) -> pd.DataFrame:
-        return scored_frame(outcomes)
+        return scored_frame(outcomes, stages)
 
     scored.__name__ = scored.__qualname__ = scorer.id
     scored.__doc__ = f"Per run: score, reason, error, steps and judge records of '{scorer.id}'."
@@ -78,17 +82,46 @@ def scorer_subdag(scorer: Scorer) -> Callable[..., pd.DataFrame]:
 TEXT = pd.StringDtype("pyarrow")
 
 
-def scored_frame(outcomes: pd.Series) -> pd.DataFrame:
-    """One row per run, the columns of ``SCORER_COLUMNS`` (see ``pipeline.scored_columns``)."""
+def text_series(values: list[str | None], index: pd.Index) -> pd.Series:
+    """``values`` as an Arrow-backed string column (built by Arrow, much faster than pandas)."""
+    array = pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string()))
+    return pd.Series(array, index=index, copy=False)
+
+
+def _category_series(values: list[Any], categories: list[Any], labels: list[str]) -> pd.Series:
+    # A run's failed step and completed steps take few values, all known from the scorer's steps:
+    # one byte per row, and the same categories in every batch so that batches concatenate.
+    codes = {value: code for code, value in enumerate(categories)}
+    codes[None] = -1
+    return pd.Categorical.from_codes([codes[v] for v in values], categories=labels)
+
+
+def scored_frame(outcomes: pd.Series, stages: list[str]) -> pd.DataFrame:
+    """One row per run, the columns of ``SCORER_COLUMNS`` (see ``pipeline.scored_columns``).
+
+    :param stages: the scorer's step stages in order, which fix the categories of
+        ``failed_step`` (any stage, ``prepare_run`` or ``target``) and ``completed_steps``
+        (a prefix of the stages, as JSON text).
+    """
+    index = outcomes.index
     columns = scored_columns(list(outcomes))
-    return pd.DataFrame(
-        {
-            column: pd.Series(
-                values, index=outcomes.index, dtype="float64" if column == "score" else TEXT
-            )
-            for column, values in columns.items()
-        }
-    )
+    failed = sorted({*stages, "prepare_run", "target"})
+    prefixes = [tuple(stages[:n]) for n in range(len(stages) + 1)]
+    frame = {
+        "score": pd.Series(columns["score"], index=index, dtype="float64"),
+        "failed_step": pd.Series(
+            _category_series(columns["failed_step"], failed, failed), index=index
+        ),
+        "completed_steps": pd.Series(
+            _category_series(
+                columns["completed_steps"], prefixes, [json.dumps(p) for p in prefixes]
+            ),
+            index=index,
+        ),
+    }
+    for column in ("reason", "error", "not_scorable", "steps", "judge"):
+        frame[column] = text_series(columns[column], index)
+    return pd.DataFrame(frame)[list(SCORER_COLUMNS)]
 
 
 def scorers_driver(scorers: Sequence[Scorer], *extra_nodes: Callable[..., Any]) -> driver.Driver:

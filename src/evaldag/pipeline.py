@@ -173,15 +173,14 @@ SCORER_COLUMNS = (
 
 
 def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
-    """The item columns of finished runs: ``score`` a float, every other column text or None.
+    """The item columns of finished runs: ``score`` a float, the others text, None or step names.
 
     ``score`` and ``reason`` of a failed run are what its snapshot recovered (a score NaN when
     none); ``error`` says it failed, and aggregations leave such scores out. ``steps`` (the
-    preprocess/analyze results and prompts), ``judge`` (the judge records), ``not_scorable`` and
-    ``completed_steps`` are JSON text. Text keeps a million-row result small.
+    preprocess/analyze results and prompts), ``judge`` (the judge records) and ``not_scorable``
+    are JSON text; ``completed_steps`` is the tuple of stages. Text keeps large results small.
     """
     nan = float("nan")
-    completed_text: dict[tuple[str, ...], str] = {}
     with gc_paused():
         scores = [
             state.results.get("generate_score_step_result", nan)
@@ -195,11 +194,7 @@ def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
             "reason": [_text(state.results.get("generate_reason_step_result")) for state in states],
             "error": [None if error is None else error.message for error in errors],
             "failed_step": [None if error is None else error.failed_step for error in errors],
-            "completed_steps": [
-                completed_text.get(state.completed)
-                or completed_text.setdefault(state.completed, json.dumps(state.completed))
-                for state in states
-            ],
+            "completed_steps": [state.completed for state in states],
             "not_scorable": [
                 None if state.not_scorable is None else json_text(state.not_scorable)
                 for state in states
@@ -322,21 +317,7 @@ def advanced_states(
     """
     definition = step.definition
     if isinstance(definition, FunctionStep) and not definition.is_async:
-        fn = definition.fn
-        getters = tuple((name, _INPUTS[name]) for name in definition.parameters)
-        advanced = []
-        with gc_paused():
-            for state in states:
-                if not state.done:
-                    try:
-                        value = fn(**{name: get(state) for name, get in getters})
-                        if hasattr(value, "__await__"):  # a sync function that returned a coroutine
-                            value = run_sync(_awaited(value))
-                        state = state.advanced(step, value)
-                    except Exception as error:
-                        state = state.failed(scorer, step.stage, error)
-                advanced.append(state)
-        return advanced
+        return _advanced_sync(states, scorer, step, definition)
     pending = [i for i, state in enumerate(states) if not state.done]
     done = run_sync(
         gather_limited((_advanced_async(states[i], scorer, step) for i in pending), concurrency)
@@ -344,6 +325,44 @@ def advanced_states(
     advanced = list(states)
     for i, state in zip(pending, done, strict=True):
         advanced[i] = state
+    return advanced
+
+
+def _advanced_sync(
+    states: Sequence[RunState], scorer: Scorer, step: Step, definition: FunctionStep
+) -> list[RunState]:
+    # The hot loop of a columnar run: the common case (a plain value) is inlined, with the
+    # completed-steps tuples shared between rows; anything else goes through RunState.advanced.
+    fn = definition.fn
+    getters = tuple((name, _INPUTS[name]) for name in definition.parameters)
+    stage, key, scores = step.stage, step.result_key, step.stage == "generate_score"
+    completed_after: dict[tuple[str, ...], tuple[str, ...]] = {}
+    advanced = []
+    with gc_paused():
+        for state in states:
+            if state.error is None and state.not_scorable is None:
+                try:
+                    value = fn(**{name: get(state) for name, get in getters})
+                    if type(value) is NotScorable or hasattr(value, "__await__"):
+                        if type(value) is not NotScorable:  # a sync function returned a coroutine
+                            value = run_sync(_awaited(value))
+                        state = state.advanced(step, value)
+                    else:
+                        if scores:
+                            value = validated_score(value)
+                        completed = completed_after.get(state.completed)
+                        if completed is None:
+                            completed = completed_after[state.completed] = (*state.completed, stage)
+                        state = RunState(
+                            state.run,
+                            {**state.results, key: value},
+                            state.prompts,
+                            state.judge,
+                            completed,
+                        )
+                except Exception as error:
+                    state = state.failed(scorer, stage, error)
+            advanced.append(state)
     return advanced
 
 
