@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -23,12 +24,25 @@ _TRIM = _JS_SPACE.replace("\u2000-\u200a", "".join(map(chr, range(0x2000, 0x200B
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
-_KEYWORD_PUNCTUATION = re.compile("\\.|,|;|!|\\?|\\(|\\)|:|\"|^'|'$|\u201c|\u201d|\u2018|\u2019")
-_SINGLE_CHARACTER_MARKS = re.compile("[_@&#]")
-_DIGIT = re.compile("[0-9]")
-_SENTIMENT_MARKS = re.compile(r"[.,/#!?$%^&*;:{}=_`\"~()]")
+_KEYWORD_PUNCTUATION = str.maketrans("", "", '.,;!?():"\u201c\u201d\u2018\u2019')
+#: One-character words that keyword-extractor drops.
+_SINGLE_CHARACTER_MARKS = frozenset("_@&#")
+_SENTIMENT_MARKS = str.maketrans(dict.fromkeys('.,/#!?$%^&*;:{}=_`"~()\n', " "))
 _SENTENCE = re.compile(r"[^.!?]+[.!?]+")
 _NEGATORS = frozenset("cant can't dont don't doesnt doesn't not non wont won't isnt isn't".split())
+
+
+#: Characters on which Python's ``str.split()`` and JavaScript's ``\s`` disagree.
+_SPLIT_DISAGREES = re.compile("[\x1c-\x1f\x85\ufeff]")
+#: Whitespace other than the plain space, as either language sees it.
+_OTHER_SPACE = re.compile("[^\\S ]|\ufeff")
+
+
+def js_words(text: str) -> list[str]:
+    r"""``text.split(/\s+/)`` without empty pieces."""
+    if _SPLIT_DISAGREES.search(text) is None:
+        return text.split()
+    return [word for word in _JS_SPACES.split(text) if word]
 
 
 def js_trim(text: str) -> str:
@@ -93,29 +107,12 @@ def coverage(original: list[str], simplified: list[str]) -> float:
 
 
 def lcs_length(first: str, second: str) -> int:
-    """Length of the longest common subsequence of two strings, in UTF-16 code units.
+    """Length of the longest common subsequence of two strings, in UTF-16 code units."""
+    from rapidfuzz.distance import LCSseq
 
-    Bit-parallel (Hyyrö): one big-integer row per character of ``first``.
-    """
-    a: str | tuple[int, ...] = first
-    b: str | tuple[int, ...] = second
-    if not (_in_bmp(first) and _in_bmp(second)):
-        a, b = _code_units(first), _code_units(second)
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return 0
-    masks: dict[object, int] = {}
-    for index, unit in enumerate(b):
-        masks[unit] = masks.get(unit, 0) | (1 << index)
-    full = (1 << len(b)) - 1
-    row = full
-    for unit in a:
-        match = masks.get(unit)
-        if match:
-            low = row & match
-            row = ((row + low) | (row - low)) & full
-    return len(b) - row.bit_count()
+    if _in_bmp(first) and _in_bmp(second):
+        return LCSseq.similarity(first, second)
+    return LCSseq.similarity(_code_units(first), _code_units(second))
 
 
 def lcs_ratio(first: str, second: str) -> float:
@@ -128,33 +125,46 @@ def lcs_ratio(first: str, second: str) -> float:
     return 2 * lcs_length(first, second) / (size_first + size_second)
 
 
-def _words(text: str) -> list[str]:
-    return [word for word in _JS_SPACES.split(text) if word]
-
-
 def word_changes(first: str, second: str) -> int:
     """How many words differ: the longer word count minus greedily matched words.
 
     Texts equal up to whitespace count the difference in word counts (at least 1), or 0 when
     identical.
     """
-    first_normalized, second_normalized = collapsed_whitespace(first), collapsed_whitespace(second)
-    if first_normalized == second_normalized:
+    first_words, second_words = js_words(first), js_words(second)
+    if first_words == second_words:
         if first != second:
-            return abs(len(_words(first)) - len(_words(second))) or 1
+            return abs(len(first_words) - len(second_words)) or 1
         return 0
-    first_words, second_words = _words(first_normalized), _words(second_normalized)
     if not first_words or not second_words:
         return len(first_words) + len(second_words)
-    unused: dict[str, int] = {}
-    for word in second_words:
-        unused[word] = unused.get(word, 0) + 1
-    matches = 0
-    for word in first_words:
-        if unused.get(word):
-            unused[word] -= 1
-            matches += 1
+    # Each word takes the first unused equal word: as many matches as the multisets share.
+    matches = (Counter(first_words) & Counter(second_words)).total()
     return max(len(first_words), len(second_words)) - matches
+
+
+# --- content similarity ----------------------------------------------------------------------
+
+
+def bigram_dice(first: str, second: str) -> float:
+    """string-similarity's ``compareTwoStrings``: Dice coefficient of the character-bigram
+    multisets, whitespace removed, lengths in UTF-16 code units.
+
+    1 for equal strings (both empty too), 0 when either is shorter than two characters.
+    """
+    a, b = "".join(js_words(first)), "".join(js_words(second))
+    if a == b:
+        return 1.0
+    units_a: str | tuple[int, ...] = a
+    units_b: str | tuple[int, ...] = b
+    if not (_in_bmp(a) and _in_bmp(b)):
+        units_a, units_b = _code_units(a), _code_units(b)
+    if len(units_a) < 2 or len(units_b) < 2:
+        return 0.0
+    pairs_a = Counter(zip(units_a, units_a[1:], strict=False))
+    pairs_b = Counter(zip(units_b, units_b[1:], strict=False))
+    shared = (pairs_a & pairs_b).total()
+    return 2.0 * shared / (len(units_a) + len(units_b) - 2)
 
 
 # --- keyword coverage -------------------------------------------------------------------------
@@ -171,23 +181,24 @@ def _stopwords() -> frozenset[str]:
 def keywords(text: str) -> list[str]:
     """Distinct lowercase keywords of ``text``: words without punctuation, digits-only words or
     stopwords, as keyword-extractor returns them (URLs kept verbatim)."""
-    text = js_trim(_HTML_TAG.sub("", text))
-    if not text:
-        return []
+    if "<" in text:
+        text = _HTML_TAG.sub("", text)
     stopwords = _stopwords()
     found: dict[str, None] = {}
-    for raw in _JS_SPACE_CHAR.split(text):
-        url = _URL.search(raw) is not None
-        word = raw if url else _KEYWORD_PUNCTUATION.sub("", raw)
-        if js_length(word) == 1:
-            word = _SINGLE_CHARACTER_MARKS.sub("", word)
-        if word and len(_DIGIT.findall(word)) == js_length(word):
-            word = ""
-        if not word:
+    for raw in js_words(text):
+        if "http" in raw and _URL.search(raw) is not None:
+            if raw.lower() not in stopwords:
+                found.setdefault(raw, None)
             continue
-        lower = word.lower()
-        if lower not in stopwords:
-            found.setdefault(word if url else lower, None)
+        # Quotes go only at the ends; the other marks anywhere.
+        start = 1 if raw[0] == "'" else 0
+        end = len(raw) - 1 if raw[-1] == "'" and len(raw) > 1 else len(raw)
+        word = raw[start:end].translate(_KEYWORD_PUNCTUATION)
+        if not word or word in _SINGLE_CHARACTER_MARKS or word.isdigit() and word.isascii():
+            continue
+        word = word.lower()
+        if word not in stopwords:
+            found.setdefault(word, None)
     return list(found)
 
 
@@ -234,7 +245,9 @@ def _sentiment_labels() -> dict[str, int]:
 
 def sentiment_tokens(text: str) -> list[str]:
     """The tokens ``sentiment`` scores: lowercase, punctuation as spaces, split on spaces."""
-    text = _SENTIMENT_MARKS.sub(" ", text.lower().replace("\n", " "))
+    text = text.lower().translate(_SENTIMENT_MARKS)
+    if _OTHER_SPACE.search(text) is None:
+        return text.split() or [""]
     return js_trim(_JS_TWO_SPACES.sub(" ", text)).split(" ")
 
 
