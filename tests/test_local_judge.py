@@ -48,12 +48,18 @@ def _in_subprocess(code: str, **kwargs) -> subprocess.CompletedProcess[str]:
 
 
 def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    """Whether a thread of process ``pid`` runs; a zombie awaiting its reaper counts as ended.
+
+    Every thread counts: a killed multi-threaded process shows its main thread as a zombie
+    while the others are still exiting, and only then can its parent reap it.
+    """
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:  # that thread has just ended
+            continue
+    return any(state != "Z" for state in states)
 
 
 def _ended_within(pid: int, seconds: float) -> bool:

@@ -337,8 +337,22 @@ def _serve(argv: list[str]) -> None:
     without running its exit handlers (SIGKILL, a killed notebook kernel).
     """
     threading.Thread(target=_exit_on_stdin_eof, name="evaldag-parent-watch", daemon=True).start()
+    _drop_setting_variables()
     sys.argv = ["llama_cpp.server", *argv]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+
+
+def _drop_setting_variables() -> None:
+    """Remove the environment variables the server would read as settings.
+
+    Its settings are pydantic-settings models, so any variable named like a setting (``PORT``,
+    ``HOST``, ``API_KEY``, ``CHAT_FORMAT``, ...) would override ours or lock litellm out.
+    """
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    names = {*ServerSettings.model_fields, *ModelSettings.model_fields}
+    for variable in [v for v in os.environ if v.lower() in names]:
+        del os.environ[variable]
 
 
 def _exit_on_stdin_eof() -> None:
