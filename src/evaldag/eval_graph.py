@@ -295,8 +295,9 @@ def _aggregation_nodes(plan: EvalPlan) -> list[Callable[..., Any]]:
         verdict: Verdict | None,
         items: pd.DataFrame,
         usage: dict[str, ScorerUsage],
+        dag_dot: str,
     ) -> EvalResult:
-        """Everything the run produced."""
+        """Everything the run produced, with the DAG's DOT text."""
         return EvalResult(
             scores=scores,
             summary=summary,
@@ -306,6 +307,7 @@ def _aggregation_nodes(plan: EvalPlan) -> list[Callable[..., Any]]:
             items=items,
             usage=usage,
             scorers=definitions,
+            dag_dot=dag_dot,
         )
 
     return [*nodes, scores, summary, verdict, usage, eval_result]

@@ -11,10 +11,14 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+from hamilton.io.materialization import to
 
+import evaldag.parquet  # noqa: F401 - registers the evaldag_parquet materializer
+from evaldag.checkpoint import Checkpoint
 from evaldag.concurrency import run_sync
 from evaldag.dag import write_picture
 from evaldag.dataset import loaded_dataset
@@ -173,6 +177,8 @@ def run_evals(
     on_error: Literal["record", "raise"] = "record",
     progress: bool | None = None,
     batch_size: int | None = None,
+    out: str | os.PathLike[str] | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -190,6 +196,10 @@ def run_evals(
     :param progress: show a progress bar (default: on a terminal, for runs over a second).
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
         judges or a target are involved).
+    :param out: write the results to this Parquet file (a materializer node of the DAG).
+    :param checkpoint: a Parquet path that makes the run resumable: finished batches are
+        saved as they complete, a rerun after a crash scores only what is missing, and the
+        finished results are written there (see ``evaldag.checkpoint``).
     """
     plan = _plan(scorers, gates, target)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
@@ -202,6 +212,11 @@ def run_evals(
         )
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     size = _batch_size(plan, concurrency, batch_size)
+    if checkpoint is not None:
+        finished = _finished_run(checkpoint, plan, dataset)
+        if finished is not None:
+            return finished
+        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": size})
     dr = eval_driver(plan)
 
     wanted = ["items", "outputs"]
@@ -212,18 +227,54 @@ def run_evals(
     try:
         for start in range(0, len(dataset), size):
             batch = dataset.iloc[start : start + size]
-            values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
-            if on_error == "raise":
-                _raise_first_failure(values, plan, batches)
-            batches.append(values["items"])
-            if on_item_complete is not None:
-                _item_callbacks(on_item_complete, batch, values, plan)
+            items = saved.saved_items(start, batch) if checkpoint is not None else None
+            if items is None:
+                values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
+                if on_error == "raise":
+                    _raise_first_failure(values, plan, batches)
+                items = values["items"]
+                if checkpoint is not None:
+                    saved.save(start, batch, items)
+                if on_item_complete is not None:
+                    _item_callbacks(on_item_complete, batch, values, plan)
+            batches.append(items)
             bar.advance(len(batch))
     finally:
         bar.close()
     items = pd.concat(batches) if len(batches) > 1 else batches[0]
-    result = dr.execute(["eval_result"], overrides={"items": items})["eval_result"]
-    return result.model_copy(update={"dag_dot": eval_graph(dr, plan).source})
+    outputs = {"dag_dot": eval_graph(dr, plan).source}
+    sinks = [
+        to.evaldag_parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
+        for name, path in (("results", out), ("checkpoint", checkpoint))
+        if path is not None
+    ]
+    _, values = dr.materialize(
+        *sinks, additional_vars=["eval_result"], overrides={"items": items}, inputs=outputs
+    )
+    if checkpoint is not None:
+        saved.finish()
+    return values["eval_result"]
+
+
+def _finished_run(path: str | os.PathLike[str], plan: EvalPlan, dataset: pd.DataFrame):
+    """The results at ``path`` if an earlier run with this data and these scorers finished."""
+    target = Path(path)
+    if not target.exists() or target.with_name(target.name + ".partial").exists():
+        return None
+    result = EvalResult.read_parquet(target)
+    same_data = all(
+        column in result.items and result.items[column].tolist() == dataset[column].tolist()
+        for column in ("input", "output")
+        if column in dataset.columns
+    )
+    if result.scorers != plan.definitions() or not same_data:
+        raise EvalDagError(
+            "CHECKPOINT_MISMATCH",
+            f"'{target}' holds the results of a run with other data or scorers; delete it or "
+            "use another checkpoint path",
+            details={"checkpoint": str(target)},
+        )
+    return result
 
 
 def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, done: list) -> None:

@@ -1,0 +1,114 @@
+"""Resumable runs: a run killed with SIGKILL and started again repeats no finished item."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from evaldag import EvalDagError, EvalResult, create_scorer, run_evals
+
+SCRIPT = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    import pandas as pd
+    from evaldag import create_scorer, run_evals
+
+    log = open(sys.argv[2], "a")
+    delay = float(sys.argv[3])
+
+    async def judged(run):
+        await asyncio.sleep(delay)
+        log.write(run.input + "\\n")
+        log.flush()
+        os.fsync(log.fileno())
+        return (int(run.input) % 5) / 4
+
+    scorer = create_scorer("judged").analyze(judged).generate_score(
+        lambda analyze_step_result: analyze_step_result
+    )
+    data = pd.DataFrame({"input": [str(i) for i in range(40)], "output": ["o"] * 40})
+    run_evals(
+        data, scorers=[scorer.with_threshold(0.4)], batch_size=5, concurrency=5,
+        checkpoint=sys.argv[1], progress=False,
+    )
+    """
+)
+
+
+def _start(tmp_path: Path, checkpoint: Path, log: Path, delay: float) -> subprocess.Popen:
+    script = tmp_path / "eval_job.py"
+    script.write_text(SCRIPT)
+    return subprocess.Popen([sys.executable, str(script), str(checkpoint), str(log), str(delay)])
+
+
+def test_sigkill_then_resume_repeats_no_finished_item(tmp_path):
+    checkpoint, log = tmp_path / "run.parquet", tmp_path / "calls.log"
+    parts = tmp_path / "run.parquet.partial"
+    job = _start(tmp_path, checkpoint, log, delay=0.2)
+    deadline = time.monotonic() + 60
+    while len(list(parts.glob("batch-*.parquet"))) < 3 and time.monotonic() < deadline:
+        assert job.poll() is None, "the job ended before it could be killed"
+        time.sleep(0.02)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    finished = {
+        int(row) for part in parts.glob("batch-*.parquet") for row in pd.read_parquet(part)["input"]
+    }
+    assert len(finished) >= 15 and not checkpoint.exists()
+    calls_before = log.read_text().split()
+
+    resumed = _start(tmp_path, checkpoint, log, delay=0.0)
+    assert resumed.wait(timeout=120) == 0
+    calls_after = log.read_text().split()[len(calls_before) :]
+    assert finished.isdisjoint(int(c) for c in calls_after)
+    assert set(map(int, calls_before + calls_after)) == set(range(40))
+    assert not parts.exists()
+
+    result = EvalResult.read_parquet(checkpoint)
+    uninterrupted = _start(tmp_path, tmp_path / "whole.parquet", tmp_path / "w.log", delay=0.0)
+    assert uninterrupted.wait(timeout=120) == 0
+    whole = EvalResult.read_parquet(tmp_path / "whole.parquet")
+    assert result.to_dict() == whole.to_dict()
+    assert result.items["judged.score"].tolist() == whole.items["judged.score"].tolist()
+
+
+def _scorer(scorer_id="s"):
+    return create_scorer(scorer_id).generate_score(lambda run: len(run.output) / 10)
+
+
+DATA = pd.DataFrame({"input": ["a", "b", "c"], "output": ["x", "xx", "xxx"]})
+
+
+def test_finished_checkpoint_is_reused(tmp_path):
+    calls = []
+    counting = create_scorer("s").generate_score(lambda run: calls.append(1) or 0.5)
+    first = run_evals(DATA, scorers=[counting], checkpoint=tmp_path / "run.parquet")
+    again = run_evals(DATA, scorers=[counting], checkpoint=tmp_path / "run.parquet")
+    assert len(calls) == 3
+    assert again == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda: {"data": DATA, "scorers": [_scorer("other")]},
+        lambda: {"data": DATA.assign(output=["y", "yy", "yyy"]), "scorers": [_scorer()]},
+    ],
+)
+def test_checkpoint_of_another_run_is_refused(tmp_path, change):
+    run_evals(DATA, scorers=[_scorer()], checkpoint=tmp_path / "run.parquet")
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(**change(), checkpoint=tmp_path / "run.parquet")
+    assert raised.value.id == "CHECKPOINT_MISMATCH"
+    assert "delete it or use another checkpoint path" in raised.value.message
+
+
+def test_out_writes_results_through_the_materializer(tmp_path):
+    result = run_evals(DATA, scorers=[_scorer()], out=tmp_path / "results.parquet")
+    assert EvalResult.read_parquet(tmp_path / "results.parquet") == result
