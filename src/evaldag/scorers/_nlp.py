@@ -62,6 +62,7 @@ _NEGATED = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _EDGE = re.compile(r"^(\W*)(.*?)(\W*)$", re.DOTALL)
 _NON_WORD = re.compile(r"[^a-z0-9]+")
+_DASHES = re.compile("[\u2013\u2014]")
 _MARKS = re.compile("[\u0300-\u036f]")
 
 # Tags: DET PREP CONJ PRON WH MODAL BE HAVE DO NEG ADV ADJ NOUN VERB VALUE EXPR
@@ -110,6 +111,11 @@ def _split_contraction(chunk: str, word: str) -> list[_Term]:
                 _Term(chunk, head, "", title=word[:1].isupper()),
                 _Term("", implicit, post, implicit=True),
             ]
+    if plain == "cannot":
+        return [
+            _Term(chunk, "can", "", title=word[:1].isupper()),
+            _Term("", "not", post, implicit=True),
+        ]
     if plain.endswith("'s") and len(plain) > 2:
         head = plain[:-2]
         if head in _SUBJECT_PRONOUNS or head in ("that", "there", "here", "what", "who", "let"):
@@ -125,7 +131,7 @@ def _chunks(sentence: str) -> list[str]:
     """Whitespace chunks, hyphenated words split as "calendar-" + "based"."""
     chunks: list[str] = []
     pending = ""
-    for chunk in sentence.split():
+    for chunk in _DASHES.sub(" ", sentence).split():
         if not any(ch.isalnum() for ch in chunk):
             pending += chunk + " "
             continue
@@ -282,9 +288,11 @@ def _open_tag(term: _Term, previous: _Term | None, following: _Term | None) -> s
         return "VERB"
     if before == "NEG" and "ADJ" in lexicon and (word.endswith("ing") or previous.word == "never"):
         return "ADJ"
-    if term.governor in ("MODAL", "DO", "NEG", "TO"):
+    if term.governor in ("MODAL", "DO", "NEG", "TO") or before == "EXPR":
         return "VERB"
     form = _verb_form(word)
+    if form == "past" and term.governor in ("HAVE", "BE"):
+        return "VERB"
     if term.title and previous is not None and form not in ("gerund", "past"):
         return "NOUN"
     if form == "gerund":
@@ -306,10 +314,11 @@ def _open_tag(term: _Term, previous: _Term | None, following: _Term | None) -> s
     if form == "present":
         if demonstrative or before in ("PRON", "ADV"):
             return "VERB"
-        if before == "NOUN" and after in ("DET", "PRON"):
+        if before == "NOUN" and after in ("DET", "PRON", "ADJ", "ADV"):
             return "VERB"
         return "NOUN"
-    if before == "PRON" or previous is None or after == "DET":
+    clause_start = previous is None or any(mark in previous.post for mark in ",;:")
+    if before == "PRON" or clause_start or after == "DET":
         return "VERB"
     if "NOUN" in lexicon:
         return "NOUN"
@@ -333,7 +342,7 @@ def _tagged(terms: list[_Term]) -> None:
         if term.word == "like" and (governor or previous is not None and previous.tag == "PRON"):
             tag = "VERB"
         term.tag = tag or _open_tag(term, previous, following)
-        if term.tag in ("MODAL", "DO", "NEG"):
+        if term.tag in ("MODAL", "DO", "NEG", "HAVE", "BE"):
             governor = term.tag
         elif term.word == "to":
             governor = "TO"
