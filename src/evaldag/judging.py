@@ -524,6 +524,7 @@ class _Endpoint:
     model_name: str
     provider: str | None
     first_style: str
+    max_concurrency: int
     free: bool = False
     max_tokens: int | None = None
 
@@ -536,9 +537,8 @@ async def _endpoint(judge: Judge) -> _Endpoint:
     api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
     if judge.model == LOCAL_MODEL:
         return await _local_endpoint(judge)
-    litellm = _litellm()
     try:
-        model_name, provider, _, _ = litellm.get_llm_provider(judge.model, api_base=judge.api_base)
+        model_name, provider = _provider(judge.model, judge.api_base)
     except Exception as error:
         raise JudgeError(
             "EVALDAG_INVALID_JUDGE",
@@ -550,16 +550,20 @@ async def _endpoint(judge: Judge) -> _Endpoint:
     style = judge.structured_output
     if style == "auto":
         style = _default_style(model_name, provider)
-    return _Endpoint(judge.model, judge.api_base, api_key, model_name, provider, style)
+    return _Endpoint(
+        judge.model, judge.api_base, api_key, model_name, provider, style, judge.max_concurrency
+    )
 
 
 async def _local_endpoint(judge: Judge) -> _Endpoint:
     # The local judge (llama.cpp) takes JSON requests as json_object plus a schema, answers one
-    # request at a time and costs nothing; a cut-off answer is not JSON, hence max_tokens.
+    # request at a time (more in flight would only queue into timeouts, unless the judge asks
+    # for more) and costs nothing; a cut-off answer is not JSON, hence max_tokens.
     from evaldag.local_judge import local_judge_endpoint
 
     local = await asyncio.to_thread(local_judge_endpoint)
     style = "json_object" if judge.structured_output == "auto" else judge.structured_output
+    explicit = "max_concurrency" in judge.model_fields_set
     return _Endpoint(
         local.model,
         local.api_base,
@@ -567,9 +571,17 @@ async def _local_endpoint(judge: Judge) -> _Endpoint:
         local.model.split("/", 1)[-1],
         "local",
         style,
+        judge.max_concurrency if explicit else 1,
         free=True,
         max_tokens=judge.max_tokens or 512,
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _provider(model: str, api_base: str | None) -> tuple[str, str | None]:
+    """litellm's model name and provider for ``model`` (its key is not kept)."""
+    model_name, provider, _, _ = _litellm().get_llm_provider(model, api_base=api_base)
+    return model_name, provider
 
 
 @functools.lru_cache(maxsize=256)
@@ -652,7 +664,7 @@ async def _reply(
 async def _called(judge: Judge, endpoint: _Endpoint, request: dict[str, Any]) -> dict[str, Any]:
     """One model call through litellm, retried after transport faults."""
     litellm = _litellm()
-    limit = shared_limit((endpoint.model, endpoint.api_base), judge.max_concurrency)
+    limit = shared_limit((endpoint.model, endpoint.api_base), endpoint.max_concurrency)
     retry = 0
     while True:
         async with limit:
