@@ -13,6 +13,7 @@ Scorer subdags come from ``evaldag.dag``; aggregation bodies from ``evaldag.aggr
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from hamilton import ad_hoc_utils, driver
+from hamilton.execution import executors
+from hamilton.execution.executors import TaskExecutor
 from hamilton.function_modifiers import group, inject, parameterize, source, value
+from hamilton.htypes import Collect, Parallelizable
 
 from evaldag import aggregation
 from evaldag.concurrency import gc_paused
@@ -130,15 +134,15 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _items_node(plan: EvalPlan) -> Callable[..., pd.DataFrame]:
+def _batch_items_node(plan: EvalPlan) -> Callable[..., pd.DataFrame]:
     ids = [s.id for s in plan.all_scorers]
     has_target = plan.target is not None
 
     @inject(scored=group(**{sid: source(sid) for sid in ids}))
-    def items(
+    def batch_items(
         dataset: pd.DataFrame, outputs: pd.Series, runs: pd.Series, scored: dict[str, pd.DataFrame]
     ) -> pd.DataFrame:
-        """One row per data item: its columns, the output, and every scorer's columns."""
+        """One row per item of the batch: its columns, the output, every scorer's columns."""
         index = dataset.index
         columns: dict[str, Any] = {column: dataset[column] for column in dataset.columns}
         failures = [o if isinstance(o, TargetFailure) else None for o in outputs]
@@ -167,7 +171,29 @@ def _items_node(plan: EvalPlan) -> Callable[..., pd.DataFrame]:
                 columns[f"{sid}.failed_step"] = frame["failed_step"].where(~failed, "target")
         return pd.DataFrame(columns, index=dataset.index)
 
-    return items
+    return batch_items
+
+
+def _batch_nodes(distributed: bool) -> list[Callable[..., Any]]:
+    if not distributed:
+
+        def items(batch_items: pd.DataFrame) -> pd.DataFrame:
+            """All items. run_evals executes the graph batch by batch and sets it to their
+            concatenation, keeping memory flat and reporting progress between batches."""
+            return batch_items
+
+        return [items]
+
+    def dataset(data: pd.DataFrame, batch_size: int) -> Parallelizable[pd.DataFrame]:
+        """The data in row batches, each run through the scorers as one task."""
+        for start in range(0, len(data), batch_size):
+            yield data.iloc[start : start + batch_size]
+
+    def items(batch_items: Collect[pd.DataFrame]) -> pd.DataFrame:
+        """All items, collected from the batches in order."""
+        return pd.concat(list(batch_items))
+
+    return [dataset, items]
 
 
 def _aggregation_nodes(plan: EvalPlan) -> list[Callable[..., Any]]:
@@ -337,19 +363,32 @@ def judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, Sco
     return {key: ScorerUsage(**value) for key, value in totals.items()}
 
 
-def eval_driver(plan: EvalPlan) -> driver.Driver:
-    """One driver for the whole eval: every scorer and gate, items and aggregations."""
+def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.Driver:
+    """One driver for the whole eval: every scorer and gate, items and aggregations.
+
+    :param executor: a Hamilton task executor (Dask, Ray) to run row batches on; the graph then
+        fans out over ``dataset: Parallelizable`` batches of the ``data`` input and collects
+        them into ``items``.
+    """
     module = ad_hoc_utils.create_temporary_module(
         *_source_nodes(plan),
         *(scorer_subdag(s) for s in plan.all_scorers),
-        _items_node(plan),
+        _batch_items_node(plan),
+        *_batch_nodes(executor is not None),
         *_aggregation_nodes(plan),
     )
+    builder = driver.Builder().with_modules(module)
+    if executor is not None:
+        builder = (
+            builder.enable_dynamic_execution(allow_experimental_mode=True)
+            .with_local_executor(executors.SynchronousLocalTaskExecutor())
+            .with_remote_executor(executor)
+        )
     try:
-        return driver.Builder().with_modules(module).build()
+        return builder.build()
     finally:
-        import sys
-
+        # Hamilton finds the functions through sys.modules while building; once built, the
+        # driver holds them, and workers receive them pickled by value.
         sys.modules.pop(module.__name__, None)
 
 

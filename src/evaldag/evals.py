@@ -25,6 +25,7 @@ from evaldag.dataset import loaded_dataset
 from evaldag.errors import EvalDagError
 from evaldag.eval_graph import EvalPlan, eval_driver, eval_graph
 from evaldag.eval_result import EvalResult
+from evaldag.executors import task_executor
 from evaldag.progress import ProgressBar
 from evaldag.scorer import Scorer
 from evaldag.targets import TargetFailure, target_callable
@@ -41,6 +42,10 @@ RESERVED_IDS = frozenset(
         "outputs",
         "runs",
         "items",
+        "batch_items",
+        "data",
+        "batch_size",
+        "dag_dot",
         "scores",
         "summary",
         "gate_results",
@@ -179,6 +184,7 @@ def run_evals(
     batch_size: int | None = None,
     out: str | os.PathLike[str] | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    executor: Any = None,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -200,6 +206,9 @@ def run_evals(
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
         finished results are written there (see ``evaldag.checkpoint``).
+    :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),
+        a ``dask.distributed.Client``, or ``"ray"`` (Hamilton's task executors); results are
+        the same as a local run.
     """
     plan = _plan(scorers, gates, target)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
@@ -219,7 +228,24 @@ def run_evals(
         saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": size})
     dr = eval_driver(plan)
 
-    wanted = ["items", "outputs"]
+    if executor is not None:
+        unsupported = [
+            name
+            for name, used in (
+                ("on_item_complete", on_item_complete is not None),
+                ("checkpoint", checkpoint is not None),
+                ("on_error='raise'", on_error == "raise"),
+            )
+            if used
+        ]
+        if unsupported:
+            raise EvalDagError(
+                "INVALID_EXECUTOR_OPTIONS",
+                f"{', '.join(unsupported)} cannot be combined with executor=; run locally for them",
+                details={"options": unsupported},
+            )
+        return _distributed_run(plan, dataset, executor, size, concurrency, out)
+    wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [f"{s.id}.outcomes" for s in plan.scorers]
     bar = ProgressBar(len(dataset), enabled=progress)
@@ -232,7 +258,7 @@ def run_evals(
                 values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
                 if on_error == "raise":
                     _raise_first_failure(values, plan, batches)
-                items = values["items"]
+                items = values["batch_items"]
                 if checkpoint is not None:
                     saved.save(start, batch, items)
                 if on_item_complete is not None:
@@ -254,6 +280,29 @@ def run_evals(
     if checkpoint is not None:
         saved.finish()
     return values["eval_result"]
+
+
+def _distributed_run(
+    plan: EvalPlan,
+    dataset: pd.DataFrame,
+    executor: Any,
+    batch_size: int,
+    concurrency: int,
+    out: str | os.PathLike[str] | None,
+) -> EvalResult:
+    """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
+    with task_executor(executor) as remote:
+        dr = eval_driver(plan, remote)
+        inputs = {
+            "data": dataset,
+            "batch_size": batch_size,
+            "concurrency": concurrency,
+            "dag_dot": eval_graph(dr, plan).source,
+        }
+        result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
+    if out is not None:
+        result.to_parquet(out)
+    return result
 
 
 def _finished_run(path: str | os.PathLike[str], plan: EvalPlan, dataset: pd.DataFrame):
