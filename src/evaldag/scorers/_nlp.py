@@ -90,18 +90,15 @@ def _normalized(text: str) -> str:
 def element_words(strings: list[str]) -> list[str]:
     """Mastra's normalisation of extracted strings: accents off, lowercase, alphanumeric words,
     first occurrence kept."""
-    seen: dict[str, None] = {}
-    for string in strings:
-        for word in _NON_WORD.sub(" ", _normalized(string)).split():
-            seen.setdefault(word, None)
-    return list(seen)
+    # Joined by spaces, which split words anyway (and keep accents on their own letters).
+    return list(dict.fromkeys(_NON_WORD.sub(" ", _normalized(" ".join(strings))).split()))
 
 
-def _split_contraction(chunk: str, word: str) -> list[_Term]:
+def _split_contraction(chunk: str, word: str, post: str) -> list[_Term]:
     """Terms for one whitespace chunk, with an implicit term for a contraction ending."""
-    edge = _EDGE.match(chunk)
-    post = edge.group(3) if edge else ""
     plain = word.translate(_APOSTROPHES).lower()
+    if "'" not in plain and plain != "cannot":
+        return [_Term(chunk, plain, post, title=word[:1].isupper())]
     for ending, implicit in _CONTRACTIONS.items():
         if plain.endswith(ending) and len(plain) > len(ending):
             head = plain[: -len(ending)]
@@ -150,8 +147,10 @@ def _sentence_terms(sentence: str) -> list[_Term]:
     terms: list[_Term] = []
     for chunk in _chunks(sentence):
         edge = _EDGE.match(chunk)
-        word = edge.group(2) if edge else chunk
-        terms.extend(_split_contraction(chunk, word))
+        if edge is None:
+            terms.extend(_split_contraction(chunk, chunk, ""))
+        else:
+            terms.extend(_split_contraction(chunk, edge.group(2), edge.group(3)))
     return terms
 
 
@@ -191,6 +190,12 @@ def infinitive(word: str) -> str:
     if word in lemmas:
         return word
     return max(lemmas, key=lambda lemma: _common_prefix(lemma, word))
+
+
+@lru_cache(maxsize=65536)
+def _own_participle(word: str) -> bool:
+    """Whether ``word`` is also its own past participle ("split", "set")."""
+    return word in _lemminflect().getInflection(word, "VBN")
 
 
 def _inflects(lemma: str, word: str) -> bool:
@@ -284,7 +289,7 @@ def _open_tag(term: _Term, previous: _Term | None, following: _Term | None) -> s
     only_verb = set(lexicon) <= {"VERB", "AUX"}
     if previous is not None and previous.word == "no":
         return "NOUN"
-    if before == "BE" and word in _lemminflect().getInflection(word, "VBN"):
+    if before == "BE" and _own_participle(word):
         return "VERB"
     if before == "NEG" and "ADJ" in lexicon and (word.endswith("ing") or previous.word == "never"):
         return "ADJ"
