@@ -163,7 +163,12 @@ def module_section(module_name: str) -> list[str]:
     for name in public_names(module):
         value = getattr(module, name)
         if isinstance(value, ModuleType):
-            lines += [f"### module `{name}`", "", f"See [`{value.__name__}`](#{_anchor(value)}).", ""]
+            lines += [
+                f"### module `{name}`",
+                "",
+                f"See [`{value.__name__}`](#{_anchor(value)}).",
+                "",
+            ]
         elif inspect.isclass(value):
             lines += class_section(name, value)
         else:
