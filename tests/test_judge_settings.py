@@ -7,7 +7,7 @@ import pytest
 
 from evaldag import EvalDagError, Judge
 from evaldag.judge import as_judge, cache_directory, resolved_judge
-from evaldag.judging import _FormatFault, json_in_reply
+from evaldag.judging import StructuredOutputError, json_in_reply
 
 
 def test_judge_takes_the_model_positionally_and_extra_litellm_kwargs():
@@ -128,7 +128,7 @@ def test_json_is_found_in_prose_fences_and_cut_off_replies(reply, value):
     ],
 )
 def test_malformed_json_is_rejected(reply):
-    with pytest.raises(_FormatFault) as raised:
+    with pytest.raises(StructuredOutputError) as raised:
         json_in_reply(reply)
     assert raised.value.code == "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
 

@@ -98,15 +98,14 @@ async def judged_value(
     contract = _contract(step, stage)
     try:
         endpoint = await _endpoint(judge)
+        cache = judge_cache(cache_directory(judge.cache))
     except JudgeError:
         raise
-    except EvalDagError as error:  # e.g. the local judge is not installed
+    except EvalDagError as error:  # the local judge is not installed, the cache cannot open
         raise JudgeError(
             error.id, error.message, category=error.category, details=error.details, cause=error
         ) from error
-    tally = _Tally(
-        endpoint.model_name, endpoint.provider, judge_cache(cache_directory(judge.cache))
-    )
+    tally = _Tally(endpoint.model_name, endpoint.provider, cache)
     try:
         value = await _attempted(judge, endpoint, contract, prompt, tally)
     except _Failure as failure:
@@ -135,7 +134,9 @@ class _Contract:
     stored: Callable[[Any], Any] = lambda value: value
 
 
-class _FormatFault(Exception):
+class StructuredOutputError(Exception):
+    """A judge reply that is not the JSON the step asks for; ``code`` is Mastra's error id."""
+
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
@@ -180,7 +181,7 @@ def _typed_contract(schema_type: Any, stage: str) -> _Contract:
         try:
             validated = adapter.validate_python(value)
         except ValidationError as error:
-            raise _FormatFault(_SCHEMA_INVALID, _pydantic_problems(error)) from None
+            raise StructuredOutputError(_SCHEMA_INVALID, _pydantic_problems(error)) from None
         return adapter.dump_python(validated, mode="json", by_alias=True, exclude_unset=True)
 
     name = getattr(schema_type, "__name__", None) or stage
@@ -199,7 +200,7 @@ def _dict_contract(schema_text: str, stage: str) -> _Contract:
     def stored(value: Any) -> Any:
         problems = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
         if problems:
-            raise _FormatFault(
+            raise StructuredOutputError(
                 _SCHEMA_INVALID,
                 "; ".join(
                     f"{'/'.join(str(p) for p in e.absolute_path) or 'root'}: {e.message}"
@@ -218,7 +219,7 @@ def _score_of(value: Any) -> float:
         and not isinstance(value.get("score"), bool)
     ):
         return value["score"]
-    raise _FormatFault(
+    raise StructuredOutputError(
         _SCHEMA_INVALID, f'expected an object {{"score": number}}, got {_preview(value)}'
     )
 
@@ -262,7 +263,7 @@ def json_in_reply(text: str | None) -> Any:
     """
     stripped = (text or "").strip()
     if not stripped:
-        raise _FormatFault(_OBJECT_UNDEFINED, "the reply is empty")
+        raise StructuredOutputError(_OBJECT_UNDEFINED, "the reply is empty")
     candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
     # after prose, the JSON starts at the first bracket; a bracket inside broken JSON does not
     start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=0)
@@ -272,7 +273,9 @@ def json_in_reply(text: str | None) -> Any:
         value = _decoded(candidate)
         if value is not _NOTHING:
             return value
-    raise _FormatFault(_OBJECT_UNDEFINED, f"no JSON value found in the reply {_preview(stripped)}")
+    raise StructuredOutputError(
+        _OBJECT_UNDEFINED, f"no JSON value found in the reply {_preview(stripped)}"
+    )
 
 
 def _decoded(text: str) -> Any:
@@ -362,7 +365,7 @@ async def _attempted(
         if first != "prompt" and contract.schema.get("type") != "object":
             first = "prompt"  # response_format wants an object at the root
         styles = [first, "prompt"]
-    fault: _FormatFault | None = None
+    fault: StructuredOutputError | None = None
     for style in styles:
         system = judge.instructions or ""
         if style == "prompt":
@@ -375,29 +378,26 @@ async def _attempted(
             return text or ""
         try:
             return contract.stored(json_in_reply(text))
-        except _FormatFault as error:
+        except StructuredOutputError as error:
             fault = error
     assert fault is not None
     what = "is not JSON" if fault.code == _OBJECT_UNDEFINED else "does not match the schema"
+    how = " then ".join(_STYLE_NAMES[style] for style in styles)
     raise _Failure(
         fault.code,
-        f"the judge's reply {what} after {len(styles)} attempts (response_format, then the "
-        f"schema in the prompt): {fault}",
-        name="StructuredOutputError",
+        f"the judge's reply {what} after {len(styles)} attempts ({how}): {fault}",
+        name=StructuredOutputError.__name__,
     )
 
 
+_STYLE_NAMES = {
+    "json_schema": "response_format json_schema",
+    "json_object": "response_format json_object",
+    "prompt": "the schema in the prompt",
+}
+
+
 # --- records -------------------------------------------------------------------------------------
-
-
-_USAGE_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "reasoning_tokens",
-    "cached_input_tokens",
-    "cache_creation_input_tokens",
-)
 
 
 @dataclass
@@ -411,7 +411,7 @@ class _Tally:
     calls: int = 0
     cached_calls: int = 0
     usage: dict[str, int] = field(default_factory=dict)
-    cost: list[float] | None = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    cost: tuple[float, float] | None = (0.0, 0.0)  # input, output USD; None: a call is unpriced
     free: bool = False
     raw_output: str | None = None
     finish_reason: str | None = None
@@ -429,10 +429,9 @@ class _Tally:
             self.usage[name] = self.usage.get(name, 0) + count
         prices = reply.get("cost")
         if self.cost is not None:
-            if prices is None:
-                self.cost = None
-            else:
-                self.cost = [a + (b or 0.0) for a, b in zip(self.cost, prices, strict=True)]
+            self.cost = (
+                None if prices is None else (self.cost[0] + prices[0], self.cost[1] + prices[1])
+            )
 
     def commit(self) -> None:
         """Store the replies of a successful execution in the cache."""
@@ -446,9 +445,12 @@ class _Tally:
             return JudgeCost(total_usd=0.0, input_usd=0.0, output_usd=0.0, source="local-judge")
         if self.cost is None or self.calls == 0:
             return None
-        total, input_usd, output_usd = self.cost
+        input_usd, output_usd = self.cost
         return JudgeCost(
-            total_usd=total, input_usd=input_usd, output_usd=output_usd, source=PRICE_SOURCE
+            total_usd=input_usd + output_usd,
+            input_usd=input_usd,
+            output_usd=output_usd,
+            source=PRICE_SOURCE,
         )
 
     def record(
@@ -672,9 +674,10 @@ async def _called(judge: Judge, endpoint: _Endpoint, request: dict[str, Any]) ->
                 response = await litellm.acompletion(
                     **request, api_key=endpoint.api_key, timeout=judge.timeout, max_retries=0
                 )
-                return _reply_of(response, endpoint)
             except Exception as error:
                 failure = error
+            else:
+                return _reply_of(response, endpoint)
         delay = _retry_delay(failure, retry) if retry < judge.max_retries else None
         if delay is None:
             raise _call_failure(failure, endpoint, judge, retry + 1)
@@ -692,28 +695,28 @@ async def _called(judge: Judge, endpoint: _Endpoint, request: dict[str, Any]) ->
 
 
 def _reply_of(response: Any, endpoint: _Endpoint) -> dict[str, Any]:
-    choice = response.choices[0]
+    """What the cache keeps of a response; a response without choices has no content."""
+    choices = getattr(response, "choices", None) or []
+    message = getattr(choices[0], "message", None) if choices else None
     usage = _usage(getattr(response, "usage", None))
     return {
-        "content": choice.message.content,
-        "finish_reason": choice.finish_reason,
-        "model": response.model,
+        "content": getattr(message, "content", None),
+        "finish_reason": getattr(choices[0], "finish_reason", None) if choices else None,
+        "model": getattr(response, "model", None),
         "usage": usage,
-        "cost": None if endpoint.free else _cost(response, usage, endpoint),
+        "cost": None if endpoint.free else _cost(usage, endpoint),
     }
 
 
-def _cost(response: Any, usage: Mapping[str, int], endpoint: _Endpoint) -> list[float] | None:
-    """[total, input, output] USD of one call from litellm's price table, or None if unknown."""
-    total = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+def _cost(usage: Mapping[str, int], endpoint: _Endpoint) -> tuple[float, float] | None:
+    """Input and output USD of one call from litellm's price table, or None if unpriced."""
     rates = _rates(endpoint.model_name, endpoint.provider)
     if rates is None:
         return None
     input_rate, output_rate, cached_rate = rates
     cached = usage.get("cached_input_tokens", 0)
     input_usd = (usage.get("input_tokens", 0) - cached) * input_rate + cached * cached_rate
-    output_usd = usage.get("output_tokens", 0) * output_rate
-    return [float(total) if total is not None else input_usd + output_usd, input_usd, output_usd]
+    return input_usd, usage.get("output_tokens", 0) * output_rate
 
 
 def _status(error: BaseException) -> int | None:
@@ -721,14 +724,18 @@ def _status(error: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def _retry_delay(error: BaseException, retry: int) -> float | None:
-    """Seconds to wait before retrying after ``error``, or None when it is not a transport fault."""
+def _transient(error: BaseException) -> bool:
+    """Whether ``error`` is a transport fault worth retrying: 408, 429, 5xx, timeouts, no route."""
     litellm = _litellm()
     status = _status(error)
-    transient = isinstance(error, litellm.Timeout | litellm.APIConnectionError) or (
-        status is not None and (status == 429 or status == 408 or status >= 500)
+    return isinstance(error, litellm.Timeout | litellm.APIConnectionError) or (
+        status is not None and (status in (408, 429) or status >= 500)
     )
-    if not transient:
+
+
+def _retry_delay(error: BaseException, retry: int) -> float | None:
+    """Seconds to wait before retry ``retry`` (0-based) after ``error``; None: do not retry."""
+    if not _transient(error):
         return None
     retry_after = _retry_after(error)
     if retry_after is not None:
@@ -780,12 +787,20 @@ def _call_failure(error: BaseException, endpoint: _Endpoint, judge: Judge, tries
     detail = _redacted(error_message(error), endpoint.api_key)
     name = type(error).__name__
     label = f"{status} {name}" if status is not None else name
-    if _retry_delay(error, 0) is None:
-        hint = _REFUSAL_HINTS.get(status or 0, "the request is not retried")
+    if status is not None and not _transient(error):
+        hint = _REFUSAL_HINTS.get(status, "the request is not retried")
         return _Failure(
             "EVALDAG_JUDGE_REFUSED",
             f"judge model {endpoint.model!r} at {endpoint.where} refused the request ({label}): "
             f"{detail}. {hint}",
+            name=name,
+            cause=error,
+        )
+    if not _transient(error):
+        return _Failure(
+            "EVALDAG_JUDGE_CALL_FAILED",
+            f"calling judge model {endpoint.model!r} at {endpoint.where} through litellm failed "
+            f"({label}): {detail}",
             name=name,
             cause=error,
         )
