@@ -221,13 +221,6 @@ def run_evals(
         )
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     size = _batch_size(plan, concurrency, batch_size)
-    if checkpoint is not None:
-        finished = _finished_run(checkpoint, plan, dataset)
-        if finished is not None:
-            return finished
-        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": size})
-    dr = eval_driver(plan)
-
     if executor is not None:
         unsupported = [
             name
@@ -245,6 +238,13 @@ def run_evals(
                 details={"options": unsupported},
             )
         return _distributed_run(plan, dataset, executor, size, concurrency, out)
+    if checkpoint is not None:
+        finished = _finished_run(checkpoint, plan, dataset)
+        if finished is not None:
+            return finished
+        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": size})
+    dr = eval_driver(plan)
+
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [f"{s.id}.outcomes" for s in plan.scorers]
