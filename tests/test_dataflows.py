@@ -1,0 +1,286 @@
+"""The dataflows in dataflows/: hub-style folders whose drivers run and give the right answers.
+
+The RAG dataflow's judge is the loopback judge server, reached through litellm over HTTP.
+"""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hamilton import driver
+
+import evaldag
+from evaldag import checks, create_scorer
+
+DATAFLOWS = Path(__file__).resolve().parents[1] / "dataflows"
+NAMES = ["agent_tool_use", "regression_gate"]
+FILES = ["__init__.py", "README.md", "dag.png", "valid_configs.jsonl", "tags.json"]
+
+
+def _module(name):
+    """The dataflow's module, imported from its folder as a hub dataflow is."""
+    module_name = f"dataflows_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, DATAFLOWS / name / "__init__.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # Hamilton finds a module's functions through it
+        spec.loader.exec_module(module)
+    return sys.modules[module_name]
+
+
+def _driver(name, config=None):
+    return driver.Builder().with_modules(_module(name)).with_config(config or {}).build()
+
+
+# --- the folder shape --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_folder_has_the_hub_files(name):
+    folder = DATAFLOWS / name
+    for file in [*FILES, "requirements.txt"]:
+        assert (folder / file).is_file(), f"{name}/{file} is missing"
+    assert (folder / "dag.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    readme = (folder / "README.md").read_text()
+    for heading in ("# Purpose of this module", "# Configuration Options", "# Limitations"):
+        assert f"\n{heading}\n" in f"\n{readme}"
+    tags = json.loads((folder / "tags.json").read_text())
+    assert tags["schema"] == "1.0" and "evaldag" in tags["use_case_tags"]
+    assert "evaldag" in (folder / "requirements.txt").read_text().split()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_valid_config_builds_a_driver(name):
+    lines = (DATAFLOWS / name / "valid_configs.jsonl").read_text().splitlines()
+    configs = [json.loads(line) for line in lines if line.strip()]
+    assert len(configs) >= 2
+    for entry in configs:
+        assert {"description", "name", "config"} <= set(entry)
+        dr = _driver(name, entry["config"])
+        assert "verdict" in {v.name for v in dr.list_available_variables()}
+
+
+# --- regression_gate -----------------------------------------------------------------------------
+
+QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "How tall is Everest?"]
+
+
+def _saved_run(tmp_path, name, answers, ids=None):
+    data = pd.DataFrame({"input": QUESTIONS, "output": answers})
+    if ids is not None:
+        data["id"] = ids
+    length = create_scorer("length").generate_score(lambda run: min(len(run.output) / 30, 1.0))
+    result = evaldag.run_evals(
+        data, scorers=[length.with_threshold(0.5)], gates=[checks.excludes("not sure")]
+    )
+    return str(result.to_parquet(tmp_path / f"{name}.parquet"))
+
+
+GOOD = ["Paris is the capital of France.", "Shakespeare wrote Hamlet.", "Everest: 8,849 metres."]
+WORSE = ["Paris is the capital of France.", "I am not sure.", "Everest: 8,849 metres."]
+
+
+def test_regression_gate_finds_what_got_worse(tmp_path):
+    paths = {
+        "baseline_path": _saved_run(tmp_path, "baseline", GOOD),
+        "candidate_path": _saved_run(tmp_path, "candidate", WORSE),
+    }
+    outputs = _driver("regression_gate").execute(
+        ["verdict", "regression_reasons", "scorer_deltas", "worse_items", "regression_report"],
+        inputs=paths,
+    )
+    assert outputs["verdict"] == "failed"
+    deltas = outputs["scorer_deltas"]
+    assert deltas.loc["length", "baseline"] == pytest.approx((1 + 25 / 30 + 22 / 30) / 3)
+    assert deltas.loc["length", "delta"] == pytest.approx((14 - 25) / 30 / 3)
+    assert deltas.loc["check-excludes", "candidate"] == pytest.approx(2 / 3)
+    assert deltas["regressed"].tolist() == [True, True]
+    assert outputs["regression_reasons"][0] == (
+        "gate check-excludes passed in the baseline and fails now"
+    )
+    worse = outputs["worse_items"]
+    assert worse["item"].tolist() == ["Who wrote Hamlet?", "Who wrote Hamlet?"]
+    assert worse["scorer"].tolist() == ["check-excludes", "length"]
+    assert worse["delta"].tolist() == pytest.approx([-1.0, (14 - 25) / 30])
+    assert outputs["regression_report"].startswith("## Regression gate: failed")
+    assert "| length | 0.856 | 0.733 | -0.122 |" in outputs["regression_report"]
+
+
+def test_regression_gate_passes_an_unchanged_run_and_tolerates_small_drops(tmp_path):
+    baseline = _saved_run(tmp_path, "baseline", GOOD)
+    slightly = ["Paris is the capital of France.", "Shakespeare wrote it.", GOOD[2]]
+    dr = _driver("regression_gate")
+    same = dr.execute(
+        ["verdict", "worse_items"],
+        inputs={"baseline_path": baseline, "candidate_path": _saved_run(tmp_path, "same", GOOD)},
+    )
+    assert same["verdict"] == "passed" and same["worse_items"].empty
+    candidate = _saved_run(tmp_path, "slightly", slightly)
+    strict = dr.execute(
+        ["verdict"], inputs={"baseline_path": baseline, "candidate_path": candidate}
+    )
+    lenient = dr.execute(
+        ["verdict", "worse_items"],
+        inputs={
+            "baseline_path": baseline,
+            "candidate_path": candidate,
+            "max_average_drop": 0.05,
+            "min_item_drop": 0.05,
+        },
+    )
+    assert strict["verdict"] == "failed"
+    assert lenient["verdict"] == "passed"
+    assert lenient["worse_items"]["item"].tolist() == ["Who wrote Hamlet?"]
+
+
+def test_regression_gate_matches_items_by_key_or_by_position(tmp_path):
+    baseline = _saved_run(tmp_path, "baseline", GOOD, ids=["a", "b", "c"])
+    # The candidate holds the same items in another order, under the same ids.
+    order = [2, 0, 1]
+    data = pd.DataFrame(
+        {
+            "input": [QUESTIONS[i] for i in order],
+            "output": [WORSE[i] for i in order],
+            "id": [["a", "b", "c"][i] for i in order],
+        }
+    )
+    length = create_scorer("length").generate_score(lambda run: min(len(run.output) / 30, 1.0))
+    shuffled = str(
+        evaldag.run_evals(data, scorers=[length], gates=[checks.excludes("not sure")]).to_parquet(
+            tmp_path / "shuffled.parquet"
+        )
+    )
+    inputs = {"baseline_path": baseline, "candidate_path": shuffled}
+    by_key = _driver("regression_gate").execute(
+        ["worse_items"], inputs={**inputs, "item_key": "id"}
+    )
+    assert sorted(set(by_key["worse_items"]["item"])) == ["b"]
+    by_position = _driver("regression_gate", {"match_items_by": "position"}).execute(
+        ["paired_items"], inputs=inputs
+    )["paired_items"]
+    assert by_position["item"].tolist() == ["0", "1", "2"]
+    assert by_position["candidate.length.score"].tolist() == pytest.approx([22 / 30, 1.0, 14 / 30])
+    with pytest.raises(ValueError, match="no column 'ticket' to match items on"):
+        _driver("regression_gate").execute(["worse_items"], inputs={**inputs, "item_key": "ticket"})
+
+
+# --- agent_tool_use ------------------------------------------------------------------------------
+
+
+def _call(tool, result, state="result"):
+    invocation = {"toolCallId": f"call-{tool}", "state": state, "toolName": tool, "args": {}}
+    if state == "result":
+        invocation["result"] = result
+    return {
+        "role": "assistant",
+        "content": "",
+        "parts": [{"type": "tool-invocation", "toolInvocation": invocation}],
+        "toolInvocations": [invocation],
+    }
+
+
+AGENT_RUNS = [
+    {  # right order once the memory lookup is filtered out
+        "input": "Book a table for two in Lyon",
+        "output": [
+            _call("memory_read", {}),
+            _call("search_restaurants", ["Le Bec"]),
+            _call("book_table", {"ok": True}),
+            {"role": "assistant", "content": "Booked Le Bec."},
+        ],
+        "ticket": "T-1",
+    },
+    {  # wrong order
+        "input": "Find sushi in Paris and book it",
+        "output": [
+            _call("book_table", {"ok": True}),
+            _call("search_restaurants", ["Kinugawa"]),
+            {"role": "assistant", "content": "Booked."},
+        ],
+        "ticket": "T-2",
+    },
+    {  # right order, but a forbidden tool too
+        "input": "Move my booking to 9pm",
+        "output": [
+            _call("search_restaurants", ["Le Bec"]),
+            _call("book_table", {"ok": True}),
+            _call("delete_booking", {"ok": True}),
+            {"role": "assistant", "content": "Moved."},
+        ],
+        "ticket": "T-3",
+    },
+    {  # right order, but the booking call never returned
+        "input": "Book a table at Le Bec",
+        "output": [
+            _call("search_restaurants", ["Le Bec"]),
+            _call("book_table", None, state="call"),
+            {"role": "assistant", "content": "Trying to book."},
+        ],
+        "ticket": "T-4",
+    },
+]
+
+
+def _runs_file(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(run) + "\n" for run in AGENT_RUNS))
+    return str(path)
+
+
+def test_agent_tool_use_scores_the_order_and_gates_the_runs(tmp_path):
+    outputs = _driver("agent_tool_use", {"tool_check": "order"}).execute(
+        ["verdict", "tool_call_accuracy_average", "gate_failures", "eval_result"],
+        inputs={
+            "agent_runs_path": _runs_file(tmp_path),
+            "expected_tool_order": ["search_restaurants", "book_table"],
+            "scored_tools": ["search_", "book_"],
+            "strict_mode": True,
+            "forbidden_tools": ["delete_booking"],
+        },
+    )
+    items = outputs["eval_result"].items
+    assert items["code-tool-call-accuracy-scorer.score"].tolist() == [1.0, 0.0, 1.0, 1.0]
+    assert items["ticket"].tolist() == ["T-1", "T-2", "T-3", "T-4"]
+    assert outputs["tool_call_accuracy_average"] == 0.75
+    assert outputs["verdict"] == "failed"
+    failures = outputs["gate_failures"]
+    assert failures[["item", "gate"]].values.tolist() == [
+        [3, "check-no-tool-errors"],
+        [2, "check-did-not-call-delete_booking"],
+    ]
+    assert failures["prompt"].tolist() == ["Book a table at Le Bec", "Move my booking to 9pm"]
+    assert json.loads(failures["found"][1])["preprocess_step_result"]["count"] == 1
+    gates = {g.id: g.passed for g in outputs["eval_result"].gate_results}
+    assert gates == {
+        "check-no-tool-errors": False,
+        "check-max-tool-calls": True,
+        "check-did-not-call-delete_booking": False,
+    }
+
+
+def test_agent_tool_use_without_the_filter_counts_every_tool(tmp_path):
+    outputs = _driver("agent_tool_use", {"tool_check": "order"}).execute(
+        ["eval_result"],
+        inputs={
+            "agent_runs_path": _runs_file(tmp_path),
+            "expected_tool_order": ["search_restaurants", "book_table"],
+            "strict_mode": True,
+        },
+    )
+    scores = outputs["eval_result"].items["code-tool-call-accuracy-scorer.score"]
+    assert scores.tolist() == [0.0, 0.0, 0.0, 1.0]  # memory_read and delete_booking count now
+
+
+def test_agent_tool_use_checks_one_expected_tool(tmp_path):
+    outputs = _driver("agent_tool_use").execute(
+        ["verdict", "tool_call_accuracy_average", "eval_result"],
+        overrides={"raw_agent_runs": pd.DataFrame(AGENT_RUNS[:2])},
+        inputs={"expected_tool": "book_table", "max_calls": 2, "min_tool_call_accuracy": 1.0},
+    )
+    assert outputs["tool_call_accuracy_average"] == 1.0
+    gates = {g.id: g.passed for g in outputs["eval_result"].gate_results}
+    assert gates == {"check-no-tool-errors": True, "check-max-tool-calls": False}
+    assert outputs["verdict"] == "failed"
