@@ -214,6 +214,8 @@ def main() -> None:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        # Other work on the machine slows every figure below; this says how busy it was.
+        "load_average_before": os.getloadavg(),
         "cold_start_s": cold_starts(args.starts),
         "warm_start_s": warm_starts(args.starts),
         "judge_calls": judged_calls(args.calls),
@@ -229,6 +231,11 @@ def main() -> None:
         f"median {calls['median_s']:.2f} s, max {calls['max_s']:.2f} s; "
         f"mean {calls['mean_prompt_tokens']:.0f} prompt / "
         f"{calls['mean_completion_tokens']:.0f} completion tokens"
+    )
+    figures["load_average_after"] = os.getloadavg()
+    print(
+        "load average (1 min) before/after: "
+        f"{figures['load_average_before'][0]:.1f}/{figures['load_average_after'][0]:.1f}"
     )
     out = Path(__file__).parent / "results" / "local_judge.json"
     out.parent.mkdir(exist_ok=True)

@@ -132,6 +132,28 @@ def test_judge_answers_with_json_matching_the_schema(local_extra):
     assert response.usage.prompt_tokens > 0
 
 
+def test_judge_is_reached_directly_behind_a_proxy(local_extra, monkeypatch):
+    import litellm
+
+    stop_local_judge()
+    with socket.socket() as probe:  # a port nothing listens on: a proxy that is down
+        probe.bind(("127.0.0.1", 0))
+        dead_proxy = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    for variable in ("HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(variable, dead_proxy)
+    for variable in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(variable, raising=False)
+    endpoint = local_judge_endpoint()
+    response = litellm.completion(
+        **endpoint.completion_kwargs(),
+        messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=8,
+        num_retries=0,
+    )
+    assert response.choices[0].message.content
+    stop_local_judge()
+
+
 def test_second_call_reuses_the_running_server(local_extra):
     first = local_judge_endpoint()
     second = local_judge_endpoint()

@@ -43,7 +43,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +63,14 @@ _CONTEXT_TOKENS = 8192
 # Modules the server imports: llama-cpp-python itself and what its [server] extra adds.
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 _STOP_GRACE_SECONDS = 5.0
+_PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -194,6 +201,7 @@ def _started_server(port: int | None, startup_timeout: float) -> _Server:
         port = _free_port()
     elif not _port_is_free(port):
         raise _port_in_use_error(port)
+    _bypass_proxies_for_loopback()
     log_fd, log_name = tempfile.mkstemp(prefix="evaldag-local-judge-", suffix=".log")
     command = [
         sys.executable, "-m", "evaldag.local_judge",
@@ -274,6 +282,20 @@ def _alive(server: _Server) -> bool:
     except OSError:
         return False
     return True
+
+
+def _bypass_proxies_for_loopback() -> None:
+    """Add the server's host to ``NO_PROXY`` when a proxy is configured.
+
+    litellm's HTTP client (and urllib, for our readiness check) honours ``HTTP_PROXY`` and
+    friends even for 127.0.0.1, so behind a proxy every call would go to the proxy instead.
+    """
+    if not any(os.environ.get(variable) for variable in _PROXY_VARIABLES):
+        return
+    for variable in ("NO_PROXY", "no_proxy"):
+        hosts = [h.strip() for h in os.environ.get(variable, "").split(",") if h.strip()]
+        if _HOST not in hosts:
+            os.environ[variable] = ",".join([*hosts, _HOST])
 
 
 def _free_port() -> int:
