@@ -5,6 +5,8 @@ The RAG dataflow's judge is the loopback judge server, reached through litellm o
 
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -284,3 +286,20 @@ def test_agent_tool_use_checks_one_expected_tool(tmp_path):
     gates = {g.id: g.passed for g in outputs["eval_result"].gate_results}
     assert gates == {"check-no-tool-errors": True, "check-max-tool-calls": False}
     assert outputs["verdict"] == "failed"
+
+
+# --- the __main__ smoke examples -----------------------------------------------------------------
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="drawing dag.png needs Graphviz's dot")
+@pytest.mark.parametrize("name", NAMES)
+def test_main_block_draws_the_dag_and_runs_the_smoke_example(name, tmp_path):
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(DATAFLOWS / name / "__init__.py", folder / "__init__.py")
+    completed = subprocess.run(
+        [sys.executable, "__init__.py"], cwd=folder, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert (folder / "dag.png").read_bytes()[:4] == b"\x89PNG"
+    assert "failed" in completed.stdout  # both smoke examples end on a failed verdict
