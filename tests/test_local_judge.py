@@ -104,7 +104,15 @@ def test_port_variable_must_be_a_port_number(monkeypatch):
     with pytest.raises(EvalDagError) as raised:
         local_judge_endpoint()
     assert raised.value.id == "EVALDAG_LOCAL_JUDGE_INVALID_PORT"
-    assert PORT_VARIABLE in raised.value.message
+    assert f"{PORT_VARIABLE}='eighty'" in raised.value.message
+
+
+@pytest.mark.parametrize("port", [0, 65536, True])
+def test_port_argument_must_be_a_port_number(port):
+    with pytest.raises(EvalDagError) as raised:
+        local_judge_endpoint(port=port)
+    assert raised.value.id == "EVALDAG_LOCAL_JUDGE_INVALID_PORT"
+    assert f"port={port!r}" in raised.value.message
 
 
 def test_judge_answers_with_json_matching_the_schema(local_extra):

@@ -63,14 +63,7 @@ _CONTEXT_TOKENS = 8192
 # Modules the server imports: llama-cpp-python itself and what its [server] extra adds.
 _SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 _STOP_GRACE_SECONDS = 5.0
-_PROXY_VARIABLES = (
-    "HTTP_PROXY",
-    "http_proxy",
-    "HTTPS_PROXY",
-    "https_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-)
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 _logger = logging.getLogger(__name__)
 
@@ -117,7 +110,7 @@ def local_judge_endpoint(
     :param startup_timeout: seconds to wait for a new server to answer before giving up.
     """
     global _server
-    wanted_port = port if port is not None else _port_from_environment()
+    wanted_port = _port_from_environment() if port is None else _checked_port(port, "port")
     with _lock:
         if _server is not None and _server.owner_pid == os.getpid():
             if wanted_port is not None and wanted_port != _server.port:
@@ -162,15 +155,19 @@ def _port_from_environment() -> int | None:
     text = os.environ.get(PORT_VARIABLE, "").strip()
     if not text:
         return None
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise EvalDagError(
-            "EVALDAG_LOCAL_JUDGE_INVALID_PORT",
-            f"{PORT_VARIABLE}={text!r} is not a port number; set it to an integer from 1 to 65535 "
-            "or unset it to let the OS pick a free port",
-            domain="LLM",
-            details={"variable": PORT_VARIABLE, "value": text},
-        )
-    return int(text)
+    return _checked_port(int(text) if text.isdigit() else text, PORT_VARIABLE)
+
+
+def _checked_port(value: object, source: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
+        return value
+    raise EvalDagError(
+        "EVALDAG_LOCAL_JUDGE_INVALID_PORT",
+        f"{source}={value!r} is not a port number; use an integer from 1 to 65535, or leave "
+        f"both the port argument and {PORT_VARIABLE} unset to let the OS pick a free port",
+        domain="LLM",
+        details={"source": source, "value": repr(value)},
+    )
 
 
 def _weights_path() -> Path:
@@ -290,7 +287,7 @@ def _bypass_proxies_for_loopback() -> None:
     litellm's HTTP client (and urllib, for our readiness check) honours ``HTTP_PROXY`` and
     friends even for 127.0.0.1, so behind a proxy every call would go to the proxy instead.
     """
-    if not any(os.environ.get(variable) for variable in _PROXY_VARIABLES):
+    if not any(os.environ.get(v) or os.environ.get(v.lower()) for v in _PROXY_VARIABLES):
         return
     for variable in ("NO_PROXY", "no_proxy"):
         hosts = [h.strip() for h in os.environ.get(variable, "").split(",") if h.strip()]
