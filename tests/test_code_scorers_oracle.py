@@ -1,5 +1,6 @@
 """The code scorers on Mastra's own answers (the completeness and ``scorer`` cases of the oracle
-sample): scores, step results, reasons and scorer metadata, exactly.
+sample, plus edge cases of ours run through the oracle): scores, step results, reasons and
+scorer metadata, exactly.
 
 Runs are the ones Mastra echoed (agent-shaped messages), so both sides score the same data.
 """
@@ -14,11 +15,14 @@ import pytest
 from evaldag import ScorerRunError, scorers
 from evaldag.errors import camel
 
-CASES = json.loads(
-    (
-        Path(__file__).parent / "fixtures" / "code_scorers" / "oracle_sample_code_scorers.json"
-    ).read_text(encoding="utf-8")
-)
+FIXTURES = Path(__file__).parent / "fixtures" / "code_scorers"
+#: The oracle sample's cases, then our own edge cases run through the same oracle
+#: (nested trajectories with budgets, weights, recorded expectations, emojis, URLs, whitespace).
+CASES = [
+    item
+    for name in ("oracle_sample_code_scorers.json", "oracle_extra_code_scorers.json")
+    for item in json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+]
 
 
 def _factory(case):
@@ -35,12 +39,13 @@ def _factory(case):
             ignore_case=bool(options.get("ignoreCase")),
             ignore_whitespace=bool(options.get("ignoreWhitespace")),
         )
+    options = options or {}
     if name == "keyword-coverage":
         return scorers.keyword_coverage()
     if name == "textual-difference":
         return scorers.textual_difference()
     if name == "tone":
-        return scorers.tone(reference_tone=(options or {}).get("referenceTone"))
+        return scorers.tone(reference_tone=options.get("referenceTone"))
     if name == "tool-call-accuracy":
         return scorers.tool_call_accuracy(
             expected_tool=options.get("expectedTool"),
@@ -55,6 +60,18 @@ def _factory(case):
             comparison_options=options.get("comparisonOptions"),
         )
     raise AssertionError(f"no factory for {name}")
+
+
+def _scrubbed(value):
+    """``value`` with durations written as the oracle writes them ("<durationMs>")."""
+    if isinstance(value, dict):
+        return {
+            key: "<durationMs>" if key == "durationMs" else _scrubbed(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_scrubbed(item) for item in value]
+    return value
 
 
 def _ids(cases):
@@ -82,7 +99,14 @@ def test_code_scorer_matches_mastra(item):
     case, expected = item["case"], item["expected"]
     scorer = _factory(case)
     mastra = expected["result"]
-    result = scorer.run(input=mastra.get("input"), output=mastra["output"], run_id=mastra["runId"])
+    # A trajectory goes to Mastra as written; the echo has its durations scrubbed.
+    trajectory = isinstance(case["output"], dict)
+    result = scorer.run(
+        input=mastra.get("input"),
+        output=case["output"] if trajectory else mastra["output"],
+        run_id=mastra["runId"],
+        expected_trajectory=case.get("expectedTrajectory"),
+    )
 
     assert scorer.id == expected["scorer"]["id"]
     assert scorer.name == expected["scorer"]["name"]
@@ -105,7 +129,7 @@ def test_code_scorer_matches_mastra(item):
             assert set(theirs[key]) - set(ours[key]) == only_mastra, key
             assert set(ours[key]) - set(theirs[key]) == only_ours, key
     else:
-        assert result.preprocess_step_result == mastra["preprocessStepResult"]
+        assert _scrubbed(result.preprocess_step_result) == mastra["preprocessStepResult"]
 
 
 @pytest.mark.parametrize("item", FAILING, ids=_ids(FAILING))
