@@ -34,38 +34,50 @@ def _scorer(judge, scorer_id="transport"):
     )
 
 
-def _gaps(server) -> list[float]:
+def _waits(server, caplog) -> list[tuple[float, float]]:
+    """(planned delay, measured gap between the requests) per retry.
+
+    The plan comes from the retry log record; the gap must be at least the plan. Only the lower
+    bound is timed: on a loaded machine a wait can only get longer.
+    """
+    planned = [r.judge_retry_delay for r in caplog.records if hasattr(r, "judge_retry_delay")]
     times = [r.time for r in server.requests]
-    return [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
+    return list(zip(planned, [b - a for a, b in zip(times, times[1:], strict=False)], strict=True))
 
 
-def test_429_is_retried_after_retry_after_seconds(judge_server):
+def test_429_is_retried_after_retry_after_seconds(judge_server, caplog):
     judge_server.script(rate_limited(retry_after=1), {"score": 0.5})
-    result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+        result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
     assert result.score == 0.5
-    assert len(judge_server.requests) == 2
-    (gap,) = _gaps(judge_server)
-    assert 1.0 <= gap < 1.0 * 1.1 + 0.5  # Retry-After honoured, plus at most 10 % jitter
+    ((planned, gap),) = _waits(judge_server, caplog)
+    assert 1.0 <= planned <= 1.1  # Retry-After, plus at most 10 % jitter
+    assert gap >= planned
     execution = result.judge["generate_score"].executions[0]
     # the 429 completed no model call; the attempt is still one
     assert (execution.attempt_count, execution.model_call_count) == (1, 1)
 
 
-def test_retry_after_ms_header_is_honoured(judge_server):
-    judge_server.script(rate_limited(retry_after=300, in_ms=True), {"score": 0.5})
-    assert _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x").score == 0.5
-    (gap,) = _gaps(judge_server)
-    assert 0.3 <= gap < 0.3 * 1.1 + 0.3
+def test_retry_after_ms_header_is_honoured(judge_server, caplog):
+    judge_server.script(rate_limited(retry_after=700, in_ms=True), {"score": 0.5})
+    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+        assert _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x").score == 0.5
+    ((planned, gap),) = _waits(judge_server, caplog)
+    assert 0.7 <= planned <= 0.77
+    assert gap >= planned
 
 
-def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server):
+def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server, caplog):
     judge_server.script(server_error(500), server_error(503), malformed_body(), {"score": 1})
-    result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
+    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+        result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
     assert result.score == 1
-    assert len(judge_server.requests) == 4
-    for retry, gap in enumerate(_gaps(judge_server)):
+    waits = _waits(judge_server, caplog)
+    assert len(waits) == 3
+    for retry, (planned, gap) in enumerate(waits):
         ceiling = BACKOFF_BASE_SECONDS * 2**retry
-        assert ceiling / 2 <= gap < ceiling + 0.3, (retry, gap)
+        assert ceiling / 2 <= planned <= ceiling, (retry, planned)
+        assert gap >= planned
 
 
 def test_retries_stop_at_max_retries(judge_server):
@@ -125,7 +137,7 @@ def test_timeout_is_retried_then_fails(judge_server):
     assert cause.id == "EVALDAG_JUDGE_UNAVAILABLE"
     assert cause.execution.error.name == "Timeout"
     assert "timeout 0.3 s" in cause.message
-    assert 300 <= cause.execution.duration_ms < 3000
+    assert 300 <= cause.execution.duration_ms < 5000  # never waited for the 5 s reply
 
 
 def test_timeout_then_success(judge_server):
@@ -210,7 +222,7 @@ def test_max_concurrency_bounds_calls_in_flight(judge_server):
     runs = [ScorerRun(output=str(i)) for i in range(12)]
     outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=12)
     assert [o.score for o in outcomes] == [1] * 12
-    assert judge_server.max_in_flight == 3
+    assert 1 < judge_server.max_in_flight <= 3  # concurrent, and bounded
 
 
 def test_the_limit_is_shared_by_scorers_running_in_parallel_threads(judge_server):
@@ -231,7 +243,7 @@ def test_the_limit_is_shared_by_scorers_running_in_parallel_threads(judge_server
         thread.join()
     assert [list(s) for s in scores] == [[1] * 8, [1] * 8]
     assert len(judge_server.requests) == 16
-    assert judge_server.max_in_flight == 4
+    assert 2 < judge_server.max_in_flight <= 4  # both threads' calls, bounded together
 
 
 def test_shared_limit_across_event_loops_and_cancellation():

@@ -689,6 +689,7 @@ async def _called(judge: Judge, endpoint: _Endpoint, request: dict[str, Any]) ->
             retry + 1,
             judge.max_retries,
             delay,
+            extra={"judge_retry": retry + 1, "judge_retry_delay": delay},
         )
         await asyncio.sleep(delay)
         retry += 1
