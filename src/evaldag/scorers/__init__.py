@@ -1,4 +1,5 @@
-"""Prebuilt scorers: Mastra's code scorers and trajectory helpers, under snake_case names."""
+"""Prebuilt scorers: Mastra's code scorers, LLM scorers and trajectory helpers, under
+snake_case names."""
 
 from evaldag.scorers._trajectory import (
     analyze_tool_failures,
@@ -6,6 +7,7 @@ from evaldag.scorers._trajectory import (
     check_trajectory_efficiency,
     compare_trajectories,
 )
+from evaldag.scorers.llm import faithfulness
 from evaldag.scorers.textual import (
     completeness,
     content_similarity,
@@ -23,6 +25,7 @@ __all__ = [
     "compare_trajectories",
     "completeness",
     "content_similarity",
+    "faithfulness",
     "keyword_coverage",
     "textual_difference",
     "tone",

@@ -1,0 +1,294 @@
+"""What every prebuilt LLM scorer shares: its judge, prompt templates, texts, verdicts, scores.
+
+How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
+
+1. **Prompts first, at the top of the module**: ``INSTRUCTIONS`` (the judge's system prompt)
+   and one :class:`PromptTemplate` per judged step, in our own words (never Mastra's text),
+   asking for the judgment Mastra's prompt asks for. Placeholders are ``$name``; JSON braces
+   need no escaping. Show the run's texts between tags (``<output>…</output>``) so an empty
+   text is visibly empty.
+2. **What the judge returns**: one pydantic model per judged preprocess/analyze step, with
+   Mastra's field names (camelCase where Mastra's are). Verdict fields are plain strings
+   listing their values with :func:`choice`: the JSON schema steers the judge, and a judge
+   that answers ``"Yes "`` is still read (see :func:`said_yes`).
+3. **The factory** ``name(model, *, option=default, ...) -> Scorer``: Mastra's options as
+   keyword arguments with Mastra's defaults (no options dict that replaces the defaults),
+   checked when the scorer is built (:func:`positive_scale`, :func:`number_option`,
+   :func:`context_option`); then ``create_scorer(ID, name=..., description=..., type=...,
+   judge=scorer_judge(model, INSTRUCTIONS, "name"))`` with Mastra's id, name and description,
+   and the steps: ``PromptStep(description, create_prompt, output_schema=Model)`` for judged
+   steps, plain functions for the arithmetic. ``create_prompt`` functions take the run and
+   step results by parameter name (``run``, ``preprocess_step_result``, ...) and return
+   ``TEMPLATE.render(...)``; the user's and the assistant's texts come from
+   :func:`user_text` and :func:`assistant_text`.
+4. **One verdict per item**: when the judge must give one verdict per extracted item (claim,
+   statement, context piece), add ``.analyze(item_verdicts(...))`` right after the judged
+   analyze step. It leaves a matching answer untouched (Mastra's result) and otherwise cuts or
+   pads the verdicts to one per item and records ``verdictCountMismatch`` in the analyze
+   result, so the score is taken over the items, never over whatever the judge returned.
+5. **Scores**: :func:`share` is ``count / total × scale`` with Mastra's two-decimal rounding.
+6. **Tests**: Mastra's answers for scripted judge replies go in
+   ``tests/fixtures/llm_scorers/<scorer-id>.json`` and are replayed through the loopback judge
+   server by ``tests/llm_scorer_cases.py``; every deviation from Mastra is listed there with
+   its reason and in ``docs/differences-from-mastra.md``. The prompts, rendered for a sample
+   run, are kept in ``tests/fixtures/llm_scorers/prompts/<scorer-id>.md`` for review.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from string import Template
+from typing import Any
+
+from pydantic import Field
+
+from evaldag.errors import EvalDagError
+from evaldag.judge import Judge, as_judge
+from evaldag.scorers._trajectory import js_json
+from evaldag.transcripts import (
+    effective_role,
+    get_assistant_message,
+    get_user_message,
+    merge_tool_invocations,
+    round_to_two_decimals,
+    run_messages,
+)
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A prompt text with ``$name`` placeholders (``string.Template``), filled by :meth:`render`.
+
+    Rendering needs every placeholder and nothing else, so a typo fails loudly instead of
+    leaving ``$claims`` in what the judge reads.
+    """
+
+    text: str
+    placeholders: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        template = Template(self.text)
+        if not template.is_valid():
+            raise ValueError(f"invalid placeholder in prompt template: {self.text[:80]!r}")
+        object.__setattr__(self, "placeholders", frozenset(template.get_identifiers()))
+
+    def render(self, **values: str) -> str:
+        """The prompt with every placeholder replaced by its value."""
+        missing = sorted(self.placeholders - values.keys())
+        unknown = sorted(values.keys() - self.placeholders)
+        if missing or unknown:
+            raise EvalDagError(
+                "EVALDAG_PROMPT_TEMPLATE_MISMATCH",
+                f"prompt template rendered with missing values {missing} and unknown values "
+                f"{unknown}; its placeholders are {sorted(self.placeholders)}",
+                category="SYSTEM",
+            )
+        return Template(self.text).substitute(values)
+
+
+def numbered(items: Sequence[str], empty: str) -> str:
+    """``items`` as lines ``1. …``, ``2. …``; ``empty`` when there are none."""
+    if not items:
+        return empty
+    return "\n".join(f"{number}. {item}" for number, item in enumerate(items, 1))
+
+
+def json_text(value: Any) -> str:
+    """``value`` as compact JSON, as ``JSON.stringify`` writes it (for prompts)."""
+    return js_json(value) or "null"
+
+
+# --- the judge -------------------------------------------------------------------------------
+
+
+def scorer_judge(model: Any, instructions: str, factory: str) -> Judge:
+    """The judge of a prebuilt scorer: ``model`` with the scorer's system prompt.
+
+    ``model`` is anything ``Judge`` accepts: a litellm model string (``'openai/gpt-4o-mini'``,
+    ``'local'``), a dict of Judge settings or a ``Judge``. A Judge that sets its own
+    ``instructions`` keeps them.
+
+    :param factory: the factory's name, for error messages.
+    """
+    judge = as_judge(model, f"model of {factory}(...)")
+    if judge is None:
+        raise EvalDagError(
+            "EVALDAG_MISSING_MODEL",
+            f"{factory}(model, ...) needs a judge model: a litellm model string such as "
+            "'openai/gpt-4o-mini', 'local' for the bundled local judge, a dict of Judge "
+            "settings or evaldag.Judge(...)",
+        )
+    if judge.instructions:
+        return judge
+    return judge.overridden_by(Judge(instructions=instructions))
+
+
+# --- what the judge reads ----------------------------------------------------------------------
+
+
+def user_text(run: Any) -> str:
+    """The user's message of the run (``''`` when there is none)."""
+    return get_user_message(run.input) or ""
+
+
+def assistant_text(run: Any) -> str:
+    """The assistant's response of the run (``''`` when there is none)."""
+    return get_assistant_message(run.output) or ""
+
+
+def tool_result_context(run_output: Any) -> list[str]:
+    """The JSON text of every tool result in the output's assistant messages, in order.
+
+    Results are read from message ``parts`` and from legacy ``content.toolInvocations`` (a call
+    in both counts once); only invocations in state ``'result'`` that carry a result count.
+    """
+    return [
+        json_text(invocation["result"])
+        for message in run_messages(run_output, "assistant")
+        if effective_role(message) == "assistant"
+        for invocation in merge_tool_invocations(message)
+        if isinstance(invocation, dict)
+        and invocation.get("state") == "result"
+        and "result" in invocation
+    ]
+
+
+# --- options -----------------------------------------------------------------------------------
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )
+
+
+def positive_scale(scale: Any, factory: str) -> float:
+    """``scale`` checked: a finite number above 0 (Mastra silently turns 0 into 1)."""
+    if not _is_number(scale) or scale <= 0:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"scale of {factory}(...) must be a number above 0 (the score is multiplied by "
+            f"it, e.g. scale=10 for scores from 0 to 10), got {scale!r}",
+            details={"option": "scale", "value": repr(scale)},
+        )
+    return float(scale)
+
+
+def number_option(
+    value: Any,
+    name: str,
+    factory: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
+    """A numeric option checked against its bounds (inclusive)."""
+    if (
+        not _is_number(value)
+        or (minimum is not None and value < minimum)
+        or (maximum is not None and value > maximum)
+    ):
+        bounds = " and ".join(
+            text
+            for text in (
+                None if minimum is None else f">= {minimum:g}",
+                None if maximum is None else f"<= {maximum:g}",
+            )
+            if text
+        )
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"{name} of {factory}(...) must be a number{' ' + bounds if bounds else ''}, "
+            f"got {value!r}",
+            details={"option": name, "value": repr(value)},
+        )
+    return float(value)
+
+
+def context_option(context: Any, factory: str, name: str = "context") -> list[str] | None:
+    """A context option: None, or a list of strings (one per context piece)."""
+    if context is None:
+        return None
+    if (
+        isinstance(context, str | bytes)
+        or not isinstance(context, Sequence)
+        or not all(isinstance(piece, str) for piece in context)
+    ):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"{name} of {factory}(...) must be a list of strings, one per context piece, e.g. "
+            f"{name}=['Paris is the capital of France.'], got {context!r:.120}",
+            details={"option": name},
+        )
+    return list(context)
+
+
+# --- verdicts and scores -----------------------------------------------------------------------
+
+
+def choice(*values: str, description: str) -> Any:
+    """A string field whose JSON schema lists ``values``; any string validates."""
+    return Field(description=description, json_schema_extra={"enum": list(values)})
+
+
+def answer(value: Any) -> str:
+    """A verdict as read: trimmed and lower-cased (``' Yes '`` is ``'yes'``)."""
+    return value.strip().lower() if isinstance(value, str) else ""
+
+
+def said_yes(value: Any) -> bool:
+    """Whether a verdict is yes, whatever its case and surrounding spaces."""
+    return answer(value) == "yes"
+
+
+def share(count: float, total: int, scale: float) -> float:
+    """``count / total × scale`` rounded to two decimals as Mastra rounds; 0 when total is 0."""
+    if total == 0:
+        return 0.0
+    return round_to_two_decimals(count / total * scale)
+
+
+def aligned_verdicts(
+    judged: Mapping[str, Any], key: str, expected: int, missing: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The judge's ``judged[key]`` list cut or padded to ``expected`` verdicts.
+
+    A matching list comes back as the judge gave it. Otherwise verdicts past ``expected`` are
+    dropped (the judge record keeps them), missing ones are ``missing``, and
+    ``verdictCountMismatch: {expected, received}`` records what happened.
+    """
+    verdicts = list(judged.get(key) or [])
+    if len(verdicts) == expected:
+        return dict(judged)
+    padding = [dict(missing) for _ in range(expected - len(verdicts))]
+    return {
+        **judged,
+        key: verdicts[:expected] + padding,
+        "verdictCountMismatch": {"expected": expected, "received": len(verdicts)},
+    }
+
+
+def item_verdicts(
+    items_key: str, verdicts_key: str, missing: Mapping[str, Any], items: str
+) -> Callable[..., dict[str, Any]]:
+    """An analyze function step for after a judged one: one verdict per preprocessed item.
+
+    :param items_key: the list of items in the preprocess result, e.g. ``'claims'``.
+    :param verdicts_key: the list of verdicts in the judge's analyze result.
+    :param missing: the verdict that stands for one the judge left out.
+    :param items: what the items are, for the step's description, e.g. ``'claim'``.
+    """
+
+    def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
+        expected = len((preprocess_step_result or {}).get(items_key) or [])
+        return aligned_verdicts(analyze_step_result, verdicts_key, expected, missing)
+
+    analyze.description = f"One verdict per {items}: extra verdicts dropped, missing ones filled"
+    return analyze

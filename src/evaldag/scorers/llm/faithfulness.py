@@ -1,0 +1,232 @@
+"""Faithfulness: the share of the response's claims that its context supports.
+
+Mastra's ``createFaithfulnessScorer`` (id ``faithfulness-scorer``): the judge lists the claims
+of the response, then gives each a verdict against the context (``yes`` supported, ``no``
+contradicted, ``unsure`` not in the context or speculative). Score = supported claims / claims
+× scale. The context is ``context=`` or, when that is None, the JSON of the run's tool results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._shared import (
+    PromptTemplate,
+    assistant_text,
+    choice,
+    context_option,
+    item_verdicts,
+    json_text,
+    numbered,
+    positive_scale,
+    said_yes,
+    scorer_judge,
+    share,
+    tool_result_context,
+    user_text,
+)
+from evaldag.steps import PromptStep
+
+INSTRUCTIONS = """\
+You check whether what an AI assistant said is backed by the context it was given.
+You work in two passes: first you list the claims a response makes, then you check each claim
+against the context and nothing else.
+- A claim the context states or directly implies is supported ("yes").
+- A claim that conflicts with the context is contradicted ("no").
+- A claim the context does not address is "unsure", and so is any claim hedged with words such
+  as "may", "might", "could" or "possibly", even when the context hints at it.
+- Your own knowledge of the world does not count: a true claim the context does not back is
+  "unsure".
+- An empty response makes no claims.
+Answer in the JSON format you are asked for."""
+
+CLAIMS_PROMPT = PromptTemplate("""\
+List every claim made in the response below. A claim is a statement that something is so:
+a fact, a figure, a date, a relation between things, a prediction or a possibility.
+
+- Split sentences that say several things into one claim each.
+- Keep numbers, dates, units and names exactly as written.
+- Write each claim so that it stands on its own: replace "it" or "they" with what they refer to.
+- Keep hedged claims ("might", "could", "probably") as claims, with their hedge.
+- Leave out questions, instructions to the reader and pleasantries.
+- If the response is empty or makes no claims, answer {"claims": []}.
+
+For the response "The museum opens at 9 am and is free on Sundays. It might close early on
+holidays.", the claims are:
+{"claims": ["The museum opens at 9 am", "The museum is free on Sundays",
+  "The museum might close early on holidays"]}
+
+<response>
+$output
+</response>
+
+Answer with JSON: {"claims": ["...", "..."]}""")
+
+VERDICTS_PROMPT = PromptTemplate("""\
+Check each claim below against the context, and only the context.
+
+<context>
+$context
+</context>
+
+There are $claim_count claims:
+<claims>
+$claims
+</claims>
+
+For each claim, in the order given, give a verdict:
+- "yes": the context states the claim or directly implies it;
+- "no": the claim conflicts with the context;
+- "unsure": the context does not address the claim, or the claim is hedged ("may", "might",
+  "could", "possibly").
+Give exactly one verdict per claim: $claim_count verdicts. Repeat the claim in "claim" and say
+in "reason" which part of the context supports or contradicts it, or that none addresses it.
+
+Example: with the context "The library opens at 8 am. Entry is free." and the claims
+["The library opens at 8 am", "Entry costs 5 euros", "The library may add a café"], answer:
+{"verdicts": [
+  {"claim": "The library opens at 8 am", "verdict": "yes",
+   "reason": "The context gives 8 am."},
+  {"claim": "Entry costs 5 euros", "verdict": "no",
+   "reason": "The context says entry is free."},
+  {"claim": "The library may add a café", "verdict": "unsure",
+   "reason": "The claim is hedged, and the context says nothing about a café."}
+]}
+
+Answer with JSON: {"verdicts": [{"claim": "...", "verdict": "yes" | "no" | "unsure",
+"reason": "..."}]}""")
+
+REASON_PROMPT = PromptTemplate("""\
+A response was scored for faithfulness to its context: the score is the share of its claims
+that the context supports (verdict "yes"), on a scale from 0 to $scale.
+
+<context>
+$context
+</context>
+
+<user_message>
+$input
+</user_message>
+
+<response>
+$output
+</response>
+
+Score: $score
+Verdicts, one per claim: $verdicts
+
+In one or two sentences, explain this score: say which claims the context supports and which
+it contradicts or does not address. Take the score as given; do not recompute it. If there
+are no claims, say that the response made no claims that could be checked.
+Start with "The score is $score because".""")
+
+NO_CONTEXT = "(no context was given)"
+
+
+class Claims(BaseModel):
+    """The claims a response makes."""
+
+    claims: list[str] = Field(description="One self-contained claim per entry.")
+
+
+class Verdict(BaseModel):
+    """Whether the context supports one claim."""
+
+    claim: str | None = Field(default=None, description="The claim judged.")
+    verdict: str = choice("yes", "no", "unsure", description="yes: supported; no: contradicted.")
+    reason: str = Field(description="Where the context supports or contradicts the claim.")
+
+
+class Verdicts(BaseModel):
+    """One verdict per claim, in claim order."""
+
+    verdicts: list[Verdict]
+
+
+def _context_lines(context: list[str]) -> str:
+    return "\n".join(context) if context else NO_CONTEXT
+
+
+def faithfulness(model: Any, *, context: list[str] | None = None, scale: float = 1) -> Scorer:
+    """Share of the response's claims that the context supports, times ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param context: the context to check claims against, one string per piece; ``[]`` is an
+        empty context. When None, the context is the JSON of each tool result in the run's
+        output (from message parts and legacy ``toolInvocations``).
+    :param scale: the score of a fully supported response.
+
+    Steps: preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one
+    verdict per claim kept: if the judge gave more or fewer, the analyze result says so in
+    ``verdictCountMismatch`` and a missing verdict counts as unsupported), generate_score
+    (supported / claims × scale, two decimals), generate_reason (judge).
+    """
+    fixed_context = context_option(context, "faithfulness")
+    scale = positive_scale(scale, "faithfulness")
+
+    def context_of(run: Any) -> list[str]:
+        return fixed_context if fixed_context is not None else tool_result_context(run.output)
+
+    def claims_prompt(run: Any) -> str:
+        return CLAIMS_PROMPT.render(output=assistant_text(run))
+
+    def verdicts_prompt(run: Any, preprocess_step_result: Any) -> str:
+        claims = preprocess_step_result["claims"]
+        return VERDICTS_PROMPT.render(
+            context=_context_lines(context_of(run)),
+            claim_count=str(len(claims)),
+            claims=numbered(claims, "(none)"),
+        )
+
+    def faithfulness_score(analyze_step_result: Any) -> float:
+        verdicts = analyze_step_result["verdicts"]
+        supported = sum(said_yes(verdict.get("verdict")) for verdict in verdicts)
+        return share(supported, len(verdicts), scale)
+
+    def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
+        return REASON_PROMPT.render(
+            scale=f"{scale:g}",
+            context=_context_lines(context_of(run)),
+            input=user_text(run),
+            output=assistant_text(run),
+            score=f"{score:g}",
+            verdicts=json_text(analyze_step_result["verdicts"]),
+        )
+
+    return (
+        create_scorer(
+            "faithfulness-scorer",
+            name="Faithfulness Scorer",
+            description="A scorer that evaluates the faithfulness of an LLM output to an input",
+            type="agent",
+            judge=scorer_judge(model, INSTRUCTIONS, "faithfulness"),
+        )
+        .preprocess(
+            PromptStep(
+                "Extract relevant statements from the LLM output",
+                claims_prompt,
+                output_schema=Claims,
+            )
+        )
+        .analyze(
+            PromptStep(
+                "Score the relevance of the statements to the input",
+                verdicts_prompt,
+                output_schema=Verdicts,
+            )
+        )
+        .analyze(
+            item_verdicts(
+                "claims",
+                "verdicts",
+                {"verdict": "unsure", "reason": "The judge gave no verdict for this claim."},
+                "claim",
+            )
+        )
+        .generate_score(faithfulness_score)
+        .generate_reason(PromptStep("Reason about the results", reason_prompt))
+    )
