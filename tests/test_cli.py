@@ -1,0 +1,272 @@
+"""The ``evaldag`` command: ``run``'s exit codes in real subprocesses, eval files and modules,
+error messages without tracebacks, the summary table, ``--out`` and ``--dag``."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evaldag import EvalResult, checks, create_scorer, run_evals
+from evaldag.cli import main, summary_table
+
+BIN = Path(sys.executable).parent
+EVALDAG = shutil.which("evaldag", path=str(BIN))
+COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag.cli"]
+
+#: Three items; ``exact`` scores 1 when the output equals the ground truth: 2 of 3 do.
+ITEMS = [
+    {"input": "capital of France?", "output": "Paris", "ground_truth": "Paris"},
+    {"input": "capital of Italy?", "output": "Rome", "ground_truth": "Rome"},
+    {"input": "capital of Spain?", "output": "Lisbon", "ground_truth": "Madrid"},
+]
+
+EVAL_FILE = """\
+import evaldag
+from evaldag import checks
+
+exact = evaldag.create_scorer("exact", description="output equals the ground truth")
+exact = exact.generate_score(lambda run: 1.0 if run.output == run.ground_truth else 0.0)
+
+scorers = [{scorers}]
+gates = [{gates}]
+"""
+
+
+def _write_eval(folder: Path, *, scorers: str, gates: str = "", name: str = "eval.py") -> Path:
+    path = folder / name
+    path.write_text(EVAL_FILE.format(scorers=scorers, gates=gates))
+    return path
+
+
+def _write_data(folder: Path, items: list[dict] = ITEMS) -> Path:
+    path = folder / "items.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in items))
+    return path
+
+
+def _evaldag(*args: str, cwd: Path, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [*COMMAND, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.parametrize(
+    ("scorers", "gates", "code", "verdict"),
+    [
+        ("exact.with_threshold(0.5)", "checks.matches(r'^[A-Z]')", 0, "verdict: PASSED"),
+        ("exact.with_threshold(0.9)", "checks.matches(r'^[A-Z]')", 1, "verdict: SCORED"),
+        ("exact.with_threshold(0.5)", "checks.excludes('Lisbon')", 2, "verdict: FAILED"),
+        ("exact", "", 0, "verdict: none (no gates or thresholds, so no verdict)"),
+    ],
+    ids=["passed", "scored", "failed", "no-verdict"],
+)
+def test_run_exit_code_follows_the_verdict(tmp_path, scorers, gates, code, verdict):
+    eval_file = _write_eval(tmp_path, scorers=scorers, gates=gates)
+    done = _evaldag("run", eval_file, "--data", _write_data(tmp_path), cwd=tmp_path)
+    assert done.returncode == code, done.stderr
+    assert verdict in done.stdout
+    assert "eval.py on items.jsonl: 3 items" in done.stdout
+    assert done.stderr == ""
+
+
+def test_run_configuration_error_exits_3_with_a_message_and_no_traceback(tmp_path):
+    eval_file = _write_eval(tmp_path, scorers="exact, exact")
+    done = _evaldag("run", eval_file, "--data", _write_data(tmp_path), cwd=tmp_path)
+    assert done.returncode == 3
+    assert done.stdout == ""
+    assert done.stderr.startswith("evaldag: error: scorers[0] and scorers[1] share the id 'exact'")
+    assert "Traceback" not in done.stderr
+
+
+def test_run_writes_results_and_dot_dag(tmp_path):
+    eval_file = _write_eval(
+        tmp_path, scorers="exact.with_threshold(0.5)", gates="checks.matches(r'^[A-Z]')"
+    )
+    out = tmp_path / "out" / "results.parquet"
+    dag = tmp_path / "dag.dot"
+    done = _evaldag(
+        "run", eval_file, "--data", _write_data(tmp_path), "--out", out, "--dag", dag,
+        "--concurrency", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"results: {out}" in done.stdout
+    assert f"DAG: {dag}" in done.stdout
+    result = EvalResult.read_parquet(out)
+    assert result.verdict == "passed"
+    assert result.scores == {"exact": pytest.approx(2 / 3)}
+    assert list(result.items["exact.score"]) == [1.0, 1.0, 0.0]
+    dot = dag.read_text()
+    assert dot.lstrip().startswith(("digraph", "//"))
+    assert "exact.generate_score" in dot
+    assert "check-matches.gate_result" in dot
+    assert "verdict" in dot
+
+
+def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path):
+    """Without Graphviz's ``dot`` on PATH a PNG cannot be drawn: exit 3 before any scoring."""
+    eval_file = tmp_path / "eval.py"
+    marker = tmp_path / "scored.txt"
+    eval_file.write_text(
+        textwrap.dedent(f"""\
+        import pathlib
+        import evaldag
+
+        def _scored(run):
+            pathlib.Path({str(marker)!r}).write_text("scored")
+            return 1.0
+
+        scorers = [evaldag.create_scorer("s").generate_score(_scored)]
+        """)
+    )
+    done = _evaldag(
+        "run", eval_file, "--data", _write_data(tmp_path), "--dag", tmp_path / "dag.png",
+        cwd=tmp_path, path=str(BIN),
+    )  # fmt: skip
+    assert done.returncode == 3
+    assert "needs Graphviz's 'dot' program" in done.stderr
+    assert "write a .dot file instead" in done.stderr
+    assert not marker.exists()
+    assert not (tmp_path / "dag.png").exists()
+
+
+def test_run_eval_module_with_a_target(tmp_path):
+    """EVAL as a module importable from the working directory; its target makes the outputs."""
+    package = tmp_path / "evals"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "shout.py").write_text(
+        textwrap.dedent("""\
+        from evaldag import checks
+
+        def target(input):
+            return input.upper()
+
+        gates = [checks.matches(r"^[A-Z ?]+$")]
+        """)
+    )
+    data = _write_data(tmp_path, [{"input": "hello?"}, {"input": "good morning"}])
+    done = _evaldag("run", "evals.shout", "--data", data, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "evals.shout on items.jsonl: 2 items" in done.stdout
+    assert "verdict: PASSED" in done.stdout
+
+
+def test_usage_errors_exit_3_not_argparse_2(tmp_path):
+    done = _evaldag("run", "eval.py", cwd=tmp_path)
+    assert done.returncode == 3
+    assert "the following arguments are required: --data" in done.stderr
+
+
+# In-process: the messages of configuration and input errors (main() returns the exit code).
+
+
+def _main(capsys, *args) -> tuple[int, str, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_missing_eval_file(tmp_path, capsys):
+    code, out, err = _main(capsys, "run", tmp_path / "nope.py", "--data", _write_data(tmp_path))
+    assert (code, out) == (3, "")
+    assert err == f"evaldag: error: eval file '{tmp_path / 'nope.py'}' does not exist\n"
+
+
+def test_missing_eval_module(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _main(capsys, "run", "no_such_evals.rag", "--data", _write_data(tmp_path))
+    assert code == 3
+    assert "no eval file or module named 'no_such_evals.rag'" in err
+
+
+def test_eval_file_that_raises_names_the_line(tmp_path, capsys):
+    eval_file = tmp_path / "broken_eval.py"
+    eval_file.write_text("import evaldag\n\nscorers = [undefined_scorer]\n")
+    code, _, err = _main(capsys, "run", eval_file, "--data", _write_data(tmp_path))
+    assert code == 3
+    assert (
+        f"loading {eval_file} raised NameError: name 'undefined_scorer' is not defined "
+        f"({eval_file}, line 3)"
+    ) in err
+    assert "Traceback" not in err
+
+
+def test_eval_file_without_scorers(tmp_path, capsys):
+    eval_file = tmp_path / "empty_eval.py"
+    eval_file.write_text("x = 1\n")
+    code, _, err = _main(capsys, "run", eval_file, "--data", _write_data(tmp_path))
+    assert code == 3
+    assert "defines neither 'scorers' nor 'gates'" in err
+
+
+def test_scorers_must_be_a_list(tmp_path, capsys):
+    eval_file = tmp_path / "single_eval.py"
+    eval_file.write_text(
+        "import evaldag\nscorers = evaldag.create_scorer('s').generate_score(lambda: 1)\n"
+    )
+    code, _, err = _main(capsys, "run", eval_file, "--data", _write_data(tmp_path))
+    assert code == 3
+    assert "'scorers' must be a list, got Scorer; write scorers = [...]" in err
+
+
+def test_missing_data_file(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact", name="data_eval.py")
+    code, _, err = _main(capsys, "run", eval_file, "--data", tmp_path / "missing.jsonl")
+    assert code == 3
+    assert f"Data file '{tmp_path / 'missing.jsonl'}' does not exist" in err
+
+
+def test_data_without_outputs(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact", name="nooutput_eval.py")
+    data = _write_data(tmp_path, [{"input": "q"}])
+    code, _, err = _main(capsys, "run", eval_file, "--data", data)
+    assert code == 3
+    assert "without a target, every item needs an 'output'" in err
+
+
+def test_report_of_a_missing_results_file(tmp_path, capsys):
+    code, _, err = _main(capsys, "report", tmp_path / "results.parquet")
+    assert code == 3
+    assert "results file" in err and "does not exist" in err
+
+
+def test_bad_concurrency_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "eval.py", "--data", "x.jsonl", "--concurrency", "0"])
+    assert exited.value.code == 3
+    assert "--concurrency: must be an integer >= 1, got '0'" in capsys.readouterr().err
+
+
+# The summary table.
+
+
+def test_summary_table():
+    exact = create_scorer("exact").generate_score(
+        lambda run: 1.0 if run.output == run.ground_truth else 0.0
+    )
+    flaky = create_scorer("flaky").generate_score(
+        lambda run: 1 / 0 if run.output == "Lisbon" else 0.5
+    )
+    result = run_evals(
+        ITEMS,
+        scorers=[exact.with_threshold(0.9), flaky],
+        gates=[checks.matches(r"^[A-Z]"), checks.excludes("Lisbon", id="no-lisbon")],
+    )
+    assert summary_table(result, "capitals") == textwrap.dedent("""\
+        capitals: 3 items
+
+          id             kind    average  scored  not scorable  errors  required  result
+          exact          scorer     0.67       3             0       0   >= 0.90  MISSED
+          flaky          scorer     0.50       2             0       1
+          check-matches  gate       1.00       3             0       0    = 1.00  passed
+          no-lisbon      gate       0.67       3             0       0    = 1.00  FAILED
+
+        verdict: FAILED (gate failed: no-lisbon; 1 of 1 thresholds missed (exact))""")
