@@ -10,6 +10,7 @@ import pytest
 from evaldag import EvalDagError, ScorerRunError, scorers
 from evaldag.scorers import _text
 from evaldag.scorers._nlp import completeness_elements
+from evaldag.transcripts import compare_two_strings
 
 
 def _agent(input_text, output_text):
@@ -168,7 +169,7 @@ def test_textual_difference_vector():
     ],
 )
 def test_bigram_dice(first, second, similarity):
-    assert _text.bigram_dice(first, second) == similarity
+    assert compare_two_strings(first, second) == similarity
 
 
 def test_content_similarity_options():

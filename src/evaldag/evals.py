@@ -142,14 +142,6 @@ def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int
     return max(64, concurrency * 8) if slow else _FUNCTION_BATCH
 
 
-def _first_failure(outcomes: dict[str, pd.Series], plan: EvalPlan) -> tuple[str, Any] | None:
-    for scorer in plan.scorers:
-        for label, state in outcomes[scorer.id].items():
-            if state.error is not None:
-                return scorer.id, (label, state.error)
-    return None
-
-
 def _item_callbacks(
     on_item_complete: Callable[..., Any],
     batch: pd.DataFrame,
@@ -222,44 +214,60 @@ def run_evals(
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     size = _batch_size(plan, concurrency, batch_size)
     if executor is not None:
-        unsupported = [
-            name
-            for name, used in (
-                ("on_item_complete", on_item_complete is not None),
-                ("checkpoint", checkpoint is not None),
-                ("on_error='raise'", on_error == "raise"),
-            )
-            if used
-        ]
-        if unsupported:
-            raise EvalDagError(
-                "INVALID_EXECUTOR_OPTIONS",
-                f"{', '.join(unsupported)} cannot be combined with executor=; run locally for them",
-                details={"options": unsupported},
-            )
+        _require_local_only_options_unset(
+            on_item_complete=on_item_complete is not None,
+            checkpoint=checkpoint is not None,
+            on_error=on_error == "raise",
+        )
         return _distributed_run(plan, dataset, executor, size, concurrency, out)
+    return _local_run(
+        plan,
+        dataset,
+        batch_size=size,
+        concurrency=concurrency,
+        on_item_complete=on_item_complete,
+        on_error=on_error,
+        progress=progress,
+        out=out,
+        checkpoint=checkpoint,
+    )
+
+
+def _local_run(
+    plan: EvalPlan,
+    dataset: pd.DataFrame,
+    *,
+    batch_size: int,
+    concurrency: int,
+    on_item_complete: Callable[..., Any] | None,
+    on_error: str,
+    progress: bool | None,
+    out: str | os.PathLike[str] | None,
+    checkpoint: str | os.PathLike[str] | None,
+) -> EvalResult:
+    """The eval here: one execute() per batch, then the aggregation nodes over all items."""
+    saved = None
     if checkpoint is not None:
         finished = _finished_run(checkpoint, plan, dataset)
         if finished is not None:
             return finished
-        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": size})
+        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": batch_size})
     dr = eval_driver(plan)
-
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [f"{s.id}.outcomes" for s in plan.scorers]
     bar = ProgressBar(len(dataset), enabled=progress)
     batches: list[pd.DataFrame] = []
     try:
-        for start in range(0, len(dataset), size):
-            batch = dataset.iloc[start : start + size]
-            items = saved.saved_items(start, batch) if checkpoint is not None else None
+        for start in range(0, len(dataset), batch_size):
+            batch = dataset.iloc[start : start + batch_size]
+            items = saved.saved_items(start, batch) if saved is not None else None
             if items is None:
                 values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
                 if on_error == "raise":
-                    _raise_first_failure(values, plan, batches)
+                    _raise_first_failure(values, plan, completed=start)
                 items = values["batch_items"]
-                if checkpoint is not None:
+                if saved is not None:
                     saved.save(start, batch, items)
                 if on_item_complete is not None:
                     _item_callbacks(on_item_complete, batch, values, plan)
@@ -267,19 +275,30 @@ def run_evals(
             bar.advance(len(batch))
     finally:
         bar.close()
-    items = pd.concat(batches) if len(batches) > 1 else batches[0]
-    outputs = {"dag_dot": eval_graph(dr, plan).source}
     sinks = [
         to.evaldag_parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
         for name, path in (("results", out), ("checkpoint", checkpoint))
         if path is not None
     ]
     _, values = dr.materialize(
-        *sinks, additional_vars=["eval_result"], overrides={"items": items}, inputs=outputs
+        *sinks,
+        additional_vars=["eval_result"],
+        overrides={"items": pd.concat(batches) if len(batches) > 1 else batches[0]},
+        inputs={"dag_dot": eval_graph(dr, plan).source},
     )
-    if checkpoint is not None:
+    if saved is not None:
         saved.finish()
     return values["eval_result"]
+
+
+def _require_local_only_options_unset(**used: bool) -> None:
+    names = [name for name, is_used in used.items() if is_used]
+    if names:
+        raise EvalDagError(
+            "INVALID_EXECUTOR_OPTIONS",
+            f"{', '.join(names)} cannot be combined with executor=; run locally for them",
+            details={"options": names},
+        )
 
 
 def _distributed_run(
@@ -326,29 +345,30 @@ def _finished_run(path: str | os.PathLike[str], plan: EvalPlan, dataset: pd.Data
     return result
 
 
-def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, done: list) -> None:
+def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
+    """Mastra's fail-fast: the first target or scorer failure of the batch stops the run."""
     for label, output in values["outputs"].items():
         if isinstance(output, TargetFailure):
             raise EvalDagError(
                 "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT",
                 "Failed to run experiment: Error generating result from target "
                 f"(item {label}): {output.message}",
-                details={"item": str(label), "completedItems": sum(len(b) for b in done)},
+                details={"item": str(label), "completedItems": completed},
             )
-    failure = _first_failure({s.id: values[f"{s.id}.outcomes"] for s in plan.scorers}, plan)
-    if failure is not None:
-        scorer_id, (label, error) = failure
-        raise EvalDagError(
-            "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
-            f"Failed to run experiment: Error running scorer {scorer_id} (item {label}): "
-            f"{error.message}",
-            details={
-                "scorerId": scorer_id,
-                "item": str(label),
-                "completedItems": sum(len(b) for b in done),
-            },
-            cause=error,
-        )
+    for scorer in plan.scorers:
+        for label, state in values[f"{scorer.id}.outcomes"].items():
+            if state.error is not None:
+                raise EvalDagError(
+                    "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
+                    f"Failed to run experiment: Error running scorer {scorer.id} (item "
+                    f"{label}): {state.error.message}",
+                    details={
+                        "scorerId": scorer.id,
+                        "item": str(label),
+                        "completedItems": completed,
+                    },
+                    cause=state.error,
+                )
 
 
 def visualize(

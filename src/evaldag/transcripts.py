@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -564,31 +565,25 @@ def compare_two_strings(first: str, second: str) -> float:
     """
     a = _JS_WHITESPACE_RUN.sub("", first)
     b = _JS_WHITESPACE_RUN.sub("", second)
-    if _beyond_bmp(a) or _beyond_bmp(b):
-        a, b = _utf16_units(a), _utf16_units(b)
     if a == b:
         return 1.0
-    if len(a) < 2 or len(b) < 2:
+    units_a: str | tuple[int, ...] = a
+    units_b: str | tuple[int, ...] = b
+    if not (is_bmp(a) and is_bmp(b)):
+        units_a, units_b = utf16_units(a), utf16_units(b)
+    if len(units_a) < 2 or len(units_b) < 2:
         return 0.0
-    bigrams: dict[Any, int] = {}
-    for i in range(len(a) - 1):
-        bigram = a[i : i + 2]
-        bigrams[bigram] = bigrams.get(bigram, 0) + 1
-    shared = 0
-    for i in range(len(b) - 1):
-        bigram = b[i : i + 2]
-        count = bigrams.get(bigram, 0)
-        if count > 0:
-            bigrams[bigram] = count - 1
-            shared += 1
-    return 2.0 * shared / (len(a) + len(b) - 2)
+    pairs_a = Counter(zip(units_a, units_a[1:], strict=False))
+    pairs_b = Counter(zip(units_b, units_b[1:], strict=False))
+    return 2.0 * (pairs_a & pairs_b).total() / (len(units_a) + len(units_b) - 2)
 
 
-def _beyond_bmp(text: str) -> bool:
-    return not text.isascii() and any(ord(char) > 0xFFFF for char in text)
+def is_bmp(text: str) -> bool:
+    """Whether every character of ``text`` is one UTF-16 code unit (as JavaScript counts)."""
+    return text.isascii() or all(ord(char) <= 0xFFFF for char in text)
 
 
-def _utf16_units(text: str) -> tuple[int, ...]:
+def utf16_units(text: str) -> tuple[int, ...]:
     """``text`` as UTF-16 code units: what JavaScript indexes and counts."""
     encoded = text.encode("utf-16-le", "surrogatepass")
     return tuple(int.from_bytes(encoded[i : i + 2], "little") for i in range(0, len(encoded), 2))

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from evaldag.errors import EvalDagError
+from evaldag.transcripts import is_bmp, utf16_units
 
 #: JavaScript's ``\s``: what ``/\s+/`` and ``trim()`` treat as whitespace.
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -62,16 +63,6 @@ def js_length(text: str) -> int:
     return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
-def _in_bmp(text: str) -> bool:
-    return text.isascii() or all(ord(char) <= 0xFFFF for char in text)
-
-
-def _code_units(text: str) -> tuple[int, ...]:
-    """``text`` as the UTF-16 code units JavaScript indexes."""
-    encoded = text.encode("utf-16-le", "surrogatepass")
-    return tuple(int.from_bytes(encoded[i : i + 2], "little") for i in range(0, len(encoded), 2))
-
-
 # --- completeness -------------------------------------------------------------------------------
 
 
@@ -110,9 +101,9 @@ def lcs_length(first: str, second: str) -> int:
     """Length of the longest common subsequence of two strings, in UTF-16 code units."""
     from rapidfuzz.distance import LCSseq
 
-    if _in_bmp(first) and _in_bmp(second):
+    if is_bmp(first) and is_bmp(second):
         return LCSseq.similarity(first, second)
-    return LCSseq.similarity(_code_units(first), _code_units(second))
+    return LCSseq.similarity(utf16_units(first), utf16_units(second))
 
 
 def lcs_ratio(first: str, second: str) -> float:
@@ -144,27 +135,6 @@ def word_changes(first: str, second: str) -> int:
 
 
 # --- content similarity ----------------------------------------------------------------------
-
-
-def bigram_dice(first: str, second: str) -> float:
-    """string-similarity's ``compareTwoStrings``: Dice coefficient of the character-bigram
-    multisets, whitespace removed, lengths in UTF-16 code units.
-
-    1 for equal strings (both empty too), 0 when either is shorter than two characters.
-    """
-    a, b = "".join(js_words(first)), "".join(js_words(second))
-    if a == b:
-        return 1.0
-    units_a: str | tuple[int, ...] = a
-    units_b: str | tuple[int, ...] = b
-    if not (_in_bmp(a) and _in_bmp(b)):
-        units_a, units_b = _code_units(a), _code_units(b)
-    if len(units_a) < 2 or len(units_b) < 2:
-        return 0.0
-    pairs_a = Counter(zip(units_a, units_a[1:], strict=False))
-    pairs_b = Counter(zip(units_b, units_b[1:], strict=False))
-    shared = (pairs_a & pairs_b).total()
-    return 2.0 * shared / (len(units_a) + len(units_b) - 2)
 
 
 # --- keyword coverage -------------------------------------------------------------------------

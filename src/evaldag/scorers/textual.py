@@ -13,7 +13,7 @@ from evaldag.errors import EvalDagError
 from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers import _text
 from evaldag.scorers._nlp import completeness_elements
-from evaldag.transcripts import extract_input_messages, get_text_content
+from evaldag.transcripts import compare_two_strings, extract_input_messages, get_text_content
 from evaldag.transcripts import run_messages as _run_messages
 
 _NLP_DESCRIPTION = (
@@ -130,7 +130,7 @@ def content_similarity(ignore_case: bool = True, ignore_whitespace: bool = True)
         return {"processedInput": first, "processedOutput": second}
 
     def similarity(preprocess_step_result: dict[str, str]) -> float:
-        return _text.bigram_dice(
+        return compare_two_strings(
             preprocess_step_result["processedInput"], preprocess_step_result["processedOutput"]
         )
 
