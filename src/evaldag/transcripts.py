@@ -525,6 +525,36 @@ def extract_tool_calls(run_output: Any) -> ToolCalls:
     return ToolCalls(tools, infos)
 
 
+def extract_trajectory(run_output: Any) -> dict[str, Any]:
+    """An agent's messages as a trajectory: one ``tool_call`` step per tool invocation.
+
+    Mastra's ``extractTrajectory``: invocations in state 'result', 'call' or 'output-error',
+    with ``toolArgs``, ``toolResult`` (for results) and ``success``; ``rawOutput`` keeps the
+    messages.
+    """
+    messages = run_messages(run_output, "assistant")
+    steps = []
+    for message in messages:
+        for invocation in merge_tool_invocations(message):
+            if not isinstance(invocation, dict):
+                continue
+            name, state = invocation.get("toolName"), invocation.get("state")
+            if not name or state not in _CALL_STATES:
+                continue
+            step: dict[str, Any] = {"stepType": "tool_call", "name": name}
+            if invocation.get("args") is not None:
+                step["toolArgs"] = _as_object(invocation["args"])
+            if state == "result" and invocation.get("result") is not None:
+                step["toolResult"] = _as_object(invocation["result"])
+            step["success"] = state == "result" and invocation.get("isError") is not True
+            steps.append(step)
+    return {"steps": steps, "rawOutput": messages}
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"value": value}
+
+
 def extract_tool_results(run_output: Any) -> list[ToolResult]:
     """The tool calls that returned (state 'result' with a ``result``), in order."""
     return [

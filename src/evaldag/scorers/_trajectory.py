@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from evaldag.errors import EvalDagError, camel
-from evaldag.transcripts import round_to_two_decimals
+from evaldag.transcripts import extract_trajectory, is_agent_run_output, round_to_two_decimals
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 
@@ -55,7 +55,12 @@ def _plain_step(value: Any) -> Any:
 
 
 def trajectory_dict(value: Any, what: str = "trajectory") -> dict[str, Any]:
-    """``value`` as ``{"steps": [...], ...}`` with camelCase keys; raises on other shapes."""
+    """``value`` as ``{"steps": [...], ...}`` with camelCase keys; raises on other shapes.
+
+    An agent's messages become their trajectory (``transcripts.extract_trajectory``).
+    """
+    if is_agent_run_output(value):
+        value = extract_trajectory(value)
     if hasattr(value, "model_dump"):
         value = value.model_dump(by_alias=True, exclude_unset=True)
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
