@@ -124,21 +124,27 @@ def scored_frame(outcomes: pd.Series, stages: list[str]) -> pd.DataFrame:
     return pd.DataFrame(frame)[list(SCORER_COLUMNS)]
 
 
-def scorers_driver(scorers: Sequence[Scorer], *extra_nodes: Callable[..., Any]) -> driver.Driver:
-    """One Hamilton driver over the subdags of ``scorers`` (plus any extra node functions)."""
-    module = ad_hoc_utils.create_temporary_module(
-        *(scorer_subdag(s) for s in scorers), *extra_nodes
-    )
+def built_driver(
+    nodes: Sequence[Callable[..., Any]], builder: driver.Builder | None = None
+) -> driver.Driver:
+    """A Hamilton driver over node functions (``builder`` may carry executors and adapters)."""
+    module = ad_hoc_utils.create_temporary_module(*nodes)
     try:
-        return driver.Builder().with_modules(module).build()
+        return (builder or driver.Builder()).with_modules(module).build()
     finally:
         # Hamilton finds the functions through sys.modules while building; once built, the
-        # driver holds them, so the temporary module need not outlive the build.
+        # driver holds them (and Dask or Ray workers receive them pickled by value).
         sys.modules.pop(module.__name__, None)
 
 
+def scorers_driver(scorers: Sequence[Scorer]) -> driver.Driver:
+    """One Hamilton driver over the subdags of ``scorers``; its inputs are ``runs`` and
+    ``concurrency``."""
+    return built_driver([scorer_subdag(s) for s in scorers])
+
+
 def scorer_driver(scorer: Scorer) -> driver.Driver:
-    """The driver of one scorer's DAG; its inputs are ``runs`` and ``concurrency``."""
+    """The driver of one scorer's DAG (what ``scorer.run`` executes)."""
     return scorers_driver([scorer])
 
 

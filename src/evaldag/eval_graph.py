@@ -13,14 +13,13 @@ Scorer subdags come from ``evaldag.dag``; aggregation bodies from ``evaldag.aggr
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from hamilton import ad_hoc_utils, driver
+from hamilton import driver
 from hamilton.execution import executors
 from hamilton.execution.executors import TaskExecutor
 from hamilton.function_modifiers import group, inject, parameterize, source, value
@@ -28,7 +27,7 @@ from hamilton.htypes import Collect, Parallelizable
 
 from evaldag import aggregation
 from evaldag.concurrency import gc_paused
-from evaldag.dag import TEXT, scorer_subdag, write_picture
+from evaldag.dag import TEXT, built_driver, scorer_subdag, write_picture
 from evaldag.dataset import RUN_FIELDS
 from evaldag.eval_result import (
     EvalResult,
@@ -370,26 +369,21 @@ def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.
         fans out over ``dataset: Parallelizable`` batches of the ``data`` input and collects
         them into ``items``.
     """
-    module = ad_hoc_utils.create_temporary_module(
+    nodes = [
         *_source_nodes(plan),
         *(scorer_subdag(s) for s in plan.all_scorers),
         _batch_items_node(plan),
         *_batch_nodes(executor is not None),
         *_aggregation_nodes(plan),
-    )
-    builder = driver.Builder().with_modules(module)
+    ]
+    builder = driver.Builder()
     if executor is not None:
         builder = (
             builder.enable_dynamic_execution(allow_experimental_mode=True)
             .with_local_executor(executors.SynchronousLocalTaskExecutor())
             .with_remote_executor(executor)
         )
-    try:
-        return builder.build()
-    finally:
-        # Hamilton finds the functions through sys.modules while building; once built, the
-        # driver holds them, and workers receive them pickled by value.
-        sys.modules.pop(module.__name__, None)
+    return built_driver(nodes, builder)
 
 
 _AGGREGATION_STYLE = {"fillcolor": "#d1c4e9", "style": "rounded,filled"}
