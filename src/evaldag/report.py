@@ -209,7 +209,7 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
     total = result.usage.get("total")
     cards = [
         ("Items", f"{result.summary.total_items:,}", _items_note(result)),
-        ("Scorers", str(scorer_count), f"{gate_count} gates"),
+        ("Scorers", str(scorer_count), _counted(gate_count, "gate")),
         (
             "Gates passed",
             f"{sum(g.passed for g in result.gate_results)} / {len(result.gate_results)}",
@@ -234,8 +234,8 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
     )
     return (
         f'<header class="top"><div><p class="eyebrow">evaldag report</p><h1>{_e(title)}</h1>'
-        f'<p class="lede">{result.summary.total_items:,} items scored by {scorer_count} scorers '
-        f"and {gate_count} gates.</p></div>"
+        f'<p class="lede">{_counted(result.summary.total_items, "item")} scored by '
+        f"{_counted(scorer_count, 'scorer')} and {_counted(gate_count, 'gate')}.</p></div>"
         f'<div class="verdict verdict-{verdict}" id="verdict"><span class="verdict-label">'
         f'Verdict</span><strong>{label}</strong><span class="verdict-why">'
         f"{_e(verdict_explanation(result))}</span></div></header>"
@@ -243,14 +243,18 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
     )
 
 
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def _items_note(result: EvalResult) -> str:
     summary = result.summary
     notes = []
     if summary.target_errors:
-        notes.append(f"{summary.target_errors} target errors")
+        notes.append(_counted(summary.target_errors, "target error"))
     errors = sum(summary.errors.values())
     if errors:
-        notes.append(f"{errors} scorer errors")
+        notes.append(_counted(errors, "scorer error"))
     not_scorable = sum(summary.not_scorable.values())
     if not_scorable:
         notes.append(f"{not_scorable} not scorable")
@@ -288,10 +292,11 @@ def _requirements_section(summaries: list[ScorerSummary]) -> str:
             for s in rows
         )
         body = (
-            '<table class="data"><thead><tr><th>id</th><th>kind</th><th class="num">average</th>'
+            '<div class="table"><table class="data"><thead><tr><th>id</th><th>kind</th>'
+            '<th class="num">average</th>'
             '<th class="num">required</th><th class="num">scored</th>'
             '<th class="num">not scorable</th><th class="num">errors</th><th>result</th></tr>'
-            f"</thead><tbody>{lines}</tbody></table>"
+            f"</thead><tbody>{lines}</tbody></table></div>"
             '<p class="muted small">A gate fails when any item fails it (a scorer error counts '
             "as 0). A threshold fails when the average is outside it or the scorer failed on "
             "an item. A failed gate makes the verdict <b>failed</b>; a missed threshold makes "
@@ -678,10 +683,11 @@ def _usage_section(usage: dict[str, ScorerUsage]) -> str:
             for key, u in sorted(usage.items(), key=lambda kv: kv[0] == "total")
         )
         body = (
-            '<table class="data"><thead><tr><th>scorer</th><th class="num">calls</th>'
+            '<div class="table"><table class="data"><thead><tr><th>scorer</th>'
+            '<th class="num">calls</th>'
             '<th class="num">input tokens</th><th class="num">output tokens</th>'
             '<th class="num">total tokens</th><th class="num">cost</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>"
+            f"<tbody>{rows}</tbody></table></div>"
             '<p class="muted small">Costs come from litellm\'s price table; local and unpriced '
             "models cost $0. Replies served from the judge cache cost nothing.</p>"
         )
@@ -716,15 +722,16 @@ def stages_svg(result: EvalResult) -> str:
     """The eval's stages drawn without Graphviz: a row of step boxes per scorer and gate,
     from the items to each average, its gate or threshold, and the verdict."""
     definitions = _definitions(result)
-    box_w, box_h, gap, row_h = 112, 30, 22, 44
+    box_w, box_h, gap, row_h = 124, 30, 22, 44
     step_columns = max([len(d["steps"]) for d in definitions] + [1])
     x_steps = 20 + box_w + gap
     x_average = x_steps + step_columns * (box_w + gap)
     x_check = x_average + box_w + gap
     x_verdict = x_check + box_w + gap
     width = x_verdict + box_w + 20
-    height = 40 + row_h * len(definitions)
-    middle = 40 + row_h * len(definitions) / 2 - box_h / 2
+    rows_end = 30 + (len(definitions) - 1) * row_h + box_h
+    height = rows_end + 44
+    middle = 30 + (len(definitions) - 1) * row_h / 2
     parts = [
         (
             f'<svg class="stages" viewBox="0 0 {width} {height}" role="img" '
@@ -740,7 +747,7 @@ def stages_svg(result: EvalResult) -> str:
         (20, "data"),
         (x_steps, "scorer steps"),
         (x_average, "averages"),
-        (x_check, "gates / thresholds"),
+        (x_check, "checks"),
         (x_verdict, "verdict"),
     ):
         parts.append(f'<text class="col" x="{x_pos}" y="16">{title}</text>')
@@ -771,12 +778,24 @@ def stages_svg(result: EvalResult) -> str:
         parts.append(
             _box(x_verdict, middle, box_w, box_h, result.verdict or "verdict", "node-check")
         )
+    legend = (
+        ("node-step", "function step"),
+        ("node-llm", "LLM judge step"),
+        ("node-agg", "average"),
+        ("node-check", "gate, threshold, verdict"),
+    )
+    for index, (kind, label) in enumerate(legend):
+        x_pos = 20 + index * 170
+        parts.append(
+            f'<g class="{kind}"><rect x="{x_pos}" y="{rows_end + 20}" width="14" height="14" '
+            f'rx="3"/></g><text class="legend" x="{x_pos + 20}" y="{rows_end + 31}">{label}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _box(x: float, y: float, w: float, h: float, label: str, kind: str, title: str = "") -> str:
-    shown = label if len(label) <= 16 else label[:15] + "…"
+    shown = label if len(label) <= 18 else label[:17] + "…"
     return (
         f'<g class="{kind}"><title>{_e(title or label)}</title>'
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{w}" height="{h}" rx="6"/>'
