@@ -27,6 +27,8 @@ from evaldag.errors import EvalDagError
 from evaldag.eval_result import EvalResult
 
 _METADATA_KEY = b"evaldag"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 _SCALARS = (str, int, float, bool)
 
 
@@ -64,6 +66,7 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     os.close(handle)
     try:
         pq.write_table(table, temporary)
+        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp made it private; give it the usual mode
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
