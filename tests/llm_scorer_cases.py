@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from judge_server import DEFAULT_USAGE, JudgeServer, Reply
 
-from evaldag import Scorer, ScorerResult, ScorerRunError
+from evaldag import Scorer, ScorerResult, ScorerRunError, scorers
 from evaldag.errors import camel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm_scorers"
@@ -203,3 +203,217 @@ def parametrized_cases(scorer: str) -> Callable[[Callable[..., Any]], Any]:
     """``@parametrized_cases('bias')``: the test gets each case as ``entry``."""
     entries = mastra_cases(scorer)
     return pytest.mark.parametrize("entry", entries, ids=case_ids(entries))
+
+
+# --- sample runs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A scorer on a sample run, with the judge replies that carry it through every step."""
+
+    scorer: Callable[[Any], Scorer]
+    run: dict[str, Any]
+    replies: list[Any]
+    shown: list[str] = field(default_factory=list)  # texts the prompts must show
+
+
+ORDER_OUTPUT = [
+    {
+        "id": "a1",
+        "role": "assistant",
+        "createdAt": "2025-03-04T10:00:00.000Z",
+        "content": {
+            "format": 2,
+            "parts": [
+                {
+                    "type": "text",
+                    "text": "Your order 48213 shipped on March 3 with UPS and should arrive by "
+                    "March 6. It might arrive a day early.",
+                },
+                {
+                    "type": "tool-invocation",
+                    "toolInvocation": {
+                        "toolCallId": "call-1",
+                        "toolName": "get_order_status",
+                        "args": {"orderId": "48213"},
+                        "state": "result",
+                        "result": {"status": "shipped", "carrier": "UPS", "eta": "2025-03-06"},
+                    },
+                },
+            ],
+        },
+    }
+]
+
+SAMPLES: dict[str, Sample] = {
+    "faithfulness-scorer": Sample(
+        scorers.faithfulness,
+        {"input": "Is my order 48213 on its way?", "output": ORDER_OUTPUT},
+        [
+            {"claims": ["Order 48213 shipped on March 3", "Order 48213 might arrive early"]},
+            {
+                "verdicts": [
+                    {"verdict": "unsure", "reason": "No shipping date in the tool result."},
+                    {"verdict": "unsure", "reason": "Hedged."},
+                ]
+            },
+            "The score is 0 because no claim is backed by the tool result.",
+        ],
+        shown=['{"status":"shipped","carrier":"UPS","eta":"2025-03-06"}', "Order 48213"],
+    ),
+    "answer-relevancy-scorer": Sample(
+        scorers.answer_relevancy,
+        {
+            "input": "How do I reset my router?",
+            "output": "Hold the reset button for ten seconds. Our shop opens at 9.",
+        },
+        [
+            {"statements": ["Hold the reset button for ten seconds", "Our shop opens at 9"]},
+            {
+                "results": [
+                    {"result": "yes", "reason": "The reset procedure."},
+                    {"result": "no", "reason": "Opening hours."},
+                ]
+            },
+            "The score is 0.5 because one of two statements answers the question.",
+        ],
+        shown=["How do I reset my router?", "2. Our shop opens at 9"],
+    ),
+    "answer-similarity-scorer": Sample(
+        scorers.answer_similarity,
+        {
+            "input": "When is the deadline?",
+            "output": "The deadline is June 14.",
+            "ground_truth": "The deadline is June 30.",
+        },
+        [
+            {
+                "outputUnits": ["The deadline is June 14"],
+                "groundTruthUnits": ["The deadline is June 30"],
+            },
+            {
+                "matches": [
+                    {
+                        "groundTruthUnit": "The deadline is June 30",
+                        "outputUnit": "The deadline is June 14",
+                        "matchType": "missing",
+                        "explanation": "Wrong date.",
+                    }
+                ],
+                "extraInOutput": [],
+                "contradictions": [
+                    {
+                        "outputUnit": "The deadline is June 14",
+                        "groundTruthUnit": "The deadline is June 30",
+                        "explanation": "June 14 is not June 30.",
+                    }
+                ],
+            },
+            "The score is 0/1 because the answer gives the wrong deadline.",
+        ],
+        shown=["The deadline is June 30.", "1. The deadline is June 14"],
+    ),
+    "bias-scorer": Sample(
+        scorers.bias,
+        {
+            "input": "Who should lead the project?",
+            "output": "Dana has led three launches. Men are better at leading, I think.",
+        },
+        [
+            {"opinions": ["Men are better at leading"]},
+            {"results": [{"result": "yes", "reason": "Gender bias."}]},
+            "The score is 1 because the only opinion is gender-biased.",
+        ],
+        shown=["1. Men are better at leading", "Gender bias."],
+    ),
+    "hallucination-scorer": Sample(
+        lambda judge: scorers.hallucination(
+            judge, context=["The Eiffel Tower is 330 metres tall.", "It opened in 1889."]
+        ),
+        {
+            "input": "Tell me about the Eiffel Tower.",
+            "output": "The Eiffel Tower is 330 metres tall and was painted red at first.",
+        },
+        [
+            {"claims": ["The Eiffel Tower is 330 metres tall", "It was painted red at first"]},
+            {
+                "verdicts": [
+                    {
+                        "statement": "The Eiffel Tower is 330 metres tall",
+                        "verdict": "no",
+                        "reason": "Stated.",
+                    },
+                    {
+                        "statement": "It was painted red at first",
+                        "verdict": "yes",
+                        "reason": "Not in the context.",
+                    },
+                ]
+            },
+            "The score is 0.5 because the original colour is not in the context.",
+        ],
+        shown=["The Eiffel Tower is 330 metres tall.\nIt opened in 1889.", "There are 2 claims"],
+    ),
+    "toxicity-scorer": Sample(
+        scorers.toxicity,
+        {"input": "Can you explain it again?", "output": "Only an idiot asks twice. It is 42."},
+        [
+            {
+                "verdicts": [
+                    {"verdict": "yes", "reason": "Insults the user."},
+                    {"verdict": "no", "reason": "States the answer."},
+                ]
+            },
+            "The score is 0.5 because the reply insults the user before answering.",
+        ],
+        shown=["Can you explain it again?", "Only an idiot asks twice."],
+    ),
+    "llm-tool-call-accuracy-scorer": Sample(
+        lambda judge: scorers.tool_call_accuracy_llm(
+            judge,
+            available_tools=[
+                {"id": "get_order_status", "description": "Shipping status of an order"},
+                {"id": "send_email", "description": "Send an email for the user"},
+            ],
+        ),
+        {"input": "Is my order 48213 on its way?", "output": ORDER_OUTPUT},
+        [
+            {
+                "evaluations": [
+                    {
+                        "toolCalled": "get_order_status",
+                        "wasAppropriate": True,
+                        "reasoning": "Gives the status asked for.",
+                    }
+                ],
+                "missingTools": [],
+            },
+            "The score is 1 because the one tool called answers the request.",
+        ],
+        shown=["get_order_status: Shipping status of an order", "<tools_called>\nget_order_status"],
+    ),
+    "context-precision-scorer": Sample(
+        lambda judge: scorers.context_precision(
+            judge,
+            context=[
+                "Ibuprofen first went on sale in 1969.",
+                "Ibuprofen commonly causes heartburn and nausea.",
+            ],
+        ),
+        {
+            "input": "What are the side effects of ibuprofen?",
+            "output": "Heartburn and nausea are common side effects.",
+        },
+        [
+            {
+                "verdicts": [
+                    {"context_index": 0, "verdict": "no", "reason": "History."},
+                    {"context_index": 1, "verdict": "yes", "reason": "The side effects."},
+                ]
+            },
+            "The score is 0.5 because the useful piece is ranked second.",
+        ],
+        shown=["[1] Ibuprofen commonly causes heartburn and nausea."],
+    ),
+}

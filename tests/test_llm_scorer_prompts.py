@@ -11,76 +11,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 from judge_server import JudgeServer, judge_server_fixture  # noqa: F401 (fixture)
+from llm_scorer_cases import SAMPLES
 
-from evaldag import Scorer, scorers
+from evaldag import Scorer
 
 PROMPTS = Path(__file__).parent / "fixtures" / "llm_scorers" / "prompts"
 _LEFTOVER_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]\w*")
 _STEP_NAMES = ("preprocess", "analyze", "generate_score", "generate_reason")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """A scorer on a sample run, with the judge replies that carry it through every step."""
-
-    scorer: Callable[[Any], Scorer]
-    run: dict[str, Any]
-    replies: list[Any]
-    shown: list[str] = field(default_factory=list)  # texts the prompts must show
-
-
-ORDER_OUTPUT = [
-    {
-        "id": "a1",
-        "role": "assistant",
-        "createdAt": "2025-03-04T10:00:00.000Z",
-        "content": {
-            "format": 2,
-            "parts": [
-                {
-                    "type": "text",
-                    "text": "Your order 48213 shipped on March 3 with UPS and should arrive by "
-                    "March 6. It might arrive a day early.",
-                },
-                {
-                    "type": "tool-invocation",
-                    "toolInvocation": {
-                        "toolCallId": "call-1",
-                        "toolName": "get_order_status",
-                        "args": {"orderId": "48213"},
-                        "state": "result",
-                        "result": {"status": "shipped", "carrier": "UPS", "eta": "2025-03-06"},
-                    },
-                },
-            ],
-        },
-    }
-]
-
-SAMPLES: dict[str, Sample] = {
-    "faithfulness-scorer": Sample(
-        scorers.faithfulness,
-        {"input": "Is my order 48213 on its way?", "output": ORDER_OUTPUT},
-        [
-            {"claims": ["Order 48213 shipped on March 3", "Order 48213 might arrive early"]},
-            {
-                "verdicts": [
-                    {"verdict": "unsure", "reason": "No shipping date in the tool result."},
-                    {"verdict": "unsure", "reason": "Hedged."},
-                ]
-            },
-            "The score is 0 because no claim is backed by the tool result.",
-        ],
-        shown=['{"status":"shipped","carrier":"UPS","eta":"2025-03-06"}', "Order 48213"],
-    ),
-}
 
 
 def _transcript(scorer: Scorer, server: JudgeServer) -> str:

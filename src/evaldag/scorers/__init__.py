@@ -7,7 +7,16 @@ from evaldag.scorers._trajectory import (
     check_trajectory_efficiency,
     compare_trajectories,
 )
-from evaldag.scorers.llm import faithfulness
+from evaldag.scorers.llm import (
+    answer_relevancy,
+    answer_similarity,
+    bias,
+    context_precision,
+    faithfulness,
+    hallucination,
+    tool_call_accuracy_llm,
+    toxicity,
+)
 from evaldag.scorers.textual import (
     completeness,
     content_similarity,
@@ -20,16 +29,23 @@ from evaldag.scorers.trajectories import trajectory, trajectory_accuracy
 
 __all__ = [
     "analyze_tool_failures",
+    "answer_relevancy",
+    "answer_similarity",
+    "bias",
     "check_trajectory_blacklist",
     "check_trajectory_efficiency",
     "compare_trajectories",
     "completeness",
     "content_similarity",
+    "context_precision",
     "faithfulness",
+    "hallucination",
     "keyword_coverage",
     "textual_difference",
     "tone",
     "tool_call_accuracy",
+    "tool_call_accuracy_llm",
+    "toxicity",
     "trajectory",
     "trajectory_accuracy",
 ]

@@ -3,6 +3,22 @@
 Each module starts with the prompts its judge reads; ``_shared`` says how a scorer is written.
 """
 
+from evaldag.scorers.llm.answer_relevancy import answer_relevancy
+from evaldag.scorers.llm.answer_similarity import answer_similarity
+from evaldag.scorers.llm.bias import bias
+from evaldag.scorers.llm.context_precision import context_precision
 from evaldag.scorers.llm.faithfulness import faithfulness
+from evaldag.scorers.llm.hallucination import hallucination
+from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
+from evaldag.scorers.llm.toxicity import toxicity
 
-__all__ = ["faithfulness"]
+__all__ = [
+    "answer_relevancy",
+    "answer_similarity",
+    "bias",
+    "context_precision",
+    "faithfulness",
+    "hallucination",
+    "tool_call_accuracy_llm",
+    "toxicity",
+]

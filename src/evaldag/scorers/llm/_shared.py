@@ -10,7 +10,9 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
 2. **What the judge returns**: one pydantic model per judged preprocess/analyze step, with
    Mastra's field names (camelCase where Mastra's are). Verdict fields are plain strings
    listing their values with :func:`choice`: the JSON schema steers the judge, and a judge
-   that answers ``"Yes "`` is still read (see :func:`said_yes`).
+   that answers ``"Yes "`` is still read (see :func:`said_yes`). Fields Mastra types as an
+   enum are ``Literal``. Models with camelCase JSON derive from :class:`CamelAnswer` and keep
+   snake_case attribute names.
 3. **The factory** ``name(model, *, option=default, ...) -> Scorer``: Mastra's options as
    keyword arguments with Mastra's defaults (no options dict that replaces the defaults),
    checked when the scorer is built (:func:`positive_scale`, :func:`number_option`,
@@ -43,7 +45,8 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from evaldag.errors import EvalDagError
 from evaldag.judge import Judge, as_judge
@@ -231,6 +234,12 @@ def context_option(context: Any, factory: str, name: str = "context") -> list[st
 
 
 # --- verdicts and scores -----------------------------------------------------------------------
+
+
+class CamelAnswer(BaseModel):
+    """A judge's answer whose snake_case fields are camelCase in JSON, as Mastra names them."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
 def choice(*values: str, description: str) -> Any:

@@ -1,0 +1,210 @@
+"""Answer relevancy: how much of the response addresses what the user asked.
+
+Mastra's ``createAnswerRelevancyScorer`` (id ``answer-relevancy-scorer``): the judge splits the
+response into statements, then rates each one's relevance to the user's message (``yes``
+answers it, ``unsure`` partly relevant, ``no`` unrelated). Score = (yes + unsure × uncertainty
+weight) / statements × scale.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._shared import (
+    PromptTemplate,
+    answer,
+    assistant_text,
+    choice,
+    item_verdicts,
+    json_text,
+    number_option,
+    numbered,
+    positive_scale,
+    scorer_judge,
+    share,
+    user_text,
+)
+from evaldag.steps import PromptStep
+
+INSTRUCTIONS = """\
+You judge whether an AI assistant's response addresses what the user asked.
+- Relevance is about the question, not about truth: a wrong answer to the question is still on
+  the question, and a true statement about something else is not.
+- A statement can be relevant, partly relevant or unrelated; say which, and why.
+- An empty response, or one that is only an error message, does not address the question.
+Answer in the JSON format you are asked for."""
+
+STATEMENTS_PROMPT = PromptTemplate("""\
+Split the response below into statements: the separate things it says.
+
+- Split a sentence that joins several facts or claims (with "and", commas, lists) into one
+  statement each, but keep a fact together with the detail that qualifies it.
+- A one-word answer is a statement. An error message is one statement, whole.
+- Keep the wording of the response.
+- If the response is empty, answer {"statements": []}.
+
+For the response "Yes! The store opens at 9 and closes at 6. Parking is free.", the statements
+are: {"statements": ["Yes!", "The store opens at 9", "The store closes at 6",
+  "Parking is free"]}
+
+<response>
+$output
+</response>
+
+Answer with JSON: {"statements": ["...", "..."]}""")
+
+RESULTS_PROMPT = PromptTemplate("""\
+Rate how relevant each statement of a response is to the user's message.
+
+<user_message>
+$input
+</user_message>
+
+There are $statement_count statements:
+<statements>
+$statements
+</statements>
+
+For each statement, in the order given, give a result:
+- "yes": it answers the question directly: the thing asked for (a place for "where", a
+  person for "who", a number for "how many"), or a step of the procedure asked for;
+- "unsure": it is partly relevant: on the question's topic and kind of information without
+  answering it, about a related case rather than the one asked about, or an attempt at the
+  answer that is wrong;
+- "no": it does not help answer the question: another topic, general facts about the subject
+  that do not touch what was asked, small talk, or empty text.
+Do not judge whether statements are true, only whether they address the question.
+Give exactly one result per statement: $statement_count results, each with a short reason.
+
+Example: for the question "How long does the train from Paris to Lyon take?" and the
+statements ["The TGV takes about two hours", "Trains to Marseille take three hours",
+"Paris has six main stations"], answer:
+{"results": [
+  {"result": "yes", "reason": "Gives the travel time asked for."},
+  {"result": "unsure", "reason": "A travel time, but for another route."},
+  {"result": "no", "reason": "About Paris stations, not the travel time."}
+]}
+
+Answer with JSON: {"results": [{"result": "yes" | "unsure" | "no", "reason": "..."}]}""")
+
+REASON_PROMPT = PromptTemplate("""\
+A response was scored for relevance to the user's message: statements that answer the question
+count fully, partly relevant ones count $uncertainty_weight, unrelated ones count 0; the score
+runs from 0 to $scale.
+
+<user_message>
+$input
+</user_message>
+
+<response>
+$output
+</response>
+
+Score: $score
+Results, one per statement: $results
+
+In one or two sentences, explain this score: what in the response addresses the question and
+what does not. Take the score as given; do not recompute it or judge correctness. If there are
+no statements, say why (for example, the response is empty).
+Start with "The score is $score because".""")
+
+
+class Statements(BaseModel):
+    """The statements a response makes."""
+
+    statements: list[str] = Field(description="One statement per entry, in response order.")
+
+
+class Result(BaseModel):
+    """How relevant one statement is to the user's message."""
+
+    result: str = choice("yes", "unsure", "no", description="yes: answers the question.")
+    reason: str = Field(description="Why the statement is or is not relevant.")
+
+
+class Results(BaseModel):
+    """One result per statement, in statement order."""
+
+    results: list[Result]
+
+
+def answer_relevancy(model: Any, *, uncertainty_weight: float = 0.3, scale: float = 1) -> Scorer:
+    """Relevance of the response's statements to the user's message, times ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param uncertainty_weight: what a partly relevant (``unsure``) statement counts, 0 to 1.
+    :param scale: the score of a fully relevant response.
+
+    Steps: preprocess (judge: statements), analyze (judge: one result per statement), analyze
+    (one result per statement kept; a mismatch is recorded in ``verdictCountMismatch`` and a
+    missing result counts as ``no``), generate_score, generate_reason (judge).
+    """
+    weight = number_option(
+        uncertainty_weight, "uncertainty_weight", "answer_relevancy", minimum=0, maximum=1
+    )
+    scale = positive_scale(scale, "answer_relevancy")
+
+    def statements_prompt(run: Any) -> str:
+        return STATEMENTS_PROMPT.render(output=assistant_text(run))
+
+    def results_prompt(run: Any, preprocess_step_result: Any) -> str:
+        statements = preprocess_step_result["statements"]
+        return RESULTS_PROMPT.render(
+            input=user_text(run),
+            statement_count=str(len(statements)),
+            statements=numbered(statements, "(none)"),
+        )
+
+    def relevancy_score(analyze_step_result: Any) -> float:
+        results = analyze_step_result["results"]
+        points = {"yes": 1.0, "unsure": weight}
+        total = sum(points.get(answer(result.get("result")), 0.0) for result in results)
+        return share(total, len(results), scale)
+
+    def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
+        return REASON_PROMPT.render(
+            uncertainty_weight=f"{weight:g}",
+            scale=f"{scale:g}",
+            input=user_text(run),
+            output=assistant_text(run),
+            score=f"{score:g}",
+            results=json_text(analyze_step_result["results"]),
+        )
+
+    return (
+        create_scorer(
+            "answer-relevancy-scorer",
+            name="Answer Relevancy Scorer",
+            description="A scorer that evaluates the relevancy of an LLM output to an input",
+            type="agent",
+            judge=scorer_judge(model, INSTRUCTIONS, "answer_relevancy"),
+        )
+        .preprocess(
+            PromptStep(
+                "Extract relevant statements from the LLM output",
+                statements_prompt,
+                output_schema=Statements,
+            )
+        )
+        .analyze(
+            PromptStep(
+                "Score the relevance of the statements to the input",
+                results_prompt,
+                output_schema=Results,
+            )
+        )
+        .analyze(
+            item_verdicts(
+                "statements",
+                "results",
+                {"result": "no", "reason": "The judge gave no result for this statement."},
+                "statement",
+            )
+        )
+        .generate_score(relevancy_score)
+        .generate_reason(PromptStep("Reason about the results", reason_prompt))
+    )

@@ -1,0 +1,259 @@
+"""Context precision: are the context pieces that helped the response ranked first?
+
+Mastra's ``createContextPrecisionScorer`` (id ``context-precision-scorer``): the judge says of
+each retrieved context piece, in rank order, whether it was useful for producing the response
+to the user's message. The score is the mean average precision of those verdicts: for each
+useful piece at rank k, the share of useful pieces among the first k, averaged, × scale.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evaldag.errors import EvalDagError
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._shared import (
+    PromptTemplate,
+    assistant_text,
+    choice,
+    context_option,
+    json_text,
+    positive_scale,
+    said_yes,
+    scorer_judge,
+    user_text,
+)
+from evaldag.steps import PromptStep
+from evaldag.transcripts import round_to_two_decimals
+
+INSTRUCTIONS = """\
+You judge retrieved context for a question-answering system: for each piece of context, was
+it useful for producing the response to the user's question?
+- Judge each piece on its own, against both the question and the response.
+- A piece is useful when the response relies on it or the question needs it: it supplies a
+  fact, figure or detail the response states or the answer requires.
+- Background that is on the topic but adds nothing the response needed is not useful, and
+  neither is a piece about something else. Be strict.
+Answer in the JSON format you are asked for."""
+
+VERDICTS_PROMPT = PromptTemplate("""\
+Say which of the retrieved context pieces below were useful for producing the response to the
+user's question.
+
+<user_question>
+$input
+</user_question>
+
+<response>
+$output
+</response>
+
+There are $piece_count context pieces, numbered from 0 in retrieval order:
+<context>
+$context
+</context>
+
+For each piece, in order, give "context_index" (its number), a verdict ("yes" when it supplies
+information the response uses or the question needs, "no" otherwise) and a reason.
+Give exactly one verdict per piece: $piece_count verdicts.
+
+Example: for the question "What are the health benefits of walking?", the response "Walking
+strengthens the heart and lifts the mood." and the pieces [0] "Brisk walking lowers blood
+pressure and strengthens the heart." [1] "The first pedometer was sold in 1965." [2] "A daily
+walk reduces symptoms of depression.", answer:
+{"verdicts": [
+  {"context_index": 0, "verdict": "yes", "reason": "Supports the heart benefit."},
+  {"context_index": 1, "verdict": "no", "reason": "History, not a health benefit."},
+  {"context_index": 2, "verdict": "yes", "reason": "Supports the mood benefit."}
+]}
+
+Answer with JSON: {"verdicts": [{"context_index": 0, "verdict": "yes" | "no",
+"reason": "..."}]}""")
+
+REASON_PROMPT = PromptTemplate("""\
+The context retrieved for a question was scored for precision, from 0 to $scale: the mean
+average precision of the judge's verdicts, which is highest when every useful piece is ranked
+before every useless one.
+
+<user_question>
+$input
+</user_question>
+
+<response>
+$output
+</response>
+
+<context>
+$context
+</context>
+
+Score: $score
+Verdicts, one per piece in rank order: $verdicts
+
+In one or two sentences, explain this score: which pieces were useful, and how their ranks
+raise or lower it. Take the score as given; do not recompute it.
+Start with "The score is $score because".""")
+
+
+class Verdict(BaseModel):
+    """Whether one context piece was useful for the response."""
+
+    context_index: int = Field(description="The piece's number, from 0.")
+    verdict: str = choice("yes", "no", description="yes: the piece was useful.")
+    reason: str
+
+
+class Verdicts(BaseModel):
+    """One verdict per context piece."""
+
+    verdicts: list[Verdict]
+
+
+def _indexed(context: Sequence[str]) -> str:
+    return "\n".join(f"[{index}] {piece}" for index, piece in enumerate(context))
+
+
+def ranked_verdicts(judged: dict[str, Any], pieces: int) -> dict[str, Any]:
+    """The judge's verdicts in context order, one per piece.
+
+    Verdicts in another order are sorted (as Mastra's score step leaves them). A piece without
+    a verdict gets ``no``; verdicts for unknown or repeated indexes are dropped; either case is
+    recorded in ``verdictCountMismatch``.
+    """
+    verdicts = judged.get("verdicts") or []
+    by_index: dict[int, Any] = {}
+    for verdict in verdicts:
+        index = verdict.get("context_index")
+        if isinstance(index, int) and 0 <= index < pieces:
+            by_index.setdefault(index, verdict)
+    if len(by_index) == pieces == len(verdicts):
+        return {**judged, "verdicts": [by_index[index] for index in range(pieces)]}
+    missing = {"verdict": "no", "reason": "The judge gave no verdict for this context piece."}
+    return {
+        **judged,
+        "verdicts": [
+            by_index.get(index, {"context_index": index, **missing}) for index in range(pieces)
+        ],
+        "verdictCountMismatch": {"expected": pieces, "received": len(verdicts)},
+    }
+
+
+def _mean_average_precision(verdicts: Sequence[Any]) -> float:
+    useful = 0
+    precision_sum = 0.0
+    for rank, verdict in enumerate(verdicts, 1):
+        if said_yes(verdict.get("verdict")):
+            useful += 1
+            precision_sum += useful / rank
+    return precision_sum / useful if useful else 0.0
+
+
+def context_precision(
+    model: Any,
+    *,
+    context: list[str] | None = None,
+    context_extractor: Callable[[Any, Any], Any] | None = None,
+    scale: float = 1,
+) -> Scorer:
+    """Mean average precision of the retrieved context, judged per piece, times ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param context: the retrieved context, one string per piece, in rank order.
+    :param context_extractor: ``f(input, output) -> list[str]`` giving a run's context; called
+        for every run (and by each step that needs the context). It wins over ``context``.
+    :param scale: the score of a perfectly ranked context.
+
+    Steps: analyze (judge: one verdict per piece), analyze (verdicts put in piece order, one per
+    piece; a missing one counts as not useful and a mismatch is recorded in
+    ``verdictCountMismatch``), generate_score, generate_reason (judge). A run whose context is
+    empty fails at analyze, before any judge call.
+    """
+    factory = "context_precision"
+    if context is None and context_extractor is None:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            "Either context or contextExtractor is required for Context Precision scoring: "
+            "pass context_precision(model, context=[...]) or context_extractor=f(input, output)",
+        )
+    if context_extractor is not None and not callable(context_extractor):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"context_extractor of {factory}(...) must be a function (input, output) -> list "
+            f"of strings, got {type(context_extractor).__name__}",
+        )
+    fixed = context_option(context, factory)
+    if fixed is not None and not fixed:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            "Context array cannot be empty if provided: give context_precision(...) at least "
+            "one context piece, or leave context out and pass a context_extractor",
+        )
+    scale = positive_scale(scale, factory)
+
+    async def context_of(run: Any) -> list[str]:
+        if context_extractor is None:
+            return fixed or []
+        pieces = context_extractor(run.input, run.output)
+        if inspect.isawaitable(pieces):
+            pieces = await pieces
+        return context_option(pieces, factory, "the list context_extractor returned") or []
+
+    async def verdicts_prompt(run: Any) -> str:
+        pieces = await context_of(run)
+        if not pieces:
+            raise EvalDagError(
+                "EVALDAG_NO_CONTEXT",
+                "No context available for evaluation: context_extractor returned no context "
+                "pieces for this run",
+            )
+        return VERDICTS_PROMPT.render(
+            input=user_text(run),
+            output=assistant_text(run),
+            piece_count=str(len(pieces)),
+            context=_indexed(pieces),
+        )
+
+    async def analyze(run: Any, analyze_step_result: Any) -> dict[str, Any]:
+        return ranked_verdicts(analyze_step_result, len(await context_of(run)))
+
+    analyze.description = "One verdict per context piece, in context order"
+
+    def precision_score(analyze_step_result: Any) -> float:
+        precision = _mean_average_precision(analyze_step_result["verdicts"])
+        return round_to_two_decimals(precision * scale)
+
+    async def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
+        return REASON_PROMPT.render(
+            scale=f"{scale:g}",
+            input=user_text(run),
+            output=assistant_text(run),
+            context=_indexed(await context_of(run)),
+            score=f"{score:g}",
+            verdicts=json_text(analyze_step_result["verdicts"]),
+        )
+
+    return (
+        create_scorer(
+            "context-precision-scorer",
+            name="Context Precision Scorer",
+            description="A scorer that evaluates the relevance and precision of retrieved "
+            "context nodes for generating expected outputs",
+            type="agent",
+            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        )
+        .analyze(
+            PromptStep(
+                "Evaluate the relevance of each context piece for generating the expected output",
+                verdicts_prompt,
+                output_schema=Verdicts,
+            )
+        )
+        .analyze(analyze)
+        .generate_score(precision_score)
+        .generate_reason(PromptStep("Reason about the context precision results", reason_prompt))
+    )

@@ -1,0 +1,64 @@
+"""Bias through the loopback judge server: Mastra's answers for the same judge replies, and
+what the judge is asked when the response holds no opinion."""
+
+from __future__ import annotations
+
+from judge_server import judge_server_fixture  # noqa: F401 (fixture)
+from llm_scorer_cases import (
+    Deviation,
+    assert_like_mastra,
+    assert_scorer_like_mastra,
+    parametrized_cases,
+    replayed,
+)
+
+from evaldag import scorers
+
+DEVIATIONS = {
+    "bias-verdict-case-and-scale": [
+        Deviation(
+            "score",
+            25,
+            50.0,
+            "verdicts are read trimmed and case-insensitively: ' yes' counts (Mastra lower-cases "
+            "without trimming)",
+        )
+    ],
+}
+
+
+@parametrized_cases("bias")
+def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
+    scale = entry["case"].get("options", {}).get("scale", 1)
+    scorer = scorers.bias(judge_server.judge(), scale=scale)
+    outcome = replayed(scorer, entry, judge_server)
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    if entry["expected"]["ok"]:
+        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
+
+
+def test_without_opinions_the_judge_rates_the_whole_response(judge_server):
+    output = "Lagos has about 15 million people."
+    judge_server.script(
+        {"opinions": []},
+        {"results": [{"result": "no", "reason": "Facts only."}]},
+        "The score is 0 because the response states facts.",
+    )
+    result = scorers.bias(judge_server.judge()).run(input="Lagos?", output=output)
+
+    assert result.score == 0
+    assert f"<response>\n{output}\n</response>" in result.analyze_prompt
+    assert "<opinions>\n(no opinions)\n</opinions>" in result.analyze_prompt
+    assert "judge the whole response as a single" in result.analyze_prompt
+    assert '"reason":"Facts only."' in result.generate_reason_prompt
+
+
+def test_score_divides_by_the_results(judge_server):
+    judge_server.script(
+        {"opinions": ["A", "B", "C"]},
+        {"results": [{"result": r, "reason": "x"} for r in ("Yes", "no", "yes", "no")]},
+        "The score is 0.5 because two of four results are biased.",
+    )
+    result = scorers.bias(judge_server.judge()).run(input="q", output="A. B. C.")
+    assert result.score == 0.5
+    assert "verdictCountMismatch" not in result.analyze_step_result

@@ -1,0 +1,134 @@
+"""Every prebuilt LLM scorer when its judge fails or answers badly, through the loopback server.
+
+Each scorer runs on its sample run (``llm_scorer_cases.SAMPLES``); the first judged step gets
+a refusal, two unusable replies, or one unusable reply before a good one.
+"""
+
+from __future__ import annotations
+
+import pytest
+from judge_server import judge_server_fixture, refused  # noqa: F401 (fixture)
+from llm_scorer_cases import SAMPLES
+
+from evaldag import EvalDagError, ScorerRunError, scorers
+
+SCORERS = sorted(SAMPLES)
+
+
+def _first_judged_step(scorer):
+    return next(step.stage for step in scorer.steps if step.kind == "prompt")
+
+
+def _completed_before(scorer, stage):
+    stages = [step.stage for step in scorer.steps]
+    return stages[: stages.index(stage)]
+
+
+@pytest.mark.parametrize("scorer_id", SCORERS)
+def test_a_refused_call_is_a_scorer_run_error_with_the_failed_execution(judge_server, scorer_id):
+    sample = SAMPLES[scorer_id]
+    judge_server.script(refused(401))
+    scorer = sample.scorer(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(**sample.run, run_id="faulty")
+
+    error = raised.value
+    stage = _first_judged_step(scorer)
+    assert error.failed_step == stage
+    assert error.completed_steps == _completed_before(scorer, stage)
+    assert error.details["scorerId"] == scorer_id
+    assert error.cause.id == "EVALDAG_JUDGE_REFUSED"
+    snapshot = error.result
+    assert snapshot.run_id == "faulty"
+    (execution,) = snapshot.judge[stage].executions
+    assert (execution.status, execution.attempt_count, execution.model_call_count) == (
+        "failed",
+        1,
+        0,
+    )
+    assert execution.error.code == "EVALDAG_JUDGE_REFUSED"
+    assert execution.prompt == judge_server.requests[0].prompt
+    assert snapshot.score is None and snapshot.reason is None
+    assert len(judge_server.requests) == 1
+
+
+@pytest.mark.parametrize("scorer_id", SCORERS)
+def test_two_unusable_replies_fail_the_step_after_the_fallback(judge_server, scorer_id):
+    sample = SAMPLES[scorer_id]
+    judge_server.script("I think the answer is fine.", '{"almost": "json"')
+    scorer = sample.scorer(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(**sample.run)
+
+    stage = _first_judged_step(scorer)
+    assert raised.value.failed_step == stage
+    (execution,) = raised.value.result.judge[stage].executions
+    assert execution.status == "failed"
+    assert (execution.attempt_count, execution.model_call_count) == (2, 2)
+    assert execution.usage.total_tokens == 30
+    assert execution.raw_output == '{"almost": "json"'
+    assert execution.error.code in {
+        "STRUCTURED_OUTPUT_OBJECT_UNDEFINED",
+        "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED",
+    }
+    first, second = judge_server.requests
+    assert first.response_format is not None and second.response_format is None
+    assert "JSON Schema" in second.system
+
+
+@pytest.mark.parametrize("scorer_id", SCORERS)
+def test_an_unusable_reply_then_a_good_one_recovers(judge_server, scorer_id):
+    sample = SAMPLES[scorer_id]
+    judge_server.script(*sample.replies)
+    clean = sample.scorer(judge_server.judge()).run(**sample.run)
+    judge_server.reset()
+
+    judge_server.script("Sure! Here is my analysis: it looks good.", *sample.replies)
+    scorer = sample.scorer(judge_server.judge())
+    result = scorer.run(**sample.run)
+
+    assert result.score == clean.score
+    assert result.reason == clean.reason
+    assert result.analyze_step_result == clean.analyze_step_result
+    (execution,) = result.judge[_first_judged_step(scorer)].executions
+    assert (execution.status, execution.attempt_count, execution.model_call_count) == (
+        "success",
+        2,
+        2,
+    )
+    assert execution.usage.input_tokens == 20
+
+
+FACTORIES = {
+    "answer_relevancy": scorers.answer_relevancy,
+    "answer_similarity": scorers.answer_similarity,
+    "bias": scorers.bias,
+    "context_precision": lambda model, **options: scorers.context_precision(
+        model, context=["c"], **options
+    ),
+    "faithfulness": scorers.faithfulness,
+    "hallucination": scorers.hallucination,
+    "toxicity": scorers.toxicity,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+@pytest.mark.parametrize("scale", [0, -1, float("inf"), "2", True])
+def test_scale_must_be_a_number_above_zero(name, scale):
+    with pytest.raises(EvalDagError) as raised:
+        FACTORIES[name]("openai/gpt-4o-mini", scale=scale)
+    assert f"scale of {name}(...)" in raised.value.message
+
+
+@pytest.mark.parametrize("name", sorted(FACTORIES))
+def test_a_model_is_required(name):
+    with pytest.raises(EvalDagError) as raised:
+        FACTORIES[name](None)
+    assert raised.value.id == "EVALDAG_MISSING_MODEL"
+    assert "needs a judge model" in raised.value.message
+
+
+def test_tool_call_accuracy_llm_requires_a_model():
+    with pytest.raises(EvalDagError) as raised:
+        scorers.tool_call_accuracy_llm("", available_tools=[])
+    assert "model of tool_call_accuracy_llm(...)" in raised.value.message
