@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,15 +21,53 @@ _MASTRA_KEYS = {
     "requestContext": "request_context",
     "expectedTrajectory": "expected_trajectory",
 }
-_READERS = {
-    ".parquet": pd.read_parquet,
-    ".csv": pd.read_csv,
-    ".jsonl": lambda path: pd.read_json(path, lines=True),
-}
+#: Keys of which a data item needs one (``inputs`` and ``turns`` are refused later, by name).
+_ITEM_KEYS = ("input", "inputs", "turns")
 
 
 def _invalid(message: str, **details: Any) -> EvalDagError:
     return EvalDagError("INVALID_DATA_ITEM", message, details=details)
+
+
+def _csv(path: Path) -> pd.DataFrame:
+    """A CSV file's cells as text: ``001`` stays ``"001"``, ``NA`` stays ``"NA"``; only empty
+    cells are missing. A row with more cells than the header is an error, not a lost cell."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], index_col=False)
+
+
+def _jsonl(path: Path) -> pd.DataFrame:
+    """A JSONL file's objects, values as written (pandas' reader turns ``"001"`` into 1)."""
+    items = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as error:
+                problem = f"{error.msg.removesuffix(' at')} at column {error.colno}"
+                raise _file_error(path, f"line {number} is not JSON ({problem})", number) from None
+            if not isinstance(item, dict):
+                raise _file_error(
+                    path, f"line {number} is {type(item).__name__}, not a JSON object", number
+                )
+            if not any(key in item for key in _ITEM_KEYS):
+                raise _file_error(path, f"line {number} has no 'input'", number)
+            items.append(item)
+    return pd.DataFrame.from_records(items)
+
+
+def _file_error(path: Path, problem: str, line: int) -> EvalDagError:
+    return EvalDagError(
+        "INVALID_DATA_FILE",
+        f"Invalid data file '{path}': {problem}; each line must be one JSON object with an 'input'",
+        details={"path": str(path), "line": line},
+    )
+
+
+_READERS = {".parquet": pd.read_parquet, ".csv": _csv, ".jsonl": _jsonl}
 
 
 def _from_file(path: Path) -> pd.DataFrame:
@@ -39,11 +79,14 @@ def _from_file(path: Path) -> pd.DataFrame:
             details={"path": str(path)},
         )
     if not path.is_file():
+        problem = "is a directory, not a file" if path.is_dir() else "does not exist"
         raise EvalDagError(
-            "INVALID_DATA_FILE", f"Data file '{path}' does not exist", details={"path": str(path)}
+            "INVALID_DATA_FILE", f"Data file '{path}' {problem}", details={"path": str(path)}
         )
     try:
         return reader(path)
+    except EvalDagError:
+        raise
     except Exception as error:
         raise EvalDagError(
             "INVALID_DATA_FILE",
@@ -60,6 +103,13 @@ def _from_items(items: Sequence[Any]) -> pd.DataFrame:
                 f"Invalid data item at index {index}: must be a dict with an 'input' key, got "
                 f"{type(item).__name__}",
                 index=index,
+            )
+        if not any(key in item for key in _ITEM_KEYS):
+            raise _invalid(
+                f"Invalid data item at index {index}: must have an 'input' key (keys found: "
+                f"{[str(key) for key in item][:10]})",
+                index=index,
+                column="input",
             )
     return pd.DataFrame.from_records(list(items))
 
@@ -83,6 +133,12 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
             "RUN_EXPERIMENT_FAILED_NO_DATA_PROVIDED",
             "Failed to run experiment: Data array is empty",
         )
+    if isinstance(frame.columns, pd.MultiIndex):
+        raise EvalDagError(
+            "INVALID_DATA",
+            "data has multi-level columns; give one level of column names ('input', 'output', "
+            "...), e.g. data.droplevel(1, axis=1) or data.columns.to_flat_index()",
+        )
     frame = frame.rename(columns={k: v for k, v in _MASTRA_KEYS.items() if k in frame.columns})
     if not frame.columns.is_unique:
         duplicated = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
@@ -100,6 +156,10 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
             f"{[str(c) for c in frame.columns]})",
             column="input",
         )
+    if frame["input"].isna().any():
+        # A missing input reaches scorers as None (Mastra's {input: null}), not as NaN or pd.NA.
+        inputs = frame["input"]
+        frame = frame.assign(input=inputs.astype(object).where(inputs.notna(), None))
     if not has_target and "output" not in frame.columns:
         raise _invalid(
             "Invalid data: without a target, every item needs an 'output'; add an 'output' "
@@ -114,6 +174,17 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
                 f"({len(missing)} rows without an output); fill them or pass target=",
                 column="output",
                 rows=missing[:20],
+            )
+    if "id" in frame.columns:
+        ids = frame["id"][frame["id"].notna()]
+        repeated = ids.index[ids.map(repr).duplicated(keep=False)].tolist()
+        if repeated:
+            shared = sorted({str(i) for i in ids[repeated]})[:10]
+            raise _invalid(
+                f"Data column 'id' must identify each item, but rows {repeated[:10]} share the "
+                f"ids {shared}; make the ids unique or rename the column",
+                column="id",
+                rows=repeated[:20],
             )
     if not frame.index.is_unique:
         frame = frame.reset_index(drop=True)

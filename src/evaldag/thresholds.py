@@ -71,8 +71,8 @@ def validated_threshold(scorer_id: str, threshold: Any) -> ThresholdSpec:
     if unknown:
         raise _threshold_error(
             scorer_id,
-            f'Threshold for scorer "{scorer_id}" has unknown keys {sorted(unknown)}; use "min" '
-            'and/or "max"',
+            f'Threshold for scorer "{scorer_id}" has unknown keys {sorted(unknown, key=repr)}; '
+            'use "min" and/or "max"',
             threshold,
         )
     bounds = {key: threshold[key] for key in ("min", "max") if threshold.get(key) is not None}

@@ -1,0 +1,714 @@
+"""Bad input everywhere: malformed datasets, files and options fed to run_evals and `evaldag run`.
+
+Each case ends one of two ways: an ``EvalDagError`` whose message names the column, row, file or
+option at fault (never a bare pandas, pyarrow or Hamilton exception; for the CLI, exit code 3 and
+one ``evaldag: error:`` line, no traceback), or, where the input is legitimately acceptable (a
+non-string output, nested junk in a carried-through column, a 1 MB text), a successful run.
+Either way ``out=`` / ``--out`` ends up holding a complete results file or nothing: no partial
+file, no temporary file left beside it, and an earlier file untouched by a failed run.
+
+Known bugs outside the data and threshold checks are pinned by ``xfail(strict=True)`` tests
+that name the file to fix; they start failing (XPASS) once it is fixed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+from evaldag import EvalDagError, EvalResult, create_scorer, run_evals
+from evaldag.cli import main as cli_main
+
+FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: Scores any output: the length of its text, capped.
+LENGTH = create_scorer("length").generate_score(lambda run: min(1.0, len(str(run.output)) / 100))
+FORMS = ("records", "frame", "jsonl", "csv", "parquet")
+NEAR_MISSES = {
+    "input": ["Input", "INPUT", "prompt", "question", "query", " input", "input "],
+    "output": ["Output", "outputs", "response", "answer", "completion", "output "],
+}
+EVAL_FILE = """\
+from evaldag import create_scorer
+scorers = [create_scorer("length").generate_score(lambda run: min(1.0, len(str(run.output)) / 100))]
+"""
+
+texts = st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=30)
+rows = st.lists(st.fixed_dictionaries({"input": texts, "output": texts}), min_size=1, max_size=4)
+scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | texts
+junk = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+missing_values = st.sampled_from([None, float("nan"), pd.NA, pd.NaT])
+
+
+@contextlib.contextmanager
+def _folder() -> Iterator[Path]:
+    # hypothesis runs a test body many times; a function-scoped tmp_path would be shared
+    with tempfile.TemporaryDirectory() as name:
+        yield Path(name)
+
+
+def _written(records: list[dict[str, Any]], form: str, folder: Path) -> Any:
+    """``records`` as run_evals' ``data`` in ``form``: a list, a DataFrame or a file."""
+    if form == "records":
+        return records
+    frame = pd.DataFrame.from_records(records)
+    if form == "frame":
+        return frame
+    path = folder / f"data.{form}"
+    if form == "jsonl":
+        path.write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+    elif form == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    return path
+
+
+def _refused(call: Callable[[], Any], *names: str) -> EvalDagError:
+    """The EvalDagError ``call`` raises; its message must contain each of ``names``."""
+    with pytest.raises(EvalDagError) as raised:
+        call()
+    message = raised.value.message
+    for name in names:
+        assert name in message, f"{name!r} not named in: {message}"
+    assert "Traceback" not in message
+    return raised.value
+
+
+def _temporary_files(out: Path) -> list[str]:
+    return [p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}.")]
+
+
+def _nothing_left(out: Path, before: bytes | None = None) -> None:
+    """No results file at ``out`` (or the earlier one, unchanged) and no temporary file."""
+    if before is None:
+        assert not out.exists()
+    else:
+        assert out.read_bytes() == before
+    assert _temporary_files(out) == []
+
+
+def _complete(out: Path, result: EvalResult) -> None:
+    """``out`` holds the whole result, and no temporary file was left beside it."""
+    written = EvalResult.read_parquet(out)
+    assert len(written.items) == len(result.items)
+    assert written.scores == result.scores
+    assert _temporary_files(out) == []
+
+
+# --- missing, renamed and empty columns ---------------------------------------------------------
+
+
+@FAST
+@given(rows, st.sampled_from(["input", "output"]), st.sampled_from(FORMS))
+def test_a_missing_column_is_named(records, column, form):
+    with _folder() as folder:
+        data = _written(
+            [{k: v for k, v in r.items() if k != column} for r in records], form, folder
+        )
+        out = folder / "out.parquet"
+        _refused(lambda: run_evals(data, scorers=[LENGTH], out=out), f"'{column}'")
+        _nothing_left(out)
+
+
+@FAST
+@given(rows, st.sampled_from(["input", "output"]), st.data())
+def test_a_renamed_column_is_named_with_the_columns_found(records, column, data):
+    wrong = data.draw(st.sampled_from(NEAR_MISSES[column]))
+    renamed = [{(wrong if k == column else k): v for k, v in r.items()} for r in records]
+    error = _refused(lambda: run_evals(renamed, scorers=[LENGTH]), f"'{column}'")
+    if column == "input":
+        assert repr(wrong) in error.message  # "columns found: [...]" shows the near miss
+
+
+@FAST
+@given(rows, st.data())
+def test_an_item_without_an_input_key_is_named_by_index(records, data):
+    index = data.draw(st.integers(0, len(records) - 1))
+    records[index] = {"output": "an answer", "prompt": "the input under another name"}
+    _refused(lambda: run_evals(records, scorers=[LENGTH]), f"index {index}", "'input'")
+
+
+@FAST
+@given(rows, st.data())
+def test_a_jsonl_line_without_an_input_is_named_by_line(records, data):
+    index = data.draw(st.integers(0, len(records) - 1))
+    records[index] = {"output": "an answer"}
+    with _folder() as folder:
+        path = _written(records, "jsonl", folder)
+        _refused(lambda: run_evals(path, scorers=[LENGTH]), str(path), f"line {index + 1}")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        pd.DataFrame({"input": [], "output": []}),
+        pd.DataFrame(),
+    ],
+    ids=["empty-list", "no-rows", "no-columns"],
+)
+def test_empty_data(data):
+    _refused(lambda: run_evals(data, scorers=[LENGTH]), "empty")
+
+
+# --- NaN and None -------------------------------------------------------------------------------
+
+
+def _missing(form: str) -> st.SearchStrategy[Any]:
+    """The missing markers a form can hold: files have one, lists and DataFrames four."""
+    return missing_values if form in ("records", "frame") else st.none()
+
+
+@FAST
+@given(rows, st.sampled_from(["records", "frame", "jsonl", "csv", "parquet"]), st.data())
+def test_a_missing_output_is_named_with_its_row(records, form, data):
+    index = data.draw(st.integers(0, len(records) - 1))
+    for record in records:
+        record["output"] = record["output"] or "text"  # an empty CSV cell is a missing one
+    records[index]["output"] = data.draw(_missing(form))
+    with _folder() as folder:
+        source = _written(records, form, folder)
+        _refused(lambda: run_evals(source, scorers=[LENGTH]), "'output'", f"index {index}")
+
+
+@FAST
+@given(rows, st.sampled_from(["records", "frame", "jsonl", "parquet"]), st.data())
+def test_a_missing_input_value_is_scored_as_none(records, form, data):
+    # Mastra takes {input: null}; only an item without the key is refused (see above).
+    index = data.draw(st.integers(0, len(records) - 1))
+    records[index]["input"] = data.draw(_missing(form))
+    seen = []
+    scorer = create_scorer("input-seen").generate_score(lambda run: seen.append(run.input) or 1)
+    with _folder() as folder:
+        result = run_evals(_written(records, form, folder), scorers=[scorer])
+    assert result.scores == {"input-seen": 1}
+    assert seen[index] is None
+
+
+# --- non-string outputs and nested junk ---------------------------------------------------------
+
+
+@FAST
+@given(st.lists(junk.filter(lambda v: v is not None), min_size=1, max_size=4))
+def test_any_output_value_is_scored(outputs):
+    records = [{"input": f"q{i}", "output": o} for i, o in enumerate(outputs)]
+    result = run_evals(records, scorers=[LENGTH])
+    assert len(result.items) == len(outputs)
+    assert result.items["length.error"].isna().all()
+    assert 0 <= result.scores["length"] <= 1
+
+
+@FAST
+@given(rows, st.sampled_from(["ground_truth", "request_context", "expected_trajectory", "meta"]))
+@example([{"input": "q", "output": "a"}, {"input": "r", "output": "b"}], "meta")
+def test_nested_junk_in_other_columns_is_carried_through(records, column):
+    values = [{"deep": [1, {"er": [None, "x", 2.5]}]}, ["a", {"b": {}}], {(): "tuple key"}, "t"]
+    for i, record in enumerate(records):
+        record[column] = values[i % len(values)]
+    with _folder() as folder:
+        out = folder / "out.parquet"
+        result = run_evals(records, scorers=[LENGTH], out=out)
+        _complete(out, result)
+    assert result.items["length.error"].isna().all()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Exception,
+    reason="src/evaldag/parquet.py: a column mixing scalar types (1 and 'x', True and 'x', "
+    "1.5 and 'x') is handed to Arrow as is (ArrowInvalid), and bytes that are not UTF-8 break "
+    "json_text (UnicodeDecodeError): out= fails after the whole run",
+)
+@FAST
+@given(st.lists(junk.filter(lambda v: v is not None) | st.binary(max_size=4), max_size=4))
+@example([1, "x"])
+@example([True, "x"])
+@example([b"\xff"])
+def test_any_output_value_is_written_to_out(outputs):
+    records = [{"input": "q", "output": "text"}] + [
+        {"input": f"q{i}", "output": o} for i, o in enumerate(outputs)
+    ]
+    with _folder() as folder:
+        out = folder / "out.parquet"
+        result = run_evals(records, scorers=[LENGTH], out=out)
+        _complete(out, result)
+
+
+def test_a_one_megabyte_text_round_trips(tmp_path):
+    big = "é" + "x" * (2**20) + "🙂"
+    records = [{"input": big, "output": big[::-1]}, {"input": "small", "output": "small"}]
+    for form in ("records", "jsonl", "csv", "parquet"):
+        out = tmp_path / f"{form}.parquet"
+        result = run_evals(_written(records, form, tmp_path), scorers=[LENGTH], out=out)
+        written = EvalResult.read_parquet(out)
+        assert written.items["input"].tolist() == [big, "small"], form
+        assert written.items["output"].tolist() == [big[::-1], "small"], form
+        assert result.scores == {"length": pytest.approx((1.0 + 0.05) / 2)}
+
+
+def test_text_in_files_is_read_as_written(tmp_path):
+    # pandas' readers would turn "001" into 1 and "NA" into a missing value
+    records = [{"input": "001", "output": "NA"}, {"input": "1e5", "output": "null"}]
+    seen = []
+    scorer = create_scorer("seen").generate_score(lambda run: seen.append(run.input) or 1)
+    for form in ("jsonl", "csv"):
+        seen.clear()
+        run_evals(_written(records, form, tmp_path), scorers=[scorer])
+        assert seen == ["001", "1e5"], form
+
+
+# --- duplicate ids and columns ------------------------------------------------------------------
+
+
+@FAST
+@given(st.lists(st.integers(0, 3) | st.sampled_from(["a", "b"]), min_size=2, max_size=6))
+def test_duplicate_item_ids_are_named(ids):
+    records = [{"id": i, "input": "q", "output": "a"} for i in ids]
+    if len({repr(i) for i in ids}) == len(ids):
+        assert len(run_evals(records, scorers=[LENGTH]).items) == len(ids)
+        return
+    first = next(i for i in ids if ids.count(i) > 1)
+    rows_of_first = [n for n, i in enumerate(ids) if i == first]
+    error = _refused(lambda: run_evals(records, scorers=[LENGTH]), "'id'", str(first))
+    assert set(rows_of_first) <= set(error.details["rows"])
+
+
+@pytest.mark.parametrize("role", ["scorers", "gates", "both"])
+def test_duplicate_scorer_ids_are_named(role):
+    twin = create_scorer("length").generate_score(lambda: 1)
+    scorers, gates = {
+        "scorers": ([LENGTH, twin], []),
+        "gates": ([], [LENGTH, twin]),
+        "both": ([LENGTH], [twin]),
+    }[role]
+    _refused(
+        lambda: run_evals([{"input": "q", "output": "a"}], scorers=scorers, gates=gates), "'length'"
+    )
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [["input", "output", "output"], ["input", "output", "groundTruth", "ground_truth"]],
+)
+def test_duplicate_columns_are_named(columns):
+    frame = pd.DataFrame([["q", "a", "x", "y"][: len(columns)]], columns=columns)
+    _refused(lambda: run_evals(frame, scorers=[LENGTH]), "duplicate columns")
+
+
+def test_multi_level_columns_are_refused():
+    frame = pd.DataFrame(
+        [["q", "a"]], columns=pd.MultiIndex.from_tuples([("input", "x"), ("output", "y")])
+    )
+    _refused(lambda: run_evals(frame, scorers=[LENGTH]), "multi-level columns")
+
+
+def test_multi_turn_columns_are_named():
+    _refused(lambda: run_evals([{"inputs": ["a", "b"], "output": "c"}], scorers=[LENGTH]), "inputs")
+
+
+# --- thresholds ---------------------------------------------------------------------------------
+
+
+def _valid_bound(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= 1
+    )
+
+
+def _valid_threshold(threshold: Any) -> bool:
+    """Mastra's rule (spec §6.2), written independently of evaldag.thresholds."""
+    if not isinstance(threshold, dict):
+        return _valid_bound(threshold)
+    if set(threshold) - {"min", "max"}:
+        return False
+    bounds = {k: v for k, v in threshold.items() if v is not None}
+    if not bounds or not all(_valid_bound(v) for v in bounds.values()):
+        return False
+    return bounds.get("min", 0) <= bounds.get("max", 1)
+
+
+numbers = st.floats() | st.integers(-2, 2) | st.sampled_from([0, 1, 0.0, 1.0, -0.0])
+bounds = numbers | st.none() | st.booleans() | st.sampled_from(["0.5", [0.5], {}])
+thresholds = (
+    numbers
+    | st.none()
+    | st.booleans()
+    | st.text(max_size=4)
+    | st.lists(numbers, max_size=2)
+    | st.dictionaries(st.sampled_from(["min", "max"]), bounds, max_size=2)
+    | st.dictionaries(st.sampled_from(["min", "max", "low", 1, None]), bounds, max_size=3)
+)
+
+
+@FAST
+@given(thresholds)
+@example({"min": 0.8, "max": 0.2})
+@example({"x": 1, 2: 3})
+def test_thresholds_are_checked_as_mastra_does(threshold):
+    entry = {"scorer": LENGTH, "threshold": threshold}
+    data = [{"input": "q", "output": "a" * 50}]
+    if _valid_threshold(threshold):
+        result = run_evals(data, scorers=[entry])
+        assert [t.id for t in result.threshold_results] == ["length"]
+        return
+    error = _refused(lambda: run_evals(data, scorers=[entry]), '"length"')
+    assert error.id == "INVALID_SCORER_THRESHOLD"
+
+
+@FAST
+@given(numbers | st.none() | st.booleans() | st.text(max_size=3))
+def test_with_threshold_checks_its_minimum(minimum):
+    if minimum is not None and _valid_threshold(minimum):
+        assert LENGTH.with_threshold(minimum).threshold == minimum
+        return
+    error = _refused(lambda: LENGTH.with_threshold(minimum), '"length"')
+    assert error.id == "INVALID_SCORER_THRESHOLD"
+
+
+# --- data that is not a dataset, options that are not options -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (None, "got NoneType"),
+        (42, "got int"),
+        ({"input": ["q"], "output": ["a"]}, "got dict"),
+        (pd.Series(["q"]), "got Series"),
+        (({"input": "q", "output": "a"} for _ in range(1)), "got generator"),
+        (["q", "a"], "index 0"),
+        ([{"input": "q", "output": "a"}, ["q", "a"]], "index 1"),
+    ],
+    ids=["none", "int", "dict", "series", "generator", "strings", "list-item"],
+)
+def test_data_that_is_not_a_dataset(data, named):
+    _refused(lambda: run_evals(data, scorers=[LENGTH]), named)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("concurrency", 0),
+        ("concurrency", -3),
+        ("concurrency", 2.5),
+        ("concurrency", "8"),
+        ("concurrency", True),
+        ("batch_size", 0),
+        ("batch_size", "10"),
+        ("on_error", "ignore"),
+    ],
+)
+def test_invalid_options_are_named(tmp_path, option, value):
+    out = tmp_path / "out.parquet"
+    _refused(
+        lambda: run_evals(
+            [{"input": "q", "output": "a"}], scorers=[LENGTH], out=out, **{option: value}
+        ),
+        option,
+    )
+    _nothing_left(out)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [None, "length", lambda run: 1, {"scorer": "length", "threshold": 0.5}, {"scorer": LENGTH}],
+)
+def test_invalid_scorer_entries_are_named(entry):
+    _refused(
+        lambda: run_evals(
+            [{"input": "q", "output": "a"}], scorers=[LENGTH.with_threshold(0.1), entry]
+        ),
+        "scorers[1]",
+    )
+
+
+def test_a_scorer_without_a_score_step_is_named():
+    unfinished = create_scorer("unfinished").preprocess(lambda run: 1)
+    _refused(
+        lambda: run_evals([{"input": "q", "output": "a"}], scorers=[unfinished]), "'unfinished'"
+    )
+
+
+# --- unreadable files ---------------------------------------------------------------------------
+
+
+def _file_problem(error: EvalDagError, path: Path) -> None:
+    """A file error names the file; an item error names the column or row."""
+    if error.id == "INVALID_DATA_FILE":
+        assert str(path) in error.message
+    elif error.id == "INVALID_DATA_ITEM":
+        assert "'input'" in error.message or "'output'" in error.message
+    else:
+        assert error.id == "RUN_EXPERIMENT_FAILED_NO_DATA_PROVIDED", error.id
+
+
+@FAST
+@given(st.binary(max_size=200), st.sampled_from([".parquet", ".csv", ".jsonl"]))
+@example(b"\xff\xfe\x00garbage", ".csv")
+@example(b"PAR1" + b"\x00" * 20 + b"PAR1", ".parquet")
+@example(b'{"input": "q", "output": "a"}\n[1, 2]\n', ".jsonl")
+@example(b'{"input": "q", "output": "a"}\n{"input": \n', ".jsonl")
+@example(b"input,output\nq,a,extra,cells\n", ".csv")
+def test_a_corrupt_file_is_named(content, suffix):
+    with _folder() as folder:
+        path = folder / f"data{suffix}"
+        path.write_bytes(content)
+        out = folder / "out.parquet"
+        try:
+            result = run_evals(path, scorers=[LENGTH], out=out)
+        except EvalDagError as error:
+            _file_problem(error, path)
+            _nothing_left(out)
+        else:
+            _complete(out, result)
+
+
+@FAST
+@given(rows, st.sampled_from(["jsonl", "csv", "parquet"]), st.floats(0, 1))
+def test_a_truncated_file_is_named_or_read_in_part(records, form, share):
+    with _folder() as folder:
+        path = _written(records, form, folder)
+        content = path.read_bytes()
+        path.write_bytes(content[: int(len(content) * share)])
+        try:
+            result = run_evals(path, scorers=[LENGTH])
+        except EvalDagError as error:
+            _file_problem(error, path)
+        else:
+            assert len(result.items) <= len(records)
+
+
+def test_paths_that_are_not_data_files(tmp_path):
+    (tmp_path / "folder.jsonl").mkdir()
+    (tmp_path / "data.json").write_text("[]")
+    (tmp_path / "data").write_text("input,output\nq,a\n")
+    cases = {
+        tmp_path / "missing.csv": "does not exist",
+        tmp_path / "folder.jsonl": "is a directory",
+        tmp_path / "data.json": ".parquet, .csv or .jsonl",
+        tmp_path / "data": ".parquet, .csv or .jsonl",
+    }
+    for path, problem in cases.items():
+        _refused(lambda path=path: run_evals(path, scorers=[LENGTH]), str(path), problem)
+
+
+# --- never a partial output file ----------------------------------------------------------------
+
+
+def test_a_failed_run_leaves_an_earlier_output_untouched(tmp_path):
+    out = tmp_path / "out.parquet"
+    out.write_bytes(b"an earlier results file")
+    before = out.read_bytes()
+    _refused(lambda: run_evals([{"input": "q"}], scorers=[LENGTH], out=out), "'output'")
+    _nothing_left(out, before)
+    fails = create_scorer("fails").generate_score(lambda run: 1 / (run.input != "q2"))
+    data = [{"input": f"q{i}", "output": "a"} for i in range(5)]
+    _refused(
+        lambda: run_evals(data, scorers=[fails], out=out, on_error="raise", batch_size=2), "fails"
+    )
+    _nothing_left(out, before)
+
+
+def test_an_interrupted_run_writes_nothing(tmp_path):
+    def interrupted(run):
+        if run.input == "q3":
+            raise KeyboardInterrupt
+        return 1
+
+    out = tmp_path / "out.parquet"
+    data = [{"input": f"q{i}", "output": "a"} for i in range(6)]
+    with pytest.raises(KeyboardInterrupt):
+        run_evals(
+            data,
+            scorers=[create_scorer("ctrl-c").generate_score(interrupted)],
+            out=out,
+            batch_size=2,
+        )
+    _nothing_left(out)
+
+
+def test_recorded_scorer_errors_still_give_a_complete_file(tmp_path):
+    fails = create_scorer("fails").generate_score(lambda run: 1 / (run.input != "q2"))
+    out = tmp_path / "out.parquet"
+    data = [{"input": f"q{i}", "output": "a"} for i in range(5)]
+    result = run_evals(data, scorers=[fails, LENGTH], out=out, batch_size=2)
+    _complete(out, result)
+    assert EvalResult.read_parquet(out).items["fails.error"].notna().sum() == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=OSError,
+    reason="src/evaldag/evals.py (or parquet.py): an out= path that cannot be written (a "
+    "directory, a path under a file, a missing root) surfaces as a bare OSError from inside "
+    "Hamilton's materializer, after every item was scored; it should be an EvalDagError naming "
+    "out=, raised before scoring",
+)
+@pytest.mark.parametrize("where", ["directory", "under-a-file"])
+def test_an_unwritable_out_is_named_before_scoring(tmp_path, where):
+    (tmp_path / "file").write_text("x")
+    out = {"directory": tmp_path, "under-a-file": tmp_path / "file" / "out.parquet"}[where]
+    scored = []
+    scorer = create_scorer("seen").generate_score(lambda run: scored.append(1) or 1)
+    _refused(lambda: run_evals([{"input": "q", "output": "a"}], scorers=[scorer], out=out), "out")
+    assert scored == []
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def _cli(folder: Path, data: Any, *extra: str) -> tuple[int, str]:
+    """``evaldag run`` in this process: its exit code and what it wrote to stderr."""
+    eval_file = folder / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    stderr, stdout = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):
+        try:
+            code = cli_main(["run", str(eval_file), "--data", str(data), *extra])
+        except SystemExit as exited:  # argparse's usage errors
+            code = exited.code
+    return code, stderr.getvalue()
+
+
+def _cli_refused(code: int, stderr: str, *names: str) -> None:
+    assert code == 3, stderr
+    assert stderr.startswith("evaldag: error: "), stderr
+    assert "Traceback" not in stderr
+    for name in names:
+        assert name in stderr, f"{name!r} not named in: {stderr}"
+
+
+@settings(FAST, max_examples=10)
+@given(rows, st.sampled_from(["input", "output"]), st.sampled_from(["jsonl", "csv", "parquet"]))
+def test_cli_names_a_missing_column(records, column, form):
+    with _folder() as folder:
+        data = _written(
+            [{k: v for k, v in r.items() if k != column} for r in records], form, folder
+        )
+        out = folder / "out.parquet"
+        code, stderr = _cli(folder, data, "--out", str(out))
+        _cli_refused(code, stderr, f"'{column}'")
+        _nothing_left(out)
+
+
+@settings(FAST, max_examples=10)
+@given(st.binary(max_size=120), st.sampled_from([".parquet", ".csv", ".jsonl"]))
+@example(b'{"input": "q"}\n{"output": "a"}\n', ".jsonl")
+def test_cli_names_a_corrupt_file(content, suffix):
+    with _folder() as folder:
+        path = folder / f"data{suffix}"
+        path.write_bytes(content)
+        out = folder / "out.parquet"
+        code, stderr = _cli(folder, path, "--out", str(out))
+        assume(code != 0)  # the bytes happened to make a valid dataset
+        _cli_refused(code, stderr)
+        assert (
+            str(path) in stderr or "'input'" in stderr or "'output'" in stderr or "empty" in stderr
+        )
+        _nothing_left(out)
+
+
+@settings(FAST, max_examples=10)
+@given(st.lists(junk.filter(lambda v: isinstance(v, dict | list | str)), min_size=1, max_size=3))
+def test_cli_scores_nested_outputs(outputs):
+    with _folder() as folder:
+        path = _written([{"input": "q", "output": o} for o in outputs], "jsonl", folder)
+        out = folder / "out.parquet"
+        code, stderr = _cli(folder, path, "--out", str(out))
+        assert code == 0, stderr
+        assert len(EvalResult.read_parquet(out).items) == len(outputs)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--concurrency", "0"], "--concurrency"),
+        (["--concurrency", "many"], "--concurrency"),
+    ],
+)
+def test_cli_names_a_bad_option(tmp_path, args, named):
+    data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
+    code, stderr = _cli(tmp_path, data, *args)
+    assert code == 3
+    assert named in stderr and "Traceback" not in stderr
+
+
+def test_cli_names_an_invalid_threshold(tmp_path):
+    eval_file = tmp_path / "thresholds.py"
+    eval_file.write_text(
+        "from evaldag import create_scorer\n"
+        "s = create_scorer('strict').generate_score(lambda: 1)\n"
+        "scorers = [{'scorer': s, 'threshold': 1.5}]\n"
+    )
+    data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = cli_main(["run", str(eval_file), "--data", str(data)])
+    _cli_refused(code, stderr.getvalue(), '"strict"', "1.5")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="src/evaldag/evals.py (or parquet.py): --out naming a directory exits 4 with a "
+    "traceback (bare OSError from the materializer) instead of 3 with a message naming --out",
+)
+def test_cli_names_an_unwritable_out(tmp_path):
+    data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
+    code, stderr = _cli(tmp_path, data, "--out", str(tmp_path))
+    _cli_refused(code, stderr, "out")
+
+
+def test_cli_in_a_subprocess_prints_one_line_not_a_traceback(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"input": "q", "output": "a"}\n{"output": "no input"}\n')
+    eval_file = tmp_path / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    out = tmp_path / "out.parquet"
+    env = {**os.environ, "LITELLM_OFFLINE_MODE": "true"}
+    command = "import sys; from evaldag.cli import main; sys.exit(main())"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            command,
+            "run",
+            str(eval_file),
+            "--data",
+            str(data),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    expected = (
+        f"evaldag: error: Invalid data file '{data}': line 2 has no 'input'; each line must be "
+        "one JSON object with an 'input'"
+    )
+    assert done.stderr.splitlines() == [expected]
+    _nothing_left(out)
