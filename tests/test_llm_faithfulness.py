@@ -243,6 +243,27 @@ def test_a_judge_with_its_own_instructions_keeps_them(judge_server):
     assert {request.system for request in judge_server.requests} == {"Réponds en français."}
 
 
+def test_judge_records_carry_usage_and_cost_of_a_priced_model(judge_server):
+    import litellm
+
+    _claims_and_verdicts(judge_server, ["A"], [_verdict("yes")])
+    result = scorers.faithfulness(judge_server.judge("openai/gpt-4o-mini"), context=["A"]).run(
+        input="q", output="A"
+    )
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    one_call = 10 * prices["input_cost_per_token"] + 5 * prices["output_cost_per_token"]
+    for step in ("preprocess", "analyze", "generate_reason"):
+        (execution,) = result.judge[step].executions
+        assert execution.judge_model_id == "gpt-4o-mini"
+        assert execution.to_dict()["usage"] == {
+            "inputTokens": 10,
+            "outputTokens": 5,
+            "totalTokens": 15,
+        }
+        assert execution.cost.source == "litellm-price-table"
+        assert execution.cost.total_usd == pytest.approx(one_call)
+
+
 @pytest.mark.parametrize(
     "model",
     ["openai/gpt-4o-mini", {"model": "openai/gpt-4o-mini", "temperature": 0.2}, Judge("local")],
