@@ -6,6 +6,7 @@ Every call goes through litellm to the scripted server in ``judge_server.py``.
 import asyncio
 import json
 import logging
+import pickle
 import threading
 
 import pandas as pd
@@ -277,3 +278,27 @@ def test_shared_limit_across_event_loops_and_cancellation():
         thread.join()
     assert peak == 2
     assert limit.held == 0
+
+
+@pytest.mark.parametrize(
+    "reply", [refused(401), rate_limited(retry_after=0), "not JSON", hanging(5)], ids=str
+)
+def test_failed_runs_survive_pickling(judge_server, reply):
+    # Results are pickled (Hamilton's cache, process executors); with tblib installed (dask
+    # does) the whole cause chain is too, and litellm's exceptions do not unpickle.
+    judge_server.reply = reply
+    judge = judge_server.judge(instructions=INSTRUCTIONS, max_retries=0, timeout=0.3)
+    with pytest.raises(ScorerRunError) as raised:
+        _scorer(judge).run(output="x")
+    copy = pickle.loads(pickle.dumps(raised.value))
+    assert copy.cause.id == raised.value.cause.id
+    assert copy.cause.execution == raised.value.cause.execution
+    assert copy.result.to_dict() == raised.value.result.to_dict()
+    assert str(copy.cause.cause) == str(raised.value.cause.cause)
+
+
+def test_unknown_provider_error_survives_pickling():
+    scorer = _scorer({"model": "no-such-provider-model", "instructions": INSTRUCTIONS})
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert pickle.loads(pickle.dumps(raised.value)).cause.id == "EVALDAG_INVALID_JUDGE"

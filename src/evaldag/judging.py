@@ -71,6 +71,24 @@ class JudgeError(EvalDagError):
         self.execution = execution
 
 
+class JudgeCallError(Exception):
+    """A failed model call as litellm reported it: class name, HTTP status and message.
+
+    It stands in for litellm's exception as a ``JudgeError``'s ``cause`` because litellm's
+    exceptions cannot be unpickled, and results (errors included) must survive pickling; the
+    original stays chained as ``__cause__`` for tracebacks.
+    """
+
+    def __init__(self, name: str, status: int | None, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.status = status
+        self.detail = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.name, self.status, self.detail))
+
+
 async def judged_value(
     step: PromptStep, stage: StageName, scorer_judge: Any, prompt: str
 ) -> tuple[Any, JudgeExecution]:
@@ -108,18 +126,21 @@ async def judged_value(
     tally = _Tally(endpoint.model_name, endpoint.provider, cache)
     try:
         value = await _attempted(judge, endpoint, contract, prompt, tally)
-    except _Failure as failure:
-        execution = tally.record(prompt, started, failure=failure)
-        raise JudgeError(
-            failure.code,
-            f'step "{stage}": {failure.message}',
-            execution=execution,
-            category=failure.category,
-            details={"step": stage, "model": endpoint.model, "apiBase": endpoint.api_base},
-            cause=failure.cause,
-        ) from failure.cause
-    tally.commit()
-    return value, tally.record(prompt, started, value=value)
+    except _Failure as caught:
+        failure = caught
+    else:
+        tally.commit()
+        return value, tally.record(prompt, started, value=value)
+    # Raised outside the except block and from the picklable stand-in: results and errors must
+    # pickle, and tblib (installed by dask) pickles the whole cause and context chain.
+    raise JudgeError(
+        failure.code,
+        f'step "{stage}": {failure.message}',
+        execution=tally.record(prompt, started, failure=failure),
+        category=failure.category,
+        details={"step": stage, "model": endpoint.model, "apiBase": endpoint.api_base},
+        cause=failure.cause,
+    )
 
 
 # --- what a step asks for ------------------------------------------------------------------------
@@ -159,16 +180,14 @@ def _contract(step: PromptStep, stage: StageName) -> _Contract:
         if isinstance(step.output_schema, dict):
             return _dict_contract(json.dumps(step.output_schema, sort_keys=True), stage)
         return _typed_contract(step.output_schema, stage)
-    except JudgeError:
-        raise
     except Exception as error:
-        raise JudgeError(
-            "EVALDAG_INVALID_OUTPUT_SCHEMA",
-            f'output_schema of step "{stage}" is not usable: {error_message(error)}. Pass a '
-            "pydantic model class (or another type pydantic can validate) or a JSON-schema dict",
-            category="USER",
-            cause=error,
-        ) from error
+        problem = error_message(error)
+    raise JudgeError(  # outside the except block: see _endpoint
+        "EVALDAG_INVALID_OUTPUT_SCHEMA",
+        f'output_schema of step "{stage}" is not usable: {problem}. Pass a pydantic model class '
+        "(or another type pydantic can validate) or a JSON-schema dict",
+        category="USER",
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -345,7 +364,7 @@ class _Failure(Exception):
         *,
         name: str,
         category: str = "THIRD_PARTY",
-        cause: BaseException | None = None,
+        cause: JudgeCallError | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -539,16 +558,20 @@ async def _endpoint(judge: Judge) -> _Endpoint:
     api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
     if judge.model == LOCAL_MODEL:
         return await _local_endpoint(judge)
+    # Errors are raised outside ``except`` blocks here and below: tblib (installed by dask)
+    # pickles the context chain, and litellm's exceptions do not unpickle.
     try:
         model_name, provider = _provider(judge.model, judge.api_base)
-    except Exception as error:
+    except Exception:
+        model_name = provider = None
+    if model_name is None:
         raise JudgeError(
             "EVALDAG_INVALID_JUDGE",
             f"litellm does not know the provider of model {judge.model!r}: prefix it with one, "
             "e.g. 'openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest', 'ollama/qwen2.5' "
             "or 'openai/<name>' with api_base= for an OpenAI-compatible server",
             category="USER",
-        ) from error
+        )
     style = judge.structured_output
     if style == "auto":
         style = _default_style(model_name, provider)
@@ -787,6 +810,7 @@ def _call_failure(error: BaseException, endpoint: _Endpoint, judge: Judge, tries
     status = _status(error)
     detail = _redacted(error_message(error), endpoint.api_key)
     name = type(error).__name__
+    cause = JudgeCallError(name, status, detail)
     label = f"{status} {name}" if status is not None else name
     if status is not None and not _transient(error):
         hint = _REFUSAL_HINTS.get(status, "the request is not retried")
@@ -795,7 +819,7 @@ def _call_failure(error: BaseException, endpoint: _Endpoint, judge: Judge, tries
             f"judge model {endpoint.model!r} at {endpoint.where} refused the request ({label}): "
             f"{detail}. {hint}",
             name=name,
-            cause=error,
+            cause=cause,
         )
     if not _transient(error):
         return _Failure(
@@ -803,14 +827,14 @@ def _call_failure(error: BaseException, endpoint: _Endpoint, judge: Judge, tries
             f"calling judge model {endpoint.model!r} at {endpoint.where} through litellm failed "
             f"({label}): {detail}",
             name=name,
-            cause=error,
+            cause=cause,
         )
     return _Failure(
         "EVALDAG_JUDGE_UNAVAILABLE",
         f"judge model {endpoint.model!r} at {endpoint.where} failed {tries} time(s) ({label}; "
         f"timeout {judge.timeout:g} s, max_retries {judge.max_retries}): {detail}",
         name=name,
-        cause=error,
+        cause=cause,
     )
 
 
