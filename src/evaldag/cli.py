@@ -237,7 +237,7 @@ def _eval_module(spec: str) -> ModuleType:
     except EvalDagError:
         raise
     except ModuleNotFoundError as error:
-        if error.name is not None and spec.startswith(error.name):
+        if error.name is not None and (spec == error.name or spec.startswith(f"{error.name}.")):
             raise EvalDagError(
                 "EVAL_NOT_FOUND",
                 f"no eval file or module named '{spec}': give a path to a .py file or a module "
