@@ -506,25 +506,24 @@ class _Tally:
 
 def _usage(usage: Any) -> dict[str, int]:
     """Mastra's normalised usage from an OpenAI-style usage object (numeric fields only)."""
-    if usage is None:
-        return {}
+
+    def part(owner: Any, name: str) -> Any:
+        return owner.get(name) if isinstance(owner, dict) else getattr(owner, name, None)
 
     def number(owner: Any, name: str) -> int | None:
-        value = owner.get(name) if isinstance(owner, dict) else getattr(owner, name, None)
+        value = part(owner, name)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
+    if usage is None:
+        return {}
     found = {
         "input_tokens": number(usage, "prompt_tokens"),
         "output_tokens": number(usage, "completion_tokens"),
         "total_tokens": number(usage, "total_tokens"),
+        "reasoning_tokens": number(part(usage, "completion_tokens_details"), "reasoning_tokens"),
+        "cached_input_tokens": number(part(usage, "prompt_tokens_details"), "cached_tokens"),
         "cache_creation_input_tokens": number(usage, "cache_creation_input_tokens"),
     }
-    details = getattr(usage, "completion_tokens_details", None)
-    if details is not None:
-        found["reasoning_tokens"] = number(details, "reasoning_tokens")
-    details = getattr(usage, "prompt_tokens_details", None)
-    if details is not None:
-        found["cached_input_tokens"] = number(details, "cached_tokens")
     if found["total_tokens"] is None and (
         found["input_tokens"] is not None or found["output_tokens"] is not None
     ):
