@@ -7,8 +7,11 @@ from evaldag.scorers.llm.answer_relevancy import answer_relevancy
 from evaldag.scorers.llm.answer_similarity import answer_similarity
 from evaldag.scorers.llm.bias import bias
 from evaldag.scorers.llm.context_precision import context_precision
+from evaldag.scorers.llm.context_recall import context_recall
+from evaldag.scorers.llm.context_relevance import context_relevance
 from evaldag.scorers.llm.faithfulness import faithfulness
 from evaldag.scorers.llm.hallucination import hallucination
+from evaldag.scorers.llm.multi_turn_judge import multi_turn_judge
 from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
 from evaldag.scorers.llm.toxicity import toxicity
 
@@ -17,8 +20,11 @@ __all__ = [
     "answer_similarity",
     "bias",
     "context_precision",
+    "context_recall",
+    "context_relevance",
     "faithfulness",
     "hallucination",
+    "multi_turn_judge",
     "tool_call_accuracy_llm",
     "toxicity",
 ]

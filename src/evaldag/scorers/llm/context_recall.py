@@ -1,0 +1,228 @@
+"""Context recall: the share of the reference answer's claims that the retrieved context holds.
+
+Mastra's ``createContextRecallScorer`` (id ``context-recall-scorer``): the judge lists the claims
+of the run's ground truth (the reference answer), then says of each whether the retrieved
+context supports it (``yes``) or not (``no``). Score = supported claims / claims × scale; 0 when
+the run has no ground truth. The response itself is not judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._retrieval import indexed, retrieval_context
+from evaldag.scorers.llm._shared import (
+    PromptTemplate,
+    choice,
+    item_verdicts,
+    json_text,
+    numbered,
+    positive_scale,
+    said_yes,
+    scorer_judge,
+    share,
+)
+from evaldag.steps import PromptStep
+from evaldag.transcripts import js_truthy
+
+INSTRUCTIONS = """\
+You check whether the context a retrieval system found holds the information of a reference
+answer: everything needed to give that answer.
+You work in two passes: first you split the reference answer into its claims, then you check
+each claim against the retrieved context and nothing else.
+- A claim is supported when some piece of the context states it or plainly implies it; the
+  wording may differ.
+- A claim is not supported when no piece of the context states or implies it, even if the claim
+  is true. Your own knowledge of the world does not count.
+- Be strict: a piece on the same topic that lacks the claim's specific fact does not support it.
+Answer in the JSON format you are asked for."""
+
+CLAIMS_PROMPT = PromptTemplate("""\
+Split the reference answer below into claims. A claim states one piece of information: a
+fact, a figure, a date, a name or a relation between things.
+
+- Split sentences that say several things into one claim each.
+- Keep numbers, dates, units and names exactly as written.
+- Write each claim so that it stands on its own: replace "it" or "they" with what they refer to.
+- Leave out questions, instructions and wording that carries no information.
+- Do not add anything the reference answer does not say.
+- If the reference answer is empty, answer {"claims": []}.
+
+For the reference answer "The Louvre is in Paris. It opened in 1793 and is the most visited
+museum in the world.", the claims are:
+{"claims": ["The Louvre is in Paris", "The Louvre opened in 1793",
+  "The Louvre is the most visited museum in the world"]}
+
+<reference_answer>
+$ground_truth
+</reference_answer>
+
+Answer with JSON: {"claims": ["...", "..."]}""")
+
+VERDICTS_PROMPT = PromptTemplate("""\
+Check whether the retrieved context below supports each claim of a reference answer.
+
+<retrieved_context>
+$context
+</retrieved_context>
+
+There are $claim_count claims:
+<claims>
+$claims
+</claims>
+
+For each claim, in the order given, give a verdict:
+- "yes": a piece of the context states the claim or plainly implies it;
+- "no": no piece of the context states or implies it.
+Give exactly one verdict per claim: $claim_count verdicts. In "reason", name the piece that
+supports the claim ("[0]", "[1]" ...) or say what the context lacks.
+
+Example: with the context "[0] The Louvre is a museum in Paris." "[1] It opened to the public
+in 1793." and the claims ["The Louvre is in Paris", "The Louvre has 35,000 works on display"],
+answer:
+{"verdicts": [
+  {"verdict": "yes", "reason": "[0] says the Louvre is in Paris."},
+  {"verdict": "no", "reason": "No piece gives the number of works on display."}
+]}
+
+Answer with JSON: {"verdicts": [{"verdict": "yes" | "no", "reason": "..."}]}""")
+
+REASON_PROMPT = PromptTemplate("""\
+The context retrieved for a question was scored for recall, from 0 to $scale: the share of the
+reference answer's claims that the context supports.
+
+<reference_answer>
+$ground_truth
+</reference_answer>
+
+<retrieved_context>
+$context
+</retrieved_context>
+
+Score: $score
+Verdicts, one per claim of the reference answer: $verdicts
+
+In one or two sentences, explain this score: which claims the context covers (and with which
+pieces), and what information it is missing. Take the score as given; do not recompute it.
+Start with "The score is $score because".""")
+
+
+class Claims(BaseModel):
+    """The claims of the reference answer."""
+
+    claims: list[str] = Field(description="One self-contained claim per entry.")
+
+
+class Verdict(BaseModel):
+    """Whether the retrieved context supports one claim."""
+
+    verdict: str = choice("yes", "no", description="yes: a context piece supports the claim.")
+    reason: str = Field(description="The piece that supports the claim, or what is missing.")
+
+
+class Verdicts(BaseModel):
+    """One verdict per claim, in claim order."""
+
+    verdicts: list[Verdict]
+
+
+def _ground_truth(run: Any) -> str:
+    ground_truth = run.ground_truth
+    if not js_truthy(ground_truth):
+        return ""
+    return ground_truth if isinstance(ground_truth, str) else json_text(ground_truth)
+
+
+def context_recall(
+    model: Any,
+    *,
+    context: list[str] | None = None,
+    context_extractor: Callable[[Any, Any], Any] | None = None,
+    scale: float = 1,
+) -> Scorer:
+    """Share of the ground truth's claims that the retrieved context supports, times ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param context: the retrieved context, one string per piece.
+    :param context_extractor: ``f(input, output) -> list[str]`` (sync or async) giving a run's
+        context; called for every run by each step that needs it. It wins over ``context``.
+    :param scale: the score when the context holds every claim.
+
+    Each run needs ``ground_truth`` (the reference answer; not a string: its JSON); without it
+    the judge is still asked and the score is 0. Steps: preprocess (judge: the ground truth's
+    claims), analyze (judge: one verdict per claim), analyze (one verdict per claim kept: extra
+    ones dropped, a missing one counts as unsupported, a mismatch is recorded in
+    ``verdictCountMismatch``), generate_score, generate_reason (judge).
+    """
+    factory = "context_recall"
+    context_of = retrieval_context(
+        context, context_extractor, factory=factory, scoring="Context Recall"
+    )
+    scale = positive_scale(scale, factory)
+
+    def claims_prompt(run: Any) -> str:
+        return CLAIMS_PROMPT.render(ground_truth=_ground_truth(run))
+
+    async def verdicts_prompt(run: Any, preprocess_step_result: Any) -> str:
+        claims = preprocess_step_result["claims"]
+        return VERDICTS_PROMPT.render(
+            context=indexed(await context_of(run)) or "(no context was retrieved)",
+            claim_count=str(len(claims)),
+            claims=numbered(claims, "(none)"),
+        )
+
+    def recall_score(run: Any, analyze_step_result: Any) -> float:
+        if not js_truthy(run.ground_truth):
+            return 0.0
+        verdicts = analyze_step_result["verdicts"]
+        supported = sum(said_yes(verdict.get("verdict")) for verdict in verdicts)
+        return share(supported, len(verdicts), scale)
+
+    async def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
+        return REASON_PROMPT.render(
+            scale=f"{scale:g}",
+            ground_truth=_ground_truth(run) or "(no reference answer was given)",
+            context=indexed(await context_of(run)) or "(no context was retrieved)",
+            score=f"{score:g}",
+            verdicts=json_text(analyze_step_result["verdicts"]),
+        )
+
+    return (
+        create_scorer(
+            "context-recall-scorer",
+            name="Context Recall Scorer",
+            description="A scorer that evaluates how well retrieved context covers the claims in "
+            "a ground-truth reference answer",
+            type="agent",
+            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        )
+        .preprocess(
+            PromptStep(
+                "Extract atomic claims from the ground-truth answer",
+                claims_prompt,
+                output_schema=Claims,
+            )
+        )
+        .analyze(
+            PromptStep(
+                "Check if each ground-truth claim is attributable to the retrieval context",
+                verdicts_prompt,
+                output_schema=Verdicts,
+            )
+        )
+        .analyze(
+            item_verdicts(
+                "claims",
+                "verdicts",
+                {"verdict": "no", "reason": "The judge gave no verdict for this claim."},
+                "claim",
+            )
+        )
+        .generate_score(recall_score)
+        .generate_reason(PromptStep("Explain the context recall evaluation results", reason_prompt))
+    )
