@@ -131,7 +131,7 @@ def test_report_contents(result, monkeypatch):
     assert "No LLM judge was called in this run." in page
     # without Graphviz: the stages drawing and the DOT text
     assert '<svg class="stages"' in page
-    assert "<summary>DOT source of the DAG</summary>" in page
+    assert "<summary>DOT source of the full Hamilton DAG</summary>" in page
 
 
 @pytest.mark.xfail(
@@ -159,10 +159,11 @@ def test_report_shows_judge_records_and_usage(judge_server, monkeypatch):
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 def test_report_embeds_graphviz_svg_when_dot_exists(result):
     page = report_html(result)
-    assert '<svg class="stages"' not in page
     dag = page[page.index('<section id="dag">') :]
-    assert "<svg" in dag
-    assert "exact.generate_reason" in dag
+    assert '<svg class="stages"' in dag
+    full = dag[dag.index('<div class="dag-full"><svg') :]
+    assert "exact.generate_reason" in full
+    assert "DOT source" not in dag
 
 
 def test_report_is_self_contained(result, monkeypatch):

@@ -696,18 +696,23 @@ def _usage_section(usage: dict[str, ScorerUsage]) -> str:
 
 def _dag_section(result: EvalResult) -> str:
     dot = result.dag_dot
-    picture = _graphviz_svg(dot) if dot and shutil.which("dot") else None
-    if picture is not None:
-        body = f'<div class="dag">{picture}</div>'
-    else:
-        body = f'<div class="dag">{stages_svg(result)}</div>'
-        if dot:
-            body += (
-                '<p class="muted small">A drawing of the eval\'s stages. For the full Hamilton '
-                "graph, install Graphviz (<code>apt-get install graphviz</code>, "
-                "<code>brew install graphviz</code>) and write the report again.</p>"
-                f"<details><summary>DOT source of the DAG</summary><pre>{_e(dot)}</pre></details>"
-            )
+    body = (
+        f'<div class="dag">{stages_svg(result)}</div>'
+        '<p class="muted small">The stages each item goes through: every scorer\'s steps, its '
+        "average, its gate or threshold, and the verdict.</p>"
+    )
+    if dot and shutil.which("dot"):
+        body += (
+            "<details><summary>The full Hamilton DAG, every node</summary>"
+            f'<div class="dag-full">{_graphviz_svg(dot)}</div></details>'
+        )
+    elif dot:
+        body += (
+            "<details><summary>DOT source of the full Hamilton DAG</summary>"
+            f"<pre>{_e(dot)}</pre></details>"
+            '<p class="muted small">To draw it here, install Graphviz (<code>apt-get install '
+            "graphviz</code>, <code>brew install graphviz</code>) and write the report again.</p>"
+        )
     return f'<section id="dag"><h2>The eval\'s DAG</h2>{body}</section>'
 
 
