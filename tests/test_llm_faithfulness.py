@@ -296,12 +296,6 @@ def test_bad_arguments_are_named(arguments, named):
     assert named in raised.value.message
 
 
-@pytest.mark.xfail(
-    raises=AttributeError,
-    strict=True,
-    reason="evaldag.eval_graph.judge_usage reads the items' judge column as dicts, but it holds "
-    "JSON text since 169cb65 ('str' object has no attribute 'values'); reported to its owner",
-)
 def test_run_evals_scores_items_and_sums_the_judge_usage(judge_server):
     judge_server.on("List every claim", {"claims": ["A", "B"]})
     judge_server.on("Check each claim", {"verdicts": [_verdict("yes"), _verdict("no")]})

@@ -12,6 +12,7 @@ Scorer subdags come from ``evaldag.dag``; aggregation bodies from ``evaldag.aggr
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -344,14 +345,16 @@ def judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, Sco
     for sid in scorer_ids:
         usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
         cost = 0.0
-        for record in items[f"{sid}.judge"].dropna():
-            for executions in record.values():
+        for text in items[f"{sid}.judge"].dropna():
+            for executions in json.loads(text).values():
                 for execution in executions:
                     usage["calls"] += execution.get("modelCallCount", 0)
                     tokens = execution.get("usage") or {}
                     usage["input_tokens"] += tokens.get("inputTokens") or 0
                     usage["output_tokens"] += tokens.get("outputTokens") or 0
-                    usage["total_tokens"] += tokens.get("totalTokens") or 0
+                    usage["total_tokens"] += tokens.get("totalTokens") or (
+                        (tokens.get("inputTokens") or 0) + (tokens.get("outputTokens") or 0)
+                    )
                     cost += (execution.get("cost") or {}).get("totalUsd") or 0.0
         if usage["calls"]:
             totals[sid] = {**usage, "cost_usd": cost}
