@@ -17,6 +17,8 @@ from evaldag.scorers.llm import (
     faithfulness,
     hallucination,
     multi_turn_judge,
+    noise_sensitivity,
+    prompt_alignment,
     tool_call_accuracy_llm,
     toxicity,
 )
@@ -47,6 +49,8 @@ __all__ = [
     "hallucination",
     "keyword_coverage",
     "multi_turn_judge",
+    "noise_sensitivity",
+    "prompt_alignment",
     "textual_difference",
     "tone",
     "tool_call_accuracy",

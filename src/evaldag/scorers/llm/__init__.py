@@ -12,6 +12,8 @@ from evaldag.scorers.llm.context_relevance import context_relevance
 from evaldag.scorers.llm.faithfulness import faithfulness
 from evaldag.scorers.llm.hallucination import hallucination
 from evaldag.scorers.llm.multi_turn_judge import multi_turn_judge
+from evaldag.scorers.llm.noise_sensitivity import noise_sensitivity
+from evaldag.scorers.llm.prompt_alignment import prompt_alignment
 from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
 from evaldag.scorers.llm.toxicity import toxicity
 
@@ -25,6 +27,8 @@ __all__ = [
     "faithfulness",
     "hallucination",
     "multi_turn_judge",
+    "noise_sensitivity",
+    "prompt_alignment",
     "tool_call_accuracy_llm",
     "toxicity",
 ]

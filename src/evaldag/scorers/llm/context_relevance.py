@@ -27,6 +27,7 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
+from evaldag.scorers.llm._totals import js_total
 from evaldag.steps import PromptStep
 from evaldag.transcripts import round_to_two_decimals
 
@@ -220,7 +221,8 @@ def context_relevance(
 
     def relevance_score(analyze_step_result: Any) -> float:
         evaluations = analyze_step_result["evaluations"]
-        relevance = sum(_WEIGHTS[e["relevanceLevel"]] for e in evaluations) / len(evaluations)
+        weights = js_total(_WEIGHTS[e["relevanceLevel"]] for e in evaluations)
+        relevance = weights / len(evaluations)
         unused = sum(e["relevanceLevel"] == "high" and not e["wasUsed"] for e in evaluations)
         missing = len(analyze_step_result.get("missingContext") or [])
         penalty = unused * rates.unused_high_relevance_context + min(

@@ -1,0 +1,355 @@
+"""Prompt alignment: does the response do what the user's prompt (or the system prompt) asks?
+
+Mastra's ``createPromptAlignmentScorerLLM`` (id ``prompt-alignment-scorer``): the judge scores
+four dimensions from 0 to 1: intent alignment, requirements fulfillment, completeness and
+appropriateness (format and tone). Score = their weighted sum × scale: 0.4, 0.3, 0.2, 0.1 when
+judging against the user's prompt (modes ``user`` and ``both``), 0.35, 0.35, 0.15, 0.15 against
+the system prompt (mode ``system``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field
+
+from evaldag.errors import EvalDagError
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._options import ScorerOptions, options_model
+from evaldag.scorers.llm._shared import (
+    CamelAnswer,
+    PromptTemplate,
+    assistant_text,
+    json_text,
+    positive_scale,
+    scorer_judge,
+    user_text,
+)
+from evaldag.steps import PromptStep
+from evaldag.transcripts import (
+    get_combined_system_prompt,
+    get_conversation_history,
+    round_to_two_decimals,
+)
+
+EvaluationMode = Literal["user", "system", "both"]
+
+INSTRUCTIONS = """\
+You judge how well an AI agent's response does what it was asked: the intent behind the
+request, its explicit requirements, how complete the response is, and whether its format and
+tone fit. The request is the user's prompt, the system prompt (the instructions the agent
+must always follow), or both.
+- Judge against what was asked, not against what you would have liked to see.
+- An explicit requirement (a length, a format, a number of items, a rule to follow) is met
+  only when the response meets it exactly.
+- Scores run from 0 (not at all) to 1 (fully); use the whole range.
+Be specific in your reasoning, and answer in the JSON format you are asked for."""
+
+ANALYSIS_PROMPT = PromptTemplate("""\
+Judge how well the agent's response below aligns with $against.
+
+$history$prompts
+<response>
+$output
+</response>
+
+Score four dimensions, each from 0 (not at all) to 1 (fully):
+1. "intentAlignment": name the main purpose $intent in "primaryIntent", say in "isAddressed"
+   whether the response achieves it, and give a "score" and your "reasoning".
+2. "requirementsFulfillment": list each explicit requirement $requirements (content, length,
+   format, rules) as {"requirement", "isFulfilled", "reasoning"}, and give an "overallScore"
+   for how fully they are met together.
+3. "completeness": give a "score", the "missingElements" (an empty list when nothing is
+   missing) and your "reasoning".
+4. "responseAppropriateness": give a "score", say whether the format ("formatAlignment") and
+   the tone ("toneAlignment") fit $fit, and give your "reasoning".
+Then sum up in "overallAssessment".
+
+Example: for the request "Name three primary colours, comma-separated." and the response
+"Red, blue and yellow.", answer:
+{"intentAlignment": {"score": 1, "primaryIntent": "Name three primary colours",
+  "isAddressed": true, "reasoning": "Three primary colours are named."},
+ "requirementsFulfillment": {"requirements": [
+   {"requirement": "Three colours", "isFulfilled": true, "reasoning": "Red, blue, yellow."},
+   {"requirement": "Comma-separated", "isFulfilled": false,
+    "reasoning": "The last two are joined with 'and'."}], "overallScore": 0.6},
+ "completeness": {"score": 1, "missingElements": [], "reasoning": "Nothing is missing."},
+ "responseAppropriateness": {"score": 0.8, "formatAlignment": false, "toneAlignment": true,
+  "reasoning": "A plain answer, but not in the requested list format."},
+ "overallAssessment": "Right content; the requested separator was not used."}
+
+Answer with JSON: {"intentAlignment": {"score": 0.0, "primaryIntent": "...",
+"isAddressed": true | false, "reasoning": "..."}, "requirementsFulfillment": {"requirements":
+[{"requirement": "...", "isFulfilled": true | false, "reasoning": "..."}], "overallScore": 0.0},
+"completeness": {"score": 0.0, "missingElements": ["..."], "reasoning": "..."},
+"responseAppropriateness": {"score": 0.0, "formatAlignment": true | false,
+"toneAlignment": true | false, "reasoning": "..."}, "overallAssessment": "..."}""")
+
+REASON_PROMPT = PromptTemplate("""\
+An agent's response was scored for how well it aligns with $against, from 0 to $scale: the
+weighted sum of four dimension scores: intent alignment ($intent_weight), requirements
+fulfillment ($requirements_weight), completeness ($completeness_weight) and appropriateness
+of format and tone ($appropriateness_weight).
+
+$history$prompts
+Score: $score
+Analysis: $analysis
+
+In one or two sentences, explain this score: what the response got right and which
+requirements or elements it missed. Take the score as given; do not recompute it.
+Start with "The score is $score because".""")
+
+HISTORY = PromptTemplate("""\
+The conversation so far:
+<conversation_history>
+$history
+</conversation_history>
+
+""")
+
+#: Per mode: what the response is judged against, and how the prompt words each dimension.
+_MODE_WORDING = {
+    "user": {
+        "against": "the user's request",
+        "intent": "of the user's request",
+        "requirements": "of the user's request",
+        "fit": "what the user asked for",
+    },
+    "system": {
+        "against": "the system prompt: the instructions the agent must always follow",
+        "intent": "that the system prompt gives the agent (its role and duties)",
+        "requirements": "that the system prompt sets (rules, limits, formats, things to avoid)",
+        "fit": "what the system prompt requires",
+    },
+    "both": {
+        "against": "both the user's request and the system prompt (the instructions the agent "
+        "must always follow)",
+        "intent": "of the user's request, within the system prompt's rules",
+        "requirements": "of the user's request and of the system prompt",
+        "fit": "both the user's request and the system prompt",
+    },
+}
+#: The dimension weights: intent, requirements, completeness, appropriateness.
+_WEIGHTS = {
+    "user": (0.4, 0.3, 0.2, 0.1),
+    "system": (0.35, 0.35, 0.15, 0.15),
+    "both": (0.4, 0.3, 0.2, 0.1),
+}
+_NONE = "(none was given)"
+
+
+class ConversationHistory(ScorerOptions):
+    """How much of the earlier conversation (the run's remembered messages) the judge reads."""
+
+    max_messages: int = Field(10, ge=1, description="The last this many messages.")
+
+
+class IntentAlignment(CamelAnswer):
+    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    primary_intent: str
+    is_addressed: bool
+    reasoning: str
+
+
+class Requirement(CamelAnswer):
+    requirement: str
+    is_fulfilled: bool
+    reasoning: str
+
+
+class RequirementsFulfillment(CamelAnswer):
+    requirements: list[Requirement]
+    overall_score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+
+
+class Completeness(CamelAnswer):
+    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    missing_elements: list[str]
+    reasoning: str
+
+
+class ResponseAppropriateness(CamelAnswer):
+    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    format_alignment: bool
+    tone_alignment: bool
+    reasoning: str
+
+
+class Analysis(CamelAnswer):
+    """The four dimensions of alignment, each scored from 0 to 1."""
+
+    intent_alignment: IntentAlignment
+    requirements_fulfillment: RequirementsFulfillment
+    completeness: Completeness
+    response_appropriateness: ResponseAppropriateness
+    overall_assessment: str
+
+
+def _history_option(value: Any) -> ConversationHistory | None:
+    if value is False or value is None:
+        return None
+    if value is True:
+        return ConversationHistory()
+    if isinstance(value, ConversationHistory | Mapping):
+        return options_model(
+            ConversationHistory, value, "include_conversation_history", "prompt_alignment"
+        )
+    raise EvalDagError(
+        "EVALDAG_INVALID_SCORER_OPTION",
+        "include_conversation_history of prompt_alignment(...) must be True, False or "
+        f"{{'max_messages': n}}, got {value!r:.80}",
+        details={"option": "include_conversation_history"},
+    )
+
+
+def _missing_text(mode: str, *, user: str, system: str, response: str) -> str | None:
+    """What the run lacks for ``mode`` (Mastra's message, then how to fix it), or None."""
+    if mode == "user" and not user:
+        return (
+            "User prompt is required for user prompt alignment scoring: the run's input has no "
+            "user message"
+        )
+    if mode == "system" and not system:
+        return (
+            "System prompt is required for system prompt alignment scoring: the run's input "
+            "has no system prompt (systemMessages, or messages with role 'system')"
+        )
+    if mode == "both" and not (user or system):
+        return (
+            "A user or system prompt is required for combined alignment scoring: the run's "
+            "input has neither a user message nor a system prompt"
+        )
+    if not response:
+        return (
+            "Agent response is required for prompt alignment scoring: the run's output has no "
+            "assistant text"
+        )
+    return None
+
+
+def _clamped(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def prompt_alignment(
+    model: Any,
+    *,
+    scale: float = 1,
+    evaluation_mode: EvaluationMode = "both",
+    include_conversation_history: bool | ConversationHistory | dict[str, int] = False,
+) -> Scorer:
+    """Weighted alignment of the response with the prompt, from 0 to ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param scale: the score of a fully aligned response.
+    :param evaluation_mode: ``'user'`` judges against the user's message, ``'system'`` against
+        the run's system prompts, ``'both'`` against both (weighted as ``'user'``).
+    :param include_conversation_history: ``True`` shows the judge the last 10 remembered
+        messages of the run's input, ``{'max_messages': n}`` the last n.
+
+    The analyze step fails before any judge call when the response is empty or the prompt the
+    mode needs is missing (mode ``'both'``: neither prompt), as in Mastra. Each dimension score
+    counts clamped to [0, 1]. Steps: analyze (judge), generate_score, generate_reason (judge).
+    """
+    factory = "prompt_alignment"
+    scale = positive_scale(scale, factory)
+    if evaluation_mode not in _WEIGHTS:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"evaluation_mode of {factory}(...) must be 'user', 'system' or 'both', got "
+            f"{evaluation_mode!r:.80}",
+            details={"option": "evaluation_mode"},
+        )
+    history = _history_option(include_conversation_history)
+    wording = _MODE_WORDING[evaluation_mode]
+    weights = _WEIGHTS[evaluation_mode]
+
+    def prompts(run: Any) -> str:
+        blocks = []
+        if evaluation_mode != "system":
+            blocks.append(f"<user_request>\n{user_text(run) or _NONE}\n</user_request>\n")
+        if evaluation_mode != "user":
+            system = get_combined_system_prompt(run.input) or _NONE
+            blocks.append(f"<system_prompt>\n{system}\n</system_prompt>\n")
+        return "\n".join(blocks)
+
+    def history_block(run: Any) -> str:
+        earlier = history and get_conversation_history(run.input, history.max_messages)
+        if not earlier:
+            return ""
+        return HISTORY.render(history=earlier)
+
+    def analysis_prompt(run: Any) -> str:
+        missing = _missing_text(
+            evaluation_mode,
+            user=user_text(run),
+            system=get_combined_system_prompt(run.input),
+            response=assistant_text(run),
+        )
+        if missing:
+            raise EvalDagError(
+                "EVALDAG_PROMPT_ALIGNMENT_MISSING_TEXT",
+                missing,
+                details={"evaluationMode": evaluation_mode},
+            )
+        return ANALYSIS_PROMPT.render(
+            against=wording["against"],
+            history=history_block(run),
+            prompts=prompts(run),
+            output=assistant_text(run),
+            intent=wording["intent"],
+            requirements=wording["requirements"],
+            fit=wording["fit"],
+        )
+
+    def alignment_score(analyze_step_result: Any) -> float:
+        intent, requirements, completeness, appropriateness = weights
+        analysis = analyze_step_result
+        weighted = (
+            _clamped(analysis["intentAlignment"]["score"]) * intent
+            + _clamped(analysis["requirementsFulfillment"]["overallScore"]) * requirements
+            + _clamped(analysis["completeness"]["score"]) * completeness
+            + _clamped(analysis["responseAppropriateness"]["score"]) * appropriateness
+        )
+        return round_to_two_decimals(weighted * scale)
+
+    def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
+        intent, requirements, completeness, appropriateness = weights
+        return REASON_PROMPT.render(
+            against=wording["against"],
+            scale=f"{scale:g}",
+            intent_weight=f"{intent:g}",
+            requirements_weight=f"{requirements:g}",
+            completeness_weight=f"{completeness:g}",
+            appropriateness_weight=f"{appropriateness:g}",
+            history=history_block(run),
+            prompts=prompts(run),
+            score=f"{score:g}",
+            analysis=json_text(analyze_step_result),
+        )
+
+    return (
+        create_scorer(
+            "prompt-alignment-scorer",
+            name="Prompt Alignment (LLM)",
+            description="Evaluates how well the agent response aligns with the intent and "
+            "requirements of the user prompt",
+            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        )
+        .analyze(
+            PromptStep(
+                "Analyze prompt-response alignment across multiple dimensions",
+                analysis_prompt,
+                output_schema=Analysis,
+            )
+        )
+        .generate_score(alignment_score)
+        .generate_reason(
+            PromptStep(
+                "Generate human-readable explanation of prompt alignment evaluation",
+                reason_prompt,
+            )
+        )
+    )
