@@ -19,6 +19,7 @@ from evaldag.scorers.llm import (
     multi_turn_judge,
     noise_sensitivity,
     prompt_alignment,
+    rubric,
     tool_call_accuracy_llm,
     toxicity,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "multi_turn_judge",
     "noise_sensitivity",
     "prompt_alignment",
+    "rubric",
     "textual_difference",
     "tone",
     "tool_call_accuracy",

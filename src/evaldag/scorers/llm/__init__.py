@@ -14,6 +14,7 @@ from evaldag.scorers.llm.hallucination import hallucination
 from evaldag.scorers.llm.multi_turn_judge import multi_turn_judge
 from evaldag.scorers.llm.noise_sensitivity import noise_sensitivity
 from evaldag.scorers.llm.prompt_alignment import prompt_alignment
+from evaldag.scorers.llm.rubric import rubric
 from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
 from evaldag.scorers.llm.toxicity import toxicity
 
@@ -29,6 +30,7 @@ __all__ = [
     "multi_turn_judge",
     "noise_sensitivity",
     "prompt_alignment",
+    "rubric",
     "tool_call_accuracy_llm",
     "toxicity",
 ]
