@@ -20,6 +20,7 @@ from evaldag.scorers.llm import (
     noise_sensitivity,
     prompt_alignment,
     rubric,
+    summarization,
     tool_call_accuracy_llm,
     toxicity,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "noise_sensitivity",
     "prompt_alignment",
     "rubric",
+    "summarization",
     "textual_difference",
     "tone",
     "tool_call_accuracy",

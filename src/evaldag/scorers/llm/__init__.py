@@ -15,6 +15,7 @@ from evaldag.scorers.llm.multi_turn_judge import multi_turn_judge
 from evaldag.scorers.llm.noise_sensitivity import noise_sensitivity
 from evaldag.scorers.llm.prompt_alignment import prompt_alignment
 from evaldag.scorers.llm.rubric import rubric
+from evaldag.scorers.llm.summarization import summarization
 from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
 from evaldag.scorers.llm.toxicity import toxicity
 
@@ -31,6 +32,7 @@ __all__ = [
     "noise_sensitivity",
     "prompt_alignment",
     "rubric",
+    "summarization",
     "tool_call_accuracy_llm",
     "toxicity",
 ]

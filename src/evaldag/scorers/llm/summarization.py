@@ -1,0 +1,354 @@
+"""Summarization: is the summary faithful to its source, and does it keep what matters?
+
+Mastra's ``createSummarizationScorer`` (id ``summarization-scorer``): one judge call lists the
+summary's claims, each marked supported or not by the source, and writes up to
+``max_questions`` yes-questions the source answers; a second call, which never sees the source,
+says which questions the summary answers. Score = min(supported claims / claims, answered
+questions / questions) × scale, so a summary passes neither by being faithful but empty nor
+by being thorough but wrong; 0 when there are no claims or no questions.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evaldag.errors import EvalDagError
+from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._shared import (
+    PromptTemplate,
+    json_text,
+    numbered,
+    positive_scale,
+    scorer_judge,
+    user_text,
+)
+from evaldag.steps import PromptStep
+from evaldag.transcripts import (
+    extract_agent_response_messages,
+    get_assistant_message,
+    round_to_two_decimals,
+)
+
+INSTRUCTIONS = """\
+You check summaries: is a summary true to its source text, and does it keep the source's
+information?
+- Judge only against the texts you are given, never against what you know.
+- A claim of the summary is supported only when the source states it or directly implies it.
+- Numbers, dates, names and technical terms must match exactly: "about 2020" is not "2020",
+  "Acme Inc." is not "Acme Group". Other wording may differ when the meaning is the same.
+- A weaker or stronger claim than the source makes does not match it: "grew" is not "doubled".
+- Faithfulness and coverage are separate questions; judge each claim and each question on its
+  own.
+Answer in the JSON format you are asked for."""
+
+SOURCE_PROMPT = PromptTemplate("""\
+Check a summary against its source text, in two separate parts.
+
+<source>
+$source
+</source>
+
+<summary>
+$summary
+</summary>
+
+Part 1, "alignment": list the claims the summary makes, one piece of information each (split
+sentences that say several things; keep numbers, dates and names; leave out questions and
+style). For each claim, set "supported" to true only when the source states it or directly
+implies it, and to false when the source contradicts it or does not contain it, and give a
+"reason". An empty summary makes no claims: answer [].
+
+Part 2, "questions": write at most $max_questions closed questions that the source, and only
+the source, answers with "yes". Start with its most important facts. Pick them from the source
+alone: do not let the summary decide which facts to ask about, and do not skip a fact because
+the summary leaves it out. Each question must be specific and have a clear yes answer, never
+"maybe" or "partly". An empty source gives no questions: answer [].
+
+Example: for the source "The bakery opened in Leeds in 2012. It sells 400 loaves a day. It
+moved to York in 2019." and the summary "The bakery, opened in Leeds in 2012, sells 500
+loaves a day.", answer:
+{"alignment": [
+  {"claim": "The bakery opened in Leeds in 2012", "supported": true,
+   "reason": "The source gives Leeds and 2012."},
+  {"claim": "The bakery sells 500 loaves a day", "supported": false,
+   "reason": "The source says 400 loaves."}
+], "questions": ["Did the bakery open in Leeds in 2012?",
+  "Does the bakery sell 400 loaves a day?", "Did the bakery move to York in 2019?"]}
+
+Answer with JSON: {"alignment": [{"claim": "...", "supported": true | false,
+"reason": "..."}], "questions": ["...", "..."]}""")
+
+COVERAGE_PROMPT = PromptTemplate("""\
+Decide which of the questions below the summary answers. The summary is all you have: do not
+use anything you know.
+
+<summary>
+$summary
+</summary>
+
+There are $question_count questions:
+<questions>
+$questions
+</questions>
+
+For each question, in the order given, repeat it in "question", set "answered" to true only
+when the summary holds the information to answer it (numbers, dates and names must match
+exactly), and to false when the summary leaves it out or says otherwise, and give a "reason".
+Give exactly one entry per question: $question_count entries.
+
+Example: for the summary "The bakery, opened in Leeds in 2012, sells 500 loaves a day." and
+the questions ["Did the bakery open in Leeds in 2012?", "Does the bakery sell 400 loaves a
+day?"], answer:
+{"coverage": [
+  {"question": "Did the bakery open in Leeds in 2012?", "answered": true,
+   "reason": "The summary gives Leeds and 2012."},
+  {"question": "Does the bakery sell 400 loaves a day?", "answered": false,
+   "reason": "The summary says 500 loaves."}
+]}
+
+Answer with JSON: {"coverage": [{"question": "...", "answered": true | false,
+"reason": "..."}]}""")
+
+REASON_PROMPT = PromptTemplate("""\
+A summary was scored from 0 to $scale: the lower of its faithfulness (the share of its claims
+the source supports: $alignment_score) and its coverage (the share of the source's key
+questions it answers: $coverage_score), times $scale.
+
+<source>
+$source
+</source>
+
+<summary>
+$summary
+</summary>
+
+Score: $score
+Claims the source does not support: $unsupported
+Questions the summary does not answer: $unanswered
+
+In one or two sentences, explain this score: say which of the two measures set it, and what
+the summary got wrong or left out. Take the score as given; do not recompute it.
+Start with "The score is $score because".""")
+
+DEFAULT_MAX_QUESTIONS = 10
+
+
+class ClaimCheck(BaseModel):
+    """Whether the source supports one claim of the summary."""
+
+    claim: str
+    supported: bool
+    reason: str
+
+
+class SourceJudgement(BaseModel):
+    """The summary's claims checked against the source, and the source's key questions."""
+
+    alignment: list[ClaimCheck]
+    questions: list[str] = Field(description="Closed questions the source answers with yes.")
+
+
+class Answer(BaseModel):
+    """Whether the summary answers one question."""
+
+    question: str
+    answered: bool
+    reason: str
+
+
+class Coverage(BaseModel):
+    """One answer per question, in question order."""
+
+    coverage: list[Answer]
+
+
+def summary_text(run_output: Any) -> str:
+    """The summary: the last assistant message with text, or the output's text."""
+    if isinstance(run_output, list):
+        texts = [text for text in extract_agent_response_messages(run_output) if text.strip()]
+        if texts:
+            return texts[-1]
+    return get_assistant_message(run_output) or ""
+
+
+def one_answer_per_question(judged: dict[str, Any], questions: list[str]) -> dict[str, Any]:
+    """The judge's answers cut or padded to one per question; a missing one is unanswered.
+
+    A matching list is kept as it is; otherwise ``verdictCountMismatch`` records the counts.
+    """
+    answers = list(judged.get("coverage") or [])
+    if len(answers) == len(questions):
+        return judged
+    padding = [
+        {"question": question, "answered": False, "reason": "The judge gave no answer."}
+        for question in questions[len(answers) :]
+    ]
+    return {
+        **judged,
+        "coverage": answers[: len(questions)] + padding,
+        "verdictCountMismatch": {"expected": len(questions), "received": len(answers)},
+    }
+
+
+def summarization(
+    model: Any,
+    *,
+    scale: float = 1,
+    source: str | None = None,
+    source_extractor: Callable[[Any, Any], Any] | None = None,
+    max_questions: int = DEFAULT_MAX_QUESTIONS,
+) -> Scorer:
+    """The lower of the summary's faithfulness and coverage, times ``scale``.
+
+    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
+    :param scale: the score of a faithful summary that answers every question.
+    :param source: the text summarized; by default the run's user message.
+    :param source_extractor: ``f(input, output) -> str`` (sync or async) giving a run's source;
+        called for every run by each step that needs it. It wins over ``source``.
+    :param max_questions: the most questions the judge writes and that count (at least 1).
+
+    The summary is the last assistant message with text (a turn that only called tools is
+    skipped). Steps: preprocess (judge: claims checked against the source, and questions),
+    analyze (judge: which questions the summary answers), analyze (one answer per counted
+    question: extra ones dropped, a missing one counts as unanswered, a mismatch is recorded in
+    ``verdictCountMismatch``), generate_score, generate_reason (judge).
+    """
+    factory = "summarization"
+    scale = positive_scale(scale, factory)
+    if isinstance(max_questions, bool) or not isinstance(max_questions, int) or max_questions < 1:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            "maxQuestions must be at least 1 for Summarization scoring: max_questions of "
+            f"summarization(...) must be a whole number >= 1, got {max_questions!r}",
+            details={"option": "max_questions"},
+        )
+    if source is not None and not isinstance(source, str):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"source of {factory}(...) must be the source text (a string), got "
+            f"{type(source).__name__}",
+            details={"option": "source"},
+        )
+    if source_extractor is not None and not callable(source_extractor):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"source_extractor of {factory}(...) must be a function (input, output) -> str, got "
+            f"{type(source_extractor).__name__}",
+            details={"option": "source_extractor"},
+        )
+
+    async def source_of(run: Any) -> str:
+        if source_extractor is None:
+            return source if source is not None else user_text(run)
+        text = source_extractor(run.input, run.output)
+        if inspect.isawaitable(text):
+            text = await text
+        if not isinstance(text, str):
+            raise EvalDagError(
+                "EVALDAG_INVALID_SCORER_OPTION",
+                f"source_extractor of {factory}(...) must return the source text (a string), "
+                f"got {type(text).__name__}",
+            )
+        return text
+
+    def counted(preprocess_step_result: Any) -> list[str]:
+        return list(preprocess_step_result["questions"])[:max_questions]
+
+    async def source_prompt(run: Any) -> str:
+        return SOURCE_PROMPT.render(
+            source=await source_of(run),
+            summary=summary_text(run.output),
+            max_questions=str(max_questions),
+        )
+
+    def coverage_prompt(run: Any, preprocess_step_result: Any) -> str:
+        questions = counted(preprocess_step_result)
+        return COVERAGE_PROMPT.render(
+            summary=summary_text(run.output),
+            question_count=str(len(questions)),
+            questions=numbered(questions, "(none)"),
+        )
+
+    def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
+        return one_answer_per_question(analyze_step_result, counted(preprocess_step_result))
+
+    analyze.description = "One answer per question, extra answers dropped, missing ones filled"
+
+    def axes(preprocess_step_result: Any, analyze_step_result: Any) -> tuple[float, float]:
+        claims = preprocess_step_result["alignment"]
+        questions = counted(preprocess_step_result)
+        answers = analyze_step_result["coverage"]
+        supported = sum(claim["supported"] for claim in claims)
+        answered = sum(answer["answered"] for answer in answers)
+        return (
+            supported / len(claims) if claims else 0.0,
+            answered / len(questions) if questions else 0.0,
+        )
+
+    def summarization_score(preprocess_step_result: Any, analyze_step_result: Any) -> float:
+        if not preprocess_step_result["alignment"] or not counted(preprocess_step_result):
+            return 0.0
+        faithfulness, coverage = axes(preprocess_step_result, analyze_step_result)
+        return round_to_two_decimals(min(faithfulness, coverage) * scale)
+
+    async def reason_prompt(
+        run: Any, preprocess_step_result: Any, analyze_step_result: Any, score: Any
+    ) -> str:
+        faithfulness, coverage = axes(preprocess_step_result, analyze_step_result)
+        return REASON_PROMPT.render(
+            scale=f"{scale:g}",
+            alignment_score=f"{round_to_two_decimals(faithfulness):g}",
+            coverage_score=f"{round_to_two_decimals(coverage):g}",
+            source=await source_of(run),
+            summary=summary_text(run.output),
+            score=f"{score:g}",
+            unsupported=json_text(
+                [c["claim"] for c in preprocess_step_result["alignment"] if not c["supported"]]
+            ),
+            unanswered=json_text(
+                [
+                    question
+                    for question, answer in zip(
+                        counted(preprocess_step_result),
+                        analyze_step_result["coverage"],
+                        strict=True,
+                    )
+                    if not answer["answered"]
+                ]
+            ),
+        )
+
+    return (
+        create_scorer(
+            "summarization-scorer",
+            name="Summarization Scorer",
+            description="A scorer that evaluates whether a summary stays faithful to its source "
+            "text and preserves the information the source states",
+            type="agent",
+            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        )
+        .preprocess(
+            PromptStep(
+                "Judge each summary claim against the source and draw coverage questions from it",
+                source_prompt,
+                output_schema=SourceJudgement,
+            )
+        )
+        .analyze(
+            PromptStep(
+                "Answer the coverage questions using only the summary",
+                coverage_prompt,
+                output_schema=Coverage,
+            )
+        )
+        .analyze(analyze)
+        .generate_score(summarization_score)
+        .generate_reason(
+            PromptStep("Explain which axis produced the summarization score", reason_prompt)
+        )
+    )
