@@ -1,0 +1,240 @@
+"""Secrets never leak: an API key given to a judge or found in the environment stays out of
+every output.
+
+A run scores items through the loopback judge server with a key that is unique to this test
+session, then every output is searched for it: the Parquet results and checkpoint files, the
+HTML report, the result and its items, judge records, the reply cache (its keys and file),
+logs at DEBUG (litellm's included, with its verbose printing on), what was printed, the CLI's
+output, and the errors of a judge that refuses the key (401) with a body that echoes it back,
+as some providers and proxies do. Each test first checks that the server did receive the key,
+so a test cannot pass because the key was never used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import pickle
+import traceback
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import litellm
+import pytest
+from judge_server import JudgeServer, Reply
+
+from evaldag import EvalDagError, EvalResult, Judge, run_evals
+from evaldag.cli import main as cli_main
+from evaldag.report import report_html, write_report
+from evaldag.scorers import faithfulness
+
+JUDGE_KEY = f"sk-judge-{uuid.uuid4().hex}"
+ENVIRONMENT_KEY = f"sk-environment-{uuid.uuid4().hex}"
+SECRETS = (JUDGE_KEY, ENVIRONMENT_KEY)
+CONTEXT = ["Bern is the capital of Switzerland."]
+DATA = [
+    {"input": "What is the capital?", "output": "Bern is the capital."},
+    {"input": "And the river?", "output": "The Aare."},
+    {"input": "Anything else?", "output": "Bern is in Switzerland."},
+]
+EVAL_FILE = """\
+from evaldag import Judge
+from evaldag.scorers import faithfulness
+
+judge = Judge("openai/mock-judge", api_base={url!r}, cache=False, max_retries=0)
+scorers = [faithfulness(judge, context={context!r})]
+"""
+
+
+def _clean(where: str, content: str | bytes) -> None:
+    """``content`` holds neither key (nor the random part of either)."""
+    text = content.decode("latin-1") if isinstance(content, bytes) else content
+    for secret in SECRETS:
+        for part in (secret, secret.rsplit("-", 1)[1]):
+            assert part not in text, f"a key leaked into {where}"
+
+
+def _clean_files(folder: Path) -> None:
+    for path in folder.rglob("*"):
+        if path.is_file():
+            _clean(str(path), path.read_bytes())
+
+
+def _clean_result(where: str, result: EvalResult) -> None:
+    _clean(f"{where}: items", result.items.to_json(default_handler=str))
+    _clean(f"{where}: result", json.dumps(result.to_dict()) + repr(result))
+    _clean(f"{where}: usage and definitions", json.dumps(result.model_dump(exclude={"items"})))
+    _clean(f"{where}: report", report_html(result))
+
+
+def _clean_error(where: str, error: BaseException) -> None:
+    """The error, its details, snapshot, causes and traceback, and its pickled form."""
+    _clean(f"{where}: traceback", "".join(traceback.format_exception(error)))
+    _clean(f"{where}: pickle", pickle.dumps(error))
+    chain: BaseException | None = error
+    seen = set()
+    while chain is not None and id(chain) not in seen:
+        seen.add(id(chain))
+        _clean(f"{where}: {type(chain).__name__}", f"{chain!s} {chain!r} {vars(chain)!r}")
+        if isinstance(chain, EvalDagError):
+            _clean(f"{where}: to_dict", json.dumps(chain.to_dict(), default=str))
+        snapshot = getattr(chain, "result", None)
+        if snapshot is not None:
+            _clean(f"{where}: snapshot", json.dumps(snapshot.to_dict(), default=str))
+        chain = chain.__cause__ or chain.__context__
+
+
+def _faithfulness_replies(server: JudgeServer) -> None:
+    server.reply = "The score is 1 because the context says so."
+    server.on("List every claim", {"claims": ["Bern is the capital"]})
+    verdict = {"claim": "Bern is the capital", "verdict": "yes", "reason": "It says so."}
+    server.on("Check each claim", {"verdicts": [verdict]})
+
+
+def _keys_received(server: JudgeServer) -> set[str]:
+    return {r.headers.get("Authorization", "").removeprefix("Bearer ") for r in server.requests}
+
+
+def _refusal(key: str) -> Reply:
+    """A 401 whose body echoes the key, as some providers and proxies do."""
+    body = {"error": {"message": f"Incorrect API key provided: {key}", "code": "invalid_api_key"}}
+    return Reply(status=401, body=json.dumps(body))
+
+
+@pytest.fixture
+def key_in_environment(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", ENVIRONMENT_KEY)
+
+
+@pytest.fixture
+def everything_logged(caplog, monkeypatch) -> Iterator[Callable[[], str]]:
+    """All log records at DEBUG (evaldag's, litellm's, aiohttp's...), litellm printing too."""
+    caplog.set_level(logging.DEBUG)
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        caplog.set_level(logging.DEBUG, logger=name)
+    monkeypatch.setattr(litellm, "set_verbose", True)
+    yield lambda: "\n".join(
+        f"{record.name} {record.getMessage()} {record.exc_text or ''}" for record in caplog.records
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[JudgeServer]:
+    with JudgeServer() as running:
+        _faithfulness_replies(running)
+        yield running
+
+
+@pytest.mark.parametrize("source", ["judge", "environment"])
+def test_a_key_stays_out_of_every_output(
+    source, server, tmp_path, capfd, everything_logged, key_in_environment
+):
+    key = JUDGE_KEY if source == "judge" else ENVIRONMENT_KEY
+    settings = {"api_key": JUDGE_KEY} if source == "judge" else {}
+    judge = Judge("openai/mock-judge", api_base=server.url, cache=tmp_path / "cache", **settings)
+    scorer = faithfulness(judge, context=CONTEXT)
+    seen = []
+
+    def on_item_complete(item, output, scorer_results):
+        seen.append(json.dumps({k: r.to_dict() for k, r in scorer_results.items()}, default=str))
+
+    first = run_evals(
+        DATA,
+        scorers=[scorer.with_threshold(0.5)],
+        out=tmp_path / "out" / "results.parquet",
+        checkpoint=tmp_path / "out" / "checkpoint.parquet",
+        on_item_complete=on_item_complete,
+        batch_size=2,
+    )
+    assert _keys_received(server) == {key}  # the key was used
+    again = run_evals(DATA, scorers=[scorer], out=tmp_path / "out" / "cached.parquet")
+    assert again.usage == {}  # every reply came from the cache
+    write_report(first, tmp_path / "out" / "report.html")
+
+    assert first.scores == {"faithfulness-scorer": 1.0}
+    _clean_result("first run", first)
+    _clean_result("cached run", again)
+    _clean("on_item_complete", "".join(seen))
+    _clean_files(tmp_path / "out")
+    _clean_files(tmp_path / "cache")
+    _clean("the judge", f"{judge!r} {judge} {judge.model_dump_json()} {scorer.judge!r}")
+    _clean("logs", everything_logged())
+    printed = capfd.readouterr()
+    _clean("stdout and stderr", printed.out + printed.err)
+
+
+def test_a_checkpoint_of_an_interrupted_run_holds_no_key(server, tmp_path, everything_logged):
+    judge = Judge("openai/mock-judge", api_base=server.url, api_key=JUDGE_KEY, cache=False)
+    server.on("Anything else", _refusal(JUDGE_KEY))
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(
+            DATA,
+            scorers=[faithfulness(judge, context=CONTEXT)],
+            checkpoint=tmp_path / "run.parquet",
+            on_error="raise",
+            batch_size=2,
+        )
+    assert list((tmp_path / "run.parquet.partial").glob("batch-*.parquet"))  # one batch saved
+    _clean_files(tmp_path)
+    _clean_error("run_evals(on_error='raise')", raised.value)
+    _clean("logs", everything_logged())
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "judge",
+        pytest.param(
+            "environment",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="src/evaldag/judging.py redacts only the judge's own api_key "
+                "(_redacted(text, endpoint.api_key)); a key litellm took from OPENAI_API_KEY "
+                "and the provider echoed in its 401 body reaches the error message, the judge "
+                "record, the report and the exception",
+            ),
+        ),
+    ],
+)
+def test_a_refused_key_stays_out_of_the_errors(
+    source, server, tmp_path, everything_logged, key_in_environment
+):
+    key = JUDGE_KEY if source == "judge" else ENVIRONMENT_KEY
+    settings = {"api_key": JUDGE_KEY} if source == "judge" else {}
+    judge = Judge("openai/mock-judge", api_base=server.url, cache=False, max_retries=0, **settings)
+    scorer = faithfulness(judge, context=CONTEXT)
+    server.reset()
+    server.reply = _refusal(key)
+
+    recorded = run_evals(DATA[:1], scorers=[scorer], out=tmp_path / "out.parquet")
+    assert _keys_received(server) == {key}
+    assert "401" in recorded.items["faithfulness-scorer.error"].iloc[0]
+    _clean_result("recorded 401", recorded)
+    _clean_files(tmp_path)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA[:1], scorers=[scorer], on_error="raise")
+    _clean_error("run_evals(on_error='raise')", raised.value)
+    with pytest.raises(EvalDagError) as raised:
+        scorer.run(input="q", output="a")
+    _clean_error("scorer.run", raised.value)
+    _clean("logs", everything_logged())
+
+
+def test_the_cli_prints_and_writes_no_key(server, tmp_path, capfd, key_in_environment):
+    eval_file = tmp_path / "judged.py"
+    eval_file.write_text(EVAL_FILE.format(url=server.url, context=CONTEXT))
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in DATA))
+    out = tmp_path / "results.parquet"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = cli_main(["run", str(eval_file), "--data", str(data), "--out", str(out)])
+    assert code == 0, stderr.getvalue()
+    assert _keys_received(server) == {ENVIRONMENT_KEY}
+    _clean("evaldag run's output", stdout.getvalue() + stderr.getvalue())
+    printed = capfd.readouterr()
+    _clean("stdout and stderr", printed.out + printed.err)
+    _clean_files(tmp_path)
