@@ -350,12 +350,6 @@ def _rag_judge(server):
         server.on(_asks_for("results", word), _results(*results))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="evaldag.eval_graph.judge_usage iterates the <id>.judge column as dicts, but items "
-    "hold judge records as JSON text since the Arrow text columns: any run_evals with a prompt "
-    "step raises AttributeError. Remove this mark once judge_usage decodes the JSON.",
-)
 def test_rag_answer_quality_scores_with_a_judge(tmp_path):
     path = tmp_path / "answers.jsonl"
     path.write_text("".join(json.dumps(answer) + "\n" for answer in RAG_ANSWERS))

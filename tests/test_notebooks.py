@@ -7,18 +7,10 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-JUDGE_USAGE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="evaldag.eval_graph.judge_usage iterates the <id>.judge column as dicts, but items "
-    "hold judge records as JSON text: run_evals with a prompt step raises AttributeError. Remove "
-    "this mark once judge_usage decodes the JSON.",
-)
 NAMES = ["quickstart.ipynb", "llm_judges.ipynb"]
 
 
-@pytest.mark.parametrize(
-    "name", ["quickstart.ipynb", pytest.param("llm_judges.ipynb", marks=JUDGE_USAGE_BUG)]
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_without_errors(name):
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = NotebookClient(
