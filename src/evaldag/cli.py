@@ -21,9 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from evaldag.errors import EvalDagError
+
+if TYPE_CHECKING:
+    from evaldag.eval_result import EvalResult
 
 EXIT_PASSED = 0
 EXIT_SCORED = 1
@@ -310,7 +313,7 @@ def _run_command(args: argparse.Namespace) -> int:
     return _VERDICT_EXITS[result.verdict]
 
 
-def summary_table(result: Any, title: str) -> str:
+def summary_table(result: EvalResult, title: str) -> str:
     """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
     from evaldag.report import (
         outcome_word,
@@ -428,8 +431,9 @@ def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
         # without queueing calls into their timeout.
         judge = Judge(LOCAL_MODEL, max_concurrency=2)
         return judge, (
-            f"faithfulness: judged by the local SmolLM2-135M judge on {endpoint.api_base} "
-            "(about 4 s per call on 2 cores; its verdicts are weak, the plumbing is real)"
+            f"faithfulness: judged by the local SmolLM2-135M judge on {endpoint.api_base}: "
+            "3 calls per item of about 4 s each on 2 idle cores, so several minutes; its "
+            "verdicts are weak, the plumbing is real (--judge none skips it)"
         )
     judge = Judge(choice, api_base=api_base) if api_base else Judge(choice)
     where = f" at {api_base}" if api_base else ""
