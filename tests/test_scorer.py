@@ -358,6 +358,14 @@ def test_prepare_run_transforms_the_run():
     assert (result.output, result.ground_truth, result.score) == ("abc", None, 0.3)
 
 
+def test_with_prepare_run_returns_a_new_scorer():
+    base = create_scorer("s").generate_score(lambda run: len(run.output) / 10)
+    trimmed = base.with_prepare_run(lambda run: run.model_copy(update={"output": "abc"}))
+    assert trimmed.run(output="abcdefgh").score == 0.3
+    assert base.run(output="abcdefgh").score == 0.8
+    assert [s.node_name for s in trimmed.steps] == ["generate_score"]
+
+
 def test_prepare_run_may_return_mastra_shaped_dicts_and_be_async():
     async def prepare_run(run):
         data = run.to_dict()

@@ -28,6 +28,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     Tag,
+    ValidationError,
     model_serializer,
     model_validator,
 )
@@ -385,9 +386,22 @@ def as_message(value: Any, role: Role, index: int = 0) -> Message:
     if isinstance(value, str):
         return text_message(value, role, id=f"{role}-{index}")
     if isinstance(value, Mapping):
-        if isinstance(value.get("content"), Mapping):
-            return Message.model_validate(value)
-        return _compact_message(value, role, index)
+        try:
+            if isinstance(value.get("content"), Mapping):
+                return Message.model_validate(value)
+            return _compact_message(value, role, index)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in problem['loc']) or 'message'}: {problem['msg']}"
+                for problem in error.errors()[:3]
+            )
+            raise EvalDagError(
+                "EVALDAG_INVALID_MESSAGE",
+                f"message {index} is not a valid message ({problems}); see Mastra's "
+                "MastraDBMessage shape or give a string",
+                details={"index": index},
+                cause=error,
+            ) from error
     raise EvalDagError(
         "EVALDAG_INVALID_MESSAGE",
         f"message {index}: expected a string, a Message or a dict with 'content', got "

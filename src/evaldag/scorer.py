@@ -75,15 +75,25 @@ class Scorer:
         checked = step_definition(definition, stage)
         repeats = sum(1 for step in self._steps if step.stage == stage)
         node_name = stage if repeats == 0 else f"{stage}_{repeats + 1}"
-        return Scorer(
-            self._id,
-            name=self._name,
-            description=self._description,
-            type=self._type,
-            judge=self._judge,
-            prepare_run=self._prepare_run,
-            steps=(*self._steps, Step(stage, node_name, checked)),
-        )
+        return self._copy(steps=(*self._steps, Step(stage, node_name, checked)))
+
+    def _copy(self, **changes: Any) -> Scorer:
+        fields = {
+            "name": self._name,
+            "description": self._description,
+            "type": self._type,
+            "judge": self._judge,
+            "prepare_run": self._prepare_run,
+            "steps": self._steps,
+        }
+        return Scorer(self._id, **{**fields, **changes})
+
+    def with_prepare_run(self, prepare_run: Callable[..., Any] | None) -> Scorer:
+        """A new scorer that transforms each run first, e.g. with ``filter_run(...)``.
+
+        Useful to narrow what a prebuilt scorer or check sees.
+        """
+        return self._copy(prepare_run=prepare_run)
 
     def preprocess(self, step: Callable[..., Any] | PromptStep) -> Scorer:
         """A new scorer with a preprocess step appended; its value is ``preprocess_step_result``."""
