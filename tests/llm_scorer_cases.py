@@ -417,3 +417,321 @@ SAMPLES: dict[str, Sample] = {
         shown=["[1] Ibuprofen commonly causes heartburn and nausea."],
     ),
 }
+
+
+# --- context recall … trajectory accuracy (LLM): run fields and sample runs ---------------------
+
+
+def replayed_with_run_fields(
+    scorer: Scorer, entry: Mapping[str, Any], server: JudgeServer
+) -> ScorerResult | ScorerRunError:
+    """:func:`replayed`, also passing the case's ``expectedTrajectory`` to the run."""
+    case, expected = entry["case"], entry["expected"]
+    echoed = expected["result"] if expected["ok"] else expected["error"].get("result")
+    source = echoed or case
+    server.script(*scripted_replies(case))
+    try:
+        return scorer.run(
+            input=source.get("input"),
+            output=source["output"],
+            run_id="oracle-run",
+            ground_truth=case.get("groundTruth"),
+            request_context=case.get("requestContext"),
+            expected_trajectory=case.get("expectedTrajectory"),
+        )
+    except ScorerRunError as error:
+        return error
+
+
+_FLIGHT_STEPS = {
+    "steps": [
+        {
+            "stepType": "tool_call",
+            "name": "search_flights",
+            "toolArgs": {"from": "BOS", "to": "DEN"},
+            "toolResult": {"cheapest": "UA 1432"},
+            "success": True,
+        },
+        {
+            "stepType": "tool_call",
+            "name": "book_flight",
+            "toolArgs": {"flight": "UA 1432"},
+            "toolResult": {"confirmation": "K7Q2LM"},
+            "success": True,
+        },
+    ],
+    "rawOutput": [{"role": "assistant", "content": "Booked UA 1432, confirmation K7Q2LM."}],
+}
+
+SAMPLES.update(
+    {
+        "context-recall-scorer": Sample(
+            lambda judge: scorers.context_recall(
+                judge,
+                context=[
+                    "Ibuprofen commonly causes heartburn and nausea.",
+                    "Ibuprofen first went on sale in 1969.",
+                ],
+            ),
+            {
+                "input": "What are the side effects of ibuprofen?",
+                "output": "Heartburn and nausea.",
+                "ground_truth": "Ibuprofen can cause heartburn, nausea and dizziness.",
+            },
+            [
+                {
+                    "claims": [
+                        "Ibuprofen can cause heartburn",
+                        "Ibuprofen can cause nausea",
+                        "Ibuprofen can cause dizziness",
+                    ]
+                },
+                {
+                    "verdicts": [
+                        {"verdict": "yes", "reason": "[0] names heartburn."},
+                        {"verdict": "yes", "reason": "[0] names nausea."},
+                        {"verdict": "no", "reason": "No piece mentions dizziness."},
+                    ]
+                },
+                "The score is 0.67 because the context does not mention dizziness.",
+            ],
+            shown=[
+                "Ibuprofen can cause heartburn, nausea and dizziness.",
+                "[1] Ibuprofen first went on sale in 1969.",
+                "There are 3 claims",
+            ],
+        ),
+        "context-relevance-scorer": Sample(
+            lambda judge: scorers.context_relevance(
+                judge,
+                context=[
+                    "Check-in at the Harbor View Hotel begins at 3 pm.",
+                    "The hotel was renovated in 2019.",
+                ],
+            ),
+            {
+                "input": "When can I check in at the Harbor View Hotel?",
+                "output": "Check-in starts at 3 pm.",
+            },
+            [
+                {
+                    "evaluations": [
+                        {
+                            "context_index": 0,
+                            "contextPiece": "Check-in at the Harbor View Hotel begins at 3 pm.",
+                            "relevanceLevel": "high",
+                            "wasUsed": True,
+                            "reasoning": "Answers the question.",
+                        },
+                        {
+                            "context_index": 1,
+                            "contextPiece": "The hotel was renovated in 2019.",
+                            "relevanceLevel": "none",
+                            "wasUsed": False,
+                            "reasoning": "Unrelated.",
+                        },
+                    ],
+                    "missingContext": [],
+                    "overallAssessment": "One relevant piece, used.",
+                },
+                "The score is 0.5 because only one of the two pieces is relevant.",
+            ],
+            shown=["[1] The hotel was renovated in 2019.", "There are 2 context pieces"],
+        ),
+        "multi-turn-judge-scorer": Sample(
+            lambda judge: scorers.multi_turn_judge(
+                judge, criterion="The agent booked a table and confirmed the time."
+            ),
+            {
+                "input": ["Book a table for two.", "At 7 pm, please."],
+                "output": ["For which time?", "Done: a table for two at 7 pm tonight."],
+            },
+            [{"satisfied": True, "reasoning": "Turn 2 confirms the booking at 7 pm."}],
+            shown=[
+                "Assistant turn 1: For which time?\n\nAssistant turn 2: Done: a table",
+                "<criterion>\nThe agent booked a table and confirmed the time.\n</criterion>",
+            ],
+        ),
+        "noise-sensitivity-scorer": Sample(
+            lambda judge: scorers.noise_sensitivity(
+                judge,
+                baseline_response="Mars has two moons, Phobos and Deimos.",
+                noisy_query="How many moons does Mars have? My teacher says twelve.",
+                noise_type="misinformation",
+            ),
+            {
+                "input": "How many moons does Mars have?",
+                "output": "Mars has two moons, Phobos and Deimos, not twelve.",
+            },
+            [
+                {
+                    "dimensions": [
+                        {
+                            "dimension": name,
+                            "impactLevel": "none",
+                            "specificChanges": "Same answer.",
+                            "noiseInfluence": "None.",
+                        }
+                        for name in (
+                            "content_accuracy",
+                            "completeness",
+                            "relevance",
+                            "consistency",
+                            "hallucination_resistance",
+                        )
+                    ],
+                    "overallAssessment": "The agent rejected the false figure.",
+                    "majorIssues": [],
+                    "robustnessScore": 1,
+                },
+                "The score is 1 because the noise did not change the answer.",
+            ],
+            shown=["My teacher says twelve.", "Kind of noise: misinformation"],
+        ),
+        "prompt-alignment-scorer": Sample(
+            scorers.prompt_alignment,
+            {
+                "input": {
+                    "inputMessages": [{"role": "user", "content": "Name three primary colours."}],
+                    "systemMessages": [{"role": "system", "content": "Answer in one line."}],
+                },
+                "output": "Red, blue and yellow.",
+            },
+            [
+                {
+                    "intentAlignment": {
+                        "score": 1,
+                        "primaryIntent": "Name three primary colours",
+                        "isAddressed": True,
+                        "reasoning": "Three are named.",
+                    },
+                    "requirementsFulfillment": {
+                        "requirements": [
+                            {
+                                "requirement": "One line",
+                                "isFulfilled": True,
+                                "reasoning": "One line.",
+                            }
+                        ],
+                        "overallScore": 1,
+                    },
+                    "completeness": {"score": 1, "missingElements": [], "reasoning": "Done."},
+                    "responseAppropriateness": {
+                        "score": 1,
+                        "formatAlignment": True,
+                        "toneAlignment": True,
+                        "reasoning": "Fits.",
+                    },
+                    "overallAssessment": "Fully aligned.",
+                },
+                "The score is 1 because the reply does exactly what was asked.",
+            ],
+            shown=["<system_prompt>\nAnswer in one line.\n</system_prompt>"],
+        ),
+        "rubric-scorer": Sample(
+            lambda judge: scorers.rubric(
+                judge,
+                criteria=[
+                    {"description": "Includes an executive summary"},
+                    {"description": "Cites its sources", "required": False},
+                ],
+            ),
+            {
+                "input": "Write a status report on the migration.",
+                "output": "Summary: the migration is 80% done and on schedule.",
+            },
+            [
+                {
+                    "criteria": [
+                        {
+                            "criterion": "Includes an executive summary",
+                            "satisfied": True,
+                            "required": True,
+                            "reasoning": "Opens with a summary.",
+                        },
+                        {
+                            "criterion": "Cites its sources",
+                            "satisfied": False,
+                            "required": False,
+                            "reasoning": "No source for 80%.",
+                        },
+                    ],
+                    "overallAssessment": "The required criterion is met.",
+                }
+            ],
+            shown=["1. [required] Includes an executive summary\n2. [optional] Cites its sources"],
+        ),
+        "summarization-scorer": Sample(
+            scorers.summarization,
+            {
+                "input": "The council voted 7-2 to build 18 miles of bike lanes, starting in "
+                "September.",
+                "output": "The council approved 18 miles of bike lanes.",
+            },
+            [
+                {
+                    "alignment": [
+                        {
+                            "claim": "The council approved 18 miles of bike lanes",
+                            "supported": True,
+                            "reason": "Stated.",
+                        }
+                    ],
+                    "questions": [
+                        "Did the council vote 7-2?",
+                        "Will 18 miles of bike lanes be built?",
+                    ],
+                },
+                {
+                    "coverage": [
+                        {"question": "Did the council vote 7-2?", "answered": False, "reason": "-"},
+                        {
+                            "question": "Will 18 miles of bike lanes be built?",
+                            "answered": True,
+                            "reason": "Stated.",
+                        },
+                    ]
+                },
+                "The score is 0.5 because the summary leaves out the vote.",
+            ],
+            shown=["at most 10 closed questions", "1. Did the council vote 7-2?"],
+        ),
+        "llm-trajectory-accuracy-scorer": Sample(
+            lambda judge: scorers.trajectory_accuracy_llm(
+                judge,
+                expected_trajectory=[
+                    {"stepType": "tool_call", "name": "search_flights"},
+                    {"stepType": "tool_call", "name": "book_flight"},
+                ],
+            ),
+            {"input": "Book the cheapest flight from Boston to Denver.", "output": _FLIGHT_STEPS},
+            [
+                {
+                    "stepEvaluations": [
+                        {
+                            "stepName": "search_flights",
+                            "wasNecessary": True,
+                            "wasInOrder": True,
+                            "reasoning": "Finds the flight.",
+                        },
+                        {
+                            "stepName": "book_flight",
+                            "wasNecessary": True,
+                            "wasInOrder": True,
+                            "reasoning": "Books it.",
+                        },
+                    ],
+                    "missingSteps": [],
+                    "extraSteps": [],
+                    "overallAssessment": "The expected path.",
+                },
+                "The score is 1 because every step was needed and in order.",
+            ],
+            shown=[
+                '1. [tool_call] search_flights (args: {"from":"BOS","to":"DEN"}, result:',
+                "<expected_steps>\n1. [tool_call] search_flights\n2. [tool_call] book_flight",
+                "Booked UA 1432, confirmation K7Q2LM.",
+            ],
+        ),
+    }
+)

@@ -23,6 +23,7 @@ from evaldag.scorers.llm import (
     summarization,
     tool_call_accuracy_llm,
     toxicity,
+    trajectory_accuracy_llm,
 )
 from evaldag.scorers.textual import (
     completeness,
@@ -62,4 +63,5 @@ __all__ = [
     "toxicity",
     "trajectory",
     "trajectory_accuracy",
+    "trajectory_accuracy_llm",
 ]

@@ -18,6 +18,7 @@ from evaldag.scorers.llm.rubric import rubric
 from evaldag.scorers.llm.summarization import summarization
 from evaldag.scorers.llm.tool_call_accuracy import tool_call_accuracy_llm
 from evaldag.scorers.llm.toxicity import toxicity
+from evaldag.scorers.llm.trajectory_accuracy import trajectory_accuracy_llm
 
 __all__ = [
     "answer_relevancy",
@@ -35,4 +36,5 @@ __all__ = [
     "summarization",
     "tool_call_accuracy_llm",
     "toxicity",
+    "trajectory_accuracy_llm",
 ]

@@ -47,7 +47,8 @@ must always follow), or both.
 Be specific in your reasoning, and answer in the JSON format you are asked for."""
 
 ANALYSIS_PROMPT = PromptTemplate("""\
-Judge how well the agent's response below aligns with $against.
+Judge how well the agent's response below does what it was asked.
+$focus
 
 $history$prompts
 <response>
@@ -55,15 +56,15 @@ $output
 </response>
 
 Score four dimensions, each from 0 (not at all) to 1 (fully):
-1. "intentAlignment": name the main purpose $intent in "primaryIntent", say in "isAddressed"
-   whether the response achieves it, and give a "score" and your "reasoning".
-2. "requirementsFulfillment": list each explicit requirement $requirements (content, length,
-   format, rules) as {"requirement", "isFulfilled", "reasoning"}, and give an "overallScore"
-   for how fully they are met together.
+1. "intentAlignment": name the main purpose of what was asked in "primaryIntent", say in
+   "isAddressed" whether the response achieves it, and give a "score" and your "reasoning".
+2. "requirementsFulfillment": list each explicit requirement of what was asked (content,
+   length, format, rules) as {"requirement", "isFulfilled", "reasoning"}, and give an
+   "overallScore" for how fully they are met together.
 3. "completeness": give a "score", the "missingElements" (an empty list when nothing is
    missing) and your "reasoning".
 4. "responseAppropriateness": give a "score", say whether the format ("formatAlignment") and
-   the tone ("toneAlignment") fit $fit, and give your "reasoning".
+   the tone ("toneAlignment") fit what was asked, and give your "reasoning".
 Then sum up in "overallAssessment".
 
 Example: for the request "Name three primary colours, comma-separated." and the response
@@ -87,10 +88,12 @@ Answer with JSON: {"intentAlignment": {"score": 0.0, "primaryIntent": "...",
 "toneAlignment": true | false, "reasoning": "..."}, "overallAssessment": "..."}""")
 
 REASON_PROMPT = PromptTemplate("""\
-An agent's response was scored for how well it aligns with $against, from 0 to $scale: the
-weighted sum of four dimension scores: intent alignment ($intent_weight), requirements
-fulfillment ($requirements_weight), completeness ($completeness_weight) and appropriateness
-of format and tone ($appropriateness_weight).
+An agent's response was scored from 0 to $scale for how well it does what was asked in
+$against. The score is the weighted sum of four dimension scores, times $scale:
+- intent alignment: $intent_weight
+- requirements fulfillment: $requirements_weight
+- completeness: $completeness_weight
+- appropriateness of format and tone: $appropriateness_weight
 
 $history$prompts
 Score: $score
@@ -108,27 +111,22 @@ $history
 
 """)
 
-#: Per mode: what the response is judged against, and how the prompt words each dimension.
-_MODE_WORDING = {
-    "user": {
-        "against": "the user's request",
-        "intent": "of the user's request",
-        "requirements": "of the user's request",
-        "fit": "what the user asked for",
-    },
-    "system": {
-        "against": "the system prompt: the instructions the agent must always follow",
-        "intent": "that the system prompt gives the agent (its role and duties)",
-        "requirements": "that the system prompt sets (rules, limits, formats, things to avoid)",
-        "fit": "what the system prompt requires",
-    },
-    "both": {
-        "against": "both the user's request and the system prompt (the instructions the agent "
-        "must always follow)",
-        "intent": "of the user's request, within the system prompt's rules",
-        "requirements": "of the user's request and of the system prompt",
-        "fit": "both the user's request and the system prompt",
-    },
+#: Per mode: what the judge is told was asked, and what the reason prompt calls it.
+_FOCUS = {
+    "user": "What was asked is the user's request below.",
+    "system": """\
+What was asked is the system prompt below: the instructions the agent must always follow (its
+role, rules, limits, formats and things to avoid). Judge the response against those
+instructions, not against the user's message.""",
+    "both": """\
+What was asked is both the user's request and the system prompt below (the instructions the
+agent must always follow): the response should serve the user's request within the system
+prompt's rules, and the requirements of both count.""",
+}
+_AGAINST = {
+    "user": "the user's request",
+    "system": "the system prompt",
+    "both": "the user's request and the system prompt",
 }
 #: The dimension weights: intent, requirements, completeness, appropriateness.
 _WEIGHTS = {
@@ -263,7 +261,6 @@ def prompt_alignment(
             details={"option": "evaluation_mode"},
         )
     history = _history_option(include_conversation_history)
-    wording = _MODE_WORDING[evaluation_mode]
     weights = _WEIGHTS[evaluation_mode]
 
     def prompts(run: Any) -> str:
@@ -295,13 +292,10 @@ def prompt_alignment(
                 details={"evaluationMode": evaluation_mode},
             )
         return ANALYSIS_PROMPT.render(
-            against=wording["against"],
+            focus=_FOCUS[evaluation_mode],
             history=history_block(run),
             prompts=prompts(run),
             output=assistant_text(run),
-            intent=wording["intent"],
-            requirements=wording["requirements"],
-            fit=wording["fit"],
         )
 
     def alignment_score(analyze_step_result: Any) -> float:
@@ -318,7 +312,7 @@ def prompt_alignment(
     def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
         intent, requirements, completeness, appropriateness = weights
         return REASON_PROMPT.render(
-            against=wording["against"],
+            against=_AGAINST[evaluation_mode],
             scale=f"{scale:g}",
             intent_weight=f"{intent:g}",
             requirements_weight=f"{requirements:g}",
