@@ -154,6 +154,12 @@ def warm_starts(repeats: int) -> list[float]:
     return times
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time the process has used so far: the cost of a call that other load cannot inflate."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def judged_calls(calls: int) -> dict[str, object]:
     import litellm
 
@@ -165,7 +171,7 @@ def judged_calls(calls: int) -> dict[str, object]:
     for i in range(calls):
         kind, prompt, model = kinds[i % 2]
         item = ITEMS[(i // 2) % len(ITEMS)]
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds(endpoint.pid)
         response = litellm.completion(
             **endpoint.completion_kwargs(),
             messages=prompt(*item),
@@ -174,6 +180,7 @@ def judged_calls(calls: int) -> dict[str, object]:
             temperature=0,
         )
         seconds = time.perf_counter() - start
+        server_cpu = cpu_seconds(endpoint.pid) - cpu_start
         content = response.choices[0].message.content
         try:
             model.model_validate_json(content)
@@ -184,6 +191,7 @@ def judged_calls(calls: int) -> dict[str, object]:
             {
                 "kind": kind,
                 "seconds": seconds,
+                "server_cpu_s": server_cpu,
                 "valid": valid,
                 "finish_reason": response.choices[0].finish_reason,
                 "prompt_tokens": response.usage.prompt_tokens,
@@ -198,6 +206,7 @@ def judged_calls(calls: int) -> dict[str, object]:
         "first_call_s": latencies[0],
         "median_s": statistics.median(latencies),
         "max_s": max(latencies),
+        "median_server_cpu_s": statistics.median(r["server_cpu_s"] for r in records),
         "mean_prompt_tokens": statistics.mean(r["prompt_tokens"] for r in records),
         "mean_completion_tokens": statistics.mean(r["completion_tokens"] for r in records),
         "records": records,
@@ -228,7 +237,8 @@ def main() -> None:
     print(
         f"judge calls: {calls['valid']}/{calls['calls']} valid JSON; "
         f"first {calls['first_call_s']:.2f} s (litellm's lazy imports), "
-        f"median {calls['median_s']:.2f} s, max {calls['max_s']:.2f} s; "
+        f"median {calls['median_s']:.2f} s, max {calls['max_s']:.2f} s "
+        f"(median server CPU {calls['median_server_cpu_s']:.2f} s); "
         f"mean {calls['mean_prompt_tokens']:.0f} prompt / "
         f"{calls['mean_completion_tokens']:.0f} completion tokens"
     )

@@ -204,9 +204,10 @@ def _started_server(port: int | None, startup_timeout: float) -> _Server:
         sys.executable, "-m", "evaldag.local_judge",
         "--model", str(weights), "--model_alias", MODEL_ALIAS,
         "--host", _HOST, "--port", str(port), "--n_ctx", str(_CONTEXT_TOKENS),
-        # One decode thread: on 2 cores, two threads fight the event loop and the caller, and
-        # decoding sometimes slows down 4-10x. Prompt processing still uses several.
-        "--n_threads", "1", "--n_threads_batch", str(min(4, os.cpu_count() or 1)),
+        # llama.cpp's threads spin at each barrier while waiting for a descheduled partner: on
+        # 2 busy cores, 2 threads made decoding 4-10x and prompt processing ~4x slower than 1.
+        # One thread decodes; prompts use half the cores (at most 4), so one on a 2-core box.
+        "--n_threads", "1", "--n_threads_batch", str(max(1, min(4, (os.cpu_count() or 1) // 2))),
     ]  # fmt: skip
     with os.fdopen(log_fd, "wb") as log:
         # A session of its own: Ctrl-C in a terminal or a notebook interrupt, which signal the
