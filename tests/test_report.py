@@ -258,3 +258,16 @@ def test_report_renders_in_headless_chromium(result, tmp_path, monkeypatch):
 
 def _near(pixel, colour, tolerance=6) -> bool:
     return all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], colour, strict=True))
+
+
+def test_report_without_gates_or_thresholds(monkeypatch):
+    _without_dot(monkeypatch)
+    result = run_evals(ITEMS[:2], scorers=[create_scorer("strict").generate_score(_strict)])
+    page = report_html(result)
+    assert '<div class="verdict verdict-none" id="verdict">' in page
+    assert "<strong>NO VERDICT</strong>" in page
+    assert "This run has no gates and no thresholds, so it has no verdict." in page
+    # a stored result without scorer definitions still lists its scorers from the item columns
+    bare = result.model_copy(update={"scorers": []})
+    assert [s.id for s in scorer_summaries(bare)] == ["strict"]
+    assert '<svg class="hist"' in report_html(bare)
