@@ -504,8 +504,10 @@ def test_paths_that_are_not_data_files(tmp_path):
     (tmp_path / "folder.jsonl").mkdir()
     (tmp_path / "data.json").write_text("[]")
     (tmp_path / "data").write_text("input,output\nq,a\n")
+    (tmp_path / "dangling.csv").symlink_to(tmp_path / "gone.csv")
     cases = {
         tmp_path / "missing.csv": "does not exist",
+        tmp_path / "dangling.csv": "does not exist",
         tmp_path / "folder.jsonl": "is a directory",
         tmp_path / "data.json": ".parquet, .csv or .jsonl",
         tmp_path / "data": ".parquet, .csv or .jsonl",
@@ -579,10 +581,16 @@ def test_an_unwritable_out_is_named_before_scoring(tmp_path, where):
 # --- the CLI ------------------------------------------------------------------------------------
 
 
-def _cli(folder: Path, data: Any, *extra: str) -> tuple[int, str]:
+@pytest.fixture(scope="module")
+def length_eval(tmp_path_factory) -> Path:
+    """The eval file of the CLI tests (one per module: the CLI puts its folder on sys.path)."""
+    path = tmp_path_factory.mktemp("evals") / "length_eval.py"
+    path.write_text(EVAL_FILE)
+    return path
+
+
+def _cli(eval_file: Path, data: Any, *extra: str) -> tuple[int, str]:
     """``evaldag run`` in this process: its exit code and what it wrote to stderr."""
-    eval_file = folder / "length_eval.py"
-    eval_file.write_text(EVAL_FILE)
     stderr, stdout = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(stdout):
         try:
@@ -602,13 +610,13 @@ def _cli_refused(code: int, stderr: str, *names: str) -> None:
 
 @settings(FAST, max_examples=10)
 @given(rows, st.sampled_from(["input", "output"]), st.sampled_from(["jsonl", "csv", "parquet"]))
-def test_cli_names_a_missing_column(records, column, form):
+def test_cli_names_a_missing_column(length_eval, records, column, form):
     with _folder() as folder:
         data = _written(
             [{k: v for k, v in r.items() if k != column} for r in records], form, folder
         )
         out = folder / "out.parquet"
-        code, stderr = _cli(folder, data, "--out", str(out))
+        code, stderr = _cli(length_eval, data, "--out", str(out))
         _cli_refused(code, stderr, f"'{column}'")
         _nothing_left(out)
 
@@ -616,12 +624,12 @@ def test_cli_names_a_missing_column(records, column, form):
 @settings(FAST, max_examples=10)
 @given(st.binary(max_size=120), st.sampled_from([".parquet", ".csv", ".jsonl"]))
 @example(b'{"input": "q"}\n{"output": "a"}\n', ".jsonl")
-def test_cli_names_a_corrupt_file(content, suffix):
+def test_cli_names_a_corrupt_file(length_eval, content, suffix):
     with _folder() as folder:
         path = folder / f"data{suffix}"
         path.write_bytes(content)
         out = folder / "out.parquet"
-        code, stderr = _cli(folder, path, "--out", str(out))
+        code, stderr = _cli(length_eval, path, "--out", str(out))
         assume(code != 0)  # the bytes happened to make a valid dataset
         _cli_refused(code, stderr)
         assert (
@@ -632,11 +640,11 @@ def test_cli_names_a_corrupt_file(content, suffix):
 
 @settings(FAST, max_examples=10)
 @given(st.lists(junk.filter(lambda v: isinstance(v, dict | list | str)), min_size=1, max_size=3))
-def test_cli_scores_nested_outputs(outputs):
+def test_cli_scores_nested_outputs(length_eval, outputs):
     with _folder() as folder:
         path = _written([{"input": "q", "output": o} for o in outputs], "jsonl", folder)
         out = folder / "out.parquet"
-        code, stderr = _cli(folder, path, "--out", str(out))
+        code, stderr = _cli(length_eval, path, "--out", str(out))
         assert code == 0, stderr
         assert len(EvalResult.read_parquet(out).items) == len(outputs)
 
@@ -648,9 +656,9 @@ def test_cli_scores_nested_outputs(outputs):
         (["--concurrency", "many"], "--concurrency"),
     ],
 )
-def test_cli_names_a_bad_option(tmp_path, args, named):
+def test_cli_names_a_bad_option(length_eval, tmp_path, args, named):
     data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
-    code, stderr = _cli(tmp_path, data, *args)
+    code, stderr = _cli(length_eval, data, *args)
     assert code == 3
     assert named in stderr and "Traceback" not in stderr
 
@@ -674,9 +682,9 @@ def test_cli_names_an_invalid_threshold(tmp_path):
     reason="src/evaldag/evals.py (or parquet.py): --out naming a directory exits 4 with a "
     "traceback (bare OSError from the materializer) instead of 3 with a message naming --out",
 )
-def test_cli_names_an_unwritable_out(tmp_path):
+def test_cli_names_an_unwritable_out(length_eval, tmp_path):
     data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
-    code, stderr = _cli(tmp_path, data, "--out", str(tmp_path))
+    code, stderr = _cli(length_eval, data, "--out", str(tmp_path))
     _cli_refused(code, stderr, "out")
 
 
