@@ -4,12 +4,18 @@ Judge calls in tests go through litellm over real HTTP to this server, never to 
 
     from judge_server import JudgeServer, Reply, rate_limited
 
-    with JudgeServer(reply={"score": 0.5}) as server:
+    with JudgeServer({"score": 0.5}) as server:
         scorer = create_scorer("s", judge=server.judge(instructions="Grade it.")) ...
         server.script(rate_limited(retry_after=1), Reply({"score": 1}))  # the next two requests
         server.on("Extract the claims", {"claims": []})              # requests whose text has this
         ...
         server.requests                                               # every request received
+
+In a test module, ``from judge_server import judge_server_fixture  # noqa: F401`` gives tests a
+fresh server as the ``judge_server`` fixture. ``Reply`` fields script anything else: latency,
+status and headers, usage, finish reason, a raw (malformed) body; ``rate_limited``,
+``server_error``, ``refused``, ``hanging`` and ``malformed_body`` are the common faults, and
+``max_in_flight`` says how many requests were answered at once.
 
 How a request is answered: the next scripted reply if any (``script``), else the first rule
 whose text occurs in the request's messages (``on``; its replies are used in order, the last one
