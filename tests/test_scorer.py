@@ -539,3 +539,20 @@ def test_import_is_lazy():
     code = f"import sys, evaldag; print(sorted(m for m in {heavy} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_async_steps_inside_a_running_loop_see_the_callers_context_variables():
+    import contextvars
+
+    current_user = contextvars.ContextVar("current_user", default="nobody")
+
+    async def analyze():
+        return current_user.get()
+
+    scorer = create_scorer("ctx").analyze(analyze).generate_score(constant(1))
+
+    async def notebook_cell():
+        current_user.set("ada")
+        return scorer.run(output="x")
+
+    assert asyncio.run(notebook_cell()).analyze_step_result == "ada"

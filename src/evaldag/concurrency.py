@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import threading
 from collections.abc import Awaitable, Coroutine, Iterable, Iterator
@@ -24,10 +25,11 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     except RuntimeError:
         return asyncio.run(coroutine)
     box: dict[str, Any] = {}
+    context = contextvars.copy_context()  # the worker sees the caller's context variables
 
     def target() -> None:
         try:
-            box["value"] = asyncio.run(coroutine)
+            box["value"] = context.run(asyncio.run, coroutine)
         except BaseException as error:  # re-raised in the calling thread
             box["error"] = error
 
