@@ -177,7 +177,12 @@ def _gate(criteria: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
     return not unmet, unmet
 
 
-def rubric(model: Any, *, criteria: Any = None, scale: float = 1) -> Scorer:
+def rubric(
+    model: Any,
+    *,
+    criteria: str | Sequence[RubricCriterion | Mapping[str, Any]] | None = None,
+    scale: float = 1,
+) -> Scorer:
     """``scale`` when the output meets every required criterion of the rubric, else 0.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
