@@ -18,12 +18,19 @@ def test_judge_takes_the_model_positionally_and_extra_litellm_kwargs():
     assert judge.max_tokens is None and judge.api_base is None
 
 
-def test_api_key_is_hidden_in_repr_and_dumps():
-    judge = Judge("openai/gpt-4o-mini", api_key="sk-very-secret")
-    assert "sk-very-secret" not in repr(judge)
-    assert "sk-very-secret" not in str(judge)
-    assert "sk-very-secret" not in judge.model_dump_json()
+def test_credentials_are_hidden_in_repr_and_dumps():
+    judge = Judge(
+        "bedrock/anthropic.claude-3-haiku",
+        api_key="sk-very-secret",
+        aws_secret_access_key="aws-very-secret",
+        extra_headers={"Authorization": "Bearer header-secret"},
+        max_tokens=5,
+    )
+    for shown in (repr(judge), str(judge), judge.model_dump_json(), str(judge.model_dump())):
+        assert "very-secret" not in shown and "header-secret" not in shown
+        assert "max_tokens" in shown  # a token count is not a credential
     assert judge.api_key.get_secret_value() == "sk-very-secret"
+    assert judge.litellm_kwargs["aws_secret_access_key"] == "aws-very-secret"  # for the call
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_serializer
 
 from evaldag.errors import EvalDagError
 
@@ -19,6 +19,18 @@ from evaldag.errors import EvalDagError
 LOCAL_MODEL = "local"
 
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
+MASK = "**********"
+
+# Settings that are credentials or carry them (headers), by name.
+_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "token", "header")
+_TOKEN_COUNTS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
+
+
+def is_secret_setting(name: str) -> bool:
+    """Whether a judge setting named ``name`` may hold a credential (``api_key``,
+    ``aws_secret_access_key``, ``extra_headers``, ...); ``max_tokens`` and the like do not."""
+    lowered = name.lower()
+    return lowered not in _TOKEN_COUNTS and any(part in lowered for part in _SECRET_PARTS)
 
 
 class Judge(BaseModel):
@@ -85,6 +97,15 @@ class Judge(BaseModel):
         """The extra keyword arguments passed to ``litellm.acompletion``."""
         return dict(self.model_extra or {})
 
+    @model_serializer(mode="wrap")
+    def _masked(self, handler: Any) -> dict[str, Any]:
+        """Dumps (and so files and logs) show credentials as a mask."""
+        data = handler(self)
+        return {
+            name: MASK if value is not None and is_secret_setting(name) else value
+            for name, value in data.items()
+        }
+
     def overridden_by(self, other: Judge) -> Judge:
         """This judge with the fields ``other`` sets explicitly taken from ``other``."""
         settings = {name: getattr(self, name) for name in self.model_fields_set}
@@ -94,10 +115,12 @@ class Judge(BaseModel):
 
     def __repr__(self) -> str:
         shown = ", ".join(
-            f"{name}={'**********' if name == 'api_key' else repr(getattr(self, name))}"
+            f"{name}={MASK if is_secret_setting(name) else repr(getattr(self, name))}"
             for name in sorted(self.model_fields_set)
         )
         return f"Judge({shown})"
+
+    __str__ = __repr__
 
 
 def as_judge(value: Any, where: str) -> Judge | None:

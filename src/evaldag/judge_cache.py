@@ -17,27 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from evaldag.errors import EvalDagError
+from evaldag.judge import is_secret_setting
 
 FILE_NAME = "judge-cache.sqlite3"
 
-# Settings that are credentials or transport details, not part of what the judge is asked.
-_NOT_IN_KEY = frozenset(
-    {"api_key", "timeout", "max_retries", "num_retries", "extra_headers", "headers", "metadata"}
-)
-_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "token")
-_TOKEN_COUNTS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
-
-
-def _is_secret(name: str) -> bool:
-    lowered = name.lower()
-    if lowered in _TOKEN_COUNTS:
-        return False
-    return lowered in _NOT_IN_KEY or any(part in lowered for part in _SECRET_PARTS)
+# Transport settings: how the judge is asked, not what.
+_TRANSPORT = frozenset({"timeout", "max_retries", "num_retries", "metadata"})
 
 
 def request_key(request: Mapping[str, Any]) -> str:
     """The cache key of a model call: a SHA-256 over the request without credentials."""
-    kept = {name: value for name, value in request.items() if not _is_secret(name)}
+    kept = {
+        name: value
+        for name, value in request.items()
+        if name not in _TRANSPORT and not is_secret_setting(name)
+    }
     text = json.dumps(kept, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
