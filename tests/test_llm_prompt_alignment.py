@@ -87,6 +87,15 @@ def test_score_formula(judge_server, scores, options, score):
     assert _scored(judge_server, scores, **options).score == score
 
 
+def test_zero_requirements_leave_the_score_to_the_judges_overall_score(judge_server):
+    analysis = _analysis(1, 0.5, 1, 1)
+    analysis["requirementsFulfillment"]["requirements"] = []
+    judge_server.script(analysis, "The score is explained.")
+    result = scorers.prompt_alignment(judge_server.judge()).run(input="Hi!", output="Hello!")
+    assert result.score == 0.85
+    assert result.analyze_step_result["requirementsFulfillment"]["requirements"] == []
+
+
 @pytest.mark.parametrize(
     ("mode", "shown", "hidden"),
     [
