@@ -45,6 +45,10 @@ class Scorer:
                 "create_scorer('my-scorer', ...)",
                 details={"id": repr(id)},
             )
+        if judge is not None:
+            from evaldag.judge import as_judge
+
+            judge = as_judge(judge, f"judge= of scorer '{id}'")
         if prepare_run is not None and not callable(prepare_run):
             raise EvalDagError(
                 "EVALDAG_INVALID_PREPARE_RUN",
