@@ -144,6 +144,8 @@ class ConversationHistory(ScorerOptions):
 
 
 class IntentAlignment(CamelAnswer):
+    """Whether the response achieves the main purpose of what was asked."""
+
     score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
     primary_intent: str
     is_addressed: bool
@@ -151,23 +153,31 @@ class IntentAlignment(CamelAnswer):
 
 
 class Requirement(CamelAnswer):
+    """Whether the response meets one explicit requirement."""
+
     requirement: str
     is_fulfilled: bool
     reasoning: str
 
 
 class RequirementsFulfillment(CamelAnswer):
+    """Each explicit requirement, and how fully they are met together."""
+
     requirements: list[Requirement]
     overall_score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
 
 
 class Completeness(CamelAnswer):
+    """How complete the response is, and what it lacks."""
+
     score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
     missing_elements: list[str]
     reasoning: str
 
 
 class ResponseAppropriateness(CamelAnswer):
+    """Whether the response's format and tone fit what was asked."""
+
     score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
     format_alignment: bool
     tone_alignment: bool
