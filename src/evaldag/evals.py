@@ -26,6 +26,7 @@ from evaldag.errors import EvalDagError
 from evaldag.eval_graph import EvalPlan, eval_driver, eval_graph
 from evaldag.eval_result import EvalResult
 from evaldag.executors import task_executor
+from evaldag.judge import RUN_CACHE
 from evaldag.progress import ProgressBar
 from evaldag.scorer import Scorer
 from evaldag.targets import TargetFailure, target_callable
@@ -177,6 +178,7 @@ def run_evals(
     out: str | os.PathLike[str] | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     executor: Any = None,
+    cache: bool | str | os.PathLike[str] | None = None,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -198,6 +200,8 @@ def run_evals(
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
         finished results are written there (see ``evaldag.checkpoint``).
+    :param cache: judge reply cache for judges that set none: a directory, True for
+        ``$EVALDAG_CACHE_DIR`` (else ``~/.cache/evaldag``), False for none.
     :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),
         a ``dask.distributed.Client``, or ``"ray"`` (Hamilton's task executors); results are
         the same as a local run.
@@ -218,19 +222,24 @@ def run_evals(
             on_item_complete=on_item_complete is not None,
             checkpoint=checkpoint is not None,
             on_error=on_error == "raise",
+            cache=cache is not None,
         )
         return _distributed_run(plan, dataset, executor, size, concurrency, out)
-    return _local_run(
-        plan,
-        dataset,
-        batch_size=size,
-        concurrency=concurrency,
-        on_item_complete=on_item_complete,
-        on_error=on_error,
-        progress=progress,
-        out=out,
-        checkpoint=checkpoint,
-    )
+    token = RUN_CACHE.set(cache)
+    try:
+        return _local_run(
+            plan,
+            dataset,
+            batch_size=size,
+            concurrency=concurrency,
+            on_item_complete=on_item_complete,
+            on_error=on_error,
+            progress=progress,
+            out=out,
+            checkpoint=checkpoint,
+        )
+    finally:
+        RUN_CACHE.reset(token)
 
 
 def _local_run(
