@@ -179,8 +179,9 @@ def measured(run: Callable[[Any], Any], data: Any) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     result = run(data)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    errors = int(sum(result.items[c].notna().sum() for c in result.items if c.endswith(".error")))
-    return {"wall_s": wall, "cpu_s": cpu, "items_per_s": len(data) / wall, "errors": errors,
+    errors = result.items[[c for c in result.items if c.endswith(".error")]].stack().dropna()
+    return {"wall_s": wall, "cpu_s": cpu, "items_per_s": len(data) / wall,
+            "errors": len(errors), "first_error": errors.iloc[0] if len(errors) else None,
             "scores": result.scores, "verdict": result.verdict}  # fmt: skip
 
 
@@ -252,6 +253,13 @@ def compared(name: str, items: int, repeats: int, packages: Path) -> dict[str, A
             runs["mastra"].append(mastra(packages, name, items, "", "1"))
             evaldag_run = evaldag_cheap if name == "cheap" else evaldag_completeness
             runs["evaldag"].append(evaldag_run(items))
+    for side, rs in runs.items():
+        failed = [r for r in rs if r["errors"]]
+        if failed:  # timings of failed items would compare nothing
+            raise RuntimeError(
+                f"{side}'s {name} run had {failed[0]['errors']} failed items: "
+                f"{failed[0].get('first_error')}"
+            )
     best = {
         side: {"wall_s": min(r["wall_s"] for r in rs), "cpu_s": min(r["cpu_s"] for r in rs)}
         for side, rs in runs.items()
