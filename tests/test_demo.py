@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from judge_server import API_KEY, judge_server_fixture  # noqa: F401
 
 from evaldag import EvalResult
@@ -76,12 +75,6 @@ def test_demo_on_a_fresh_machine(tmp_path):
     assert '<svg class="stages"' in page
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="evaldag.eval_graph.judge_usage reads the items' judge column as dicts, but it holds "
-    "JSON text since 169cb65: a judged run_evals exits 4 ('str' object has no attribute "
-    "'values'); reported to its owner",
-)
 def test_demo_with_a_judge(tmp_path, judge_server):
     def schema_names(word):
         return lambda request: word in json.dumps(request.response_format or {})

@@ -134,12 +134,6 @@ def test_report_contents(result, monkeypatch):
     assert "<summary>DOT source of the full Hamilton DAG</summary>" in page
 
 
-@pytest.mark.xfail(
-    raises=AttributeError,
-    strict=True,
-    reason="evaldag.eval_graph.judge_usage reads the items' judge column as dicts, but it holds "
-    "JSON text since 169cb65 ('str' object has no attribute 'values'); reported to its owner",
-)
 def test_report_shows_judge_records_and_usage(judge_server, monkeypatch):
     result = _judged_result(judge_server)
     _without_dot(monkeypatch)
