@@ -270,6 +270,12 @@ def outcome_word(summary: ScorerSummary) -> str:
     return "met" if summary.passed else "missed"
 
 
+def _requirement(summary: ScorerSummary) -> str:
+    """The requirement with typographic signs (the CLI keeps ASCII)."""
+    text = requirement_text(summary.requirement, summary.role)
+    return text.replace(">=", "≥").replace("<=", "≤")
+
+
 def _status(summary: ScorerSummary) -> str:
     word = outcome_word(summary)
     if not word:
@@ -286,7 +292,7 @@ def _requirements_section(summaries: list[ScorerSummary]) -> str:
         lines = "".join(
             f"<tr><td><code>{_e(s.id)}</code></td><td>{s.role}</td>"
             f'<td class="num">{_number(s.mean)}</td>'
-            f'<td class="num">{_e(requirement_text(s.requirement, s.role))}</td>'
+            f'<td class="num">{_e(_requirement(s))}</td>'
             f'<td class="num">{s.scored}</td><td class="num">{s.not_scorable}</td>'
             f'<td class="num">{s.errors}</td><td>{_status(s)}</td></tr>'
             for s in rows
@@ -324,7 +330,7 @@ def _scorer_card(summary: ScorerSummary) -> str:
     badge = '<span class="tag tag-llm">LLM judge</span>' if summary.has_judge else ""
     if summary.role == "gate":
         badge += '<span class="tag tag-gate">gate</span>'
-    requirement = requirement_text(summary.requirement, summary.role)
+    requirement = _requirement(summary)
     return (
         f'<article class="scorer"><div class="scorer-head"><div><h3>{_e(summary.name)}</h3>'
         f"<code>{_e(summary.id)}</code> {badge}</div>"
