@@ -67,7 +67,10 @@ def columnar(rows: int) -> dict[str, float]:
     dr = scorers_driver(scorers)
     start = time.perf_counter()
     runs = pd.Series(
-        [ScorerRun(input=i, output=o) for i, o in zip(dataset["input"], dataset["output"])]
+        [
+            ScorerRun(input=i, output=o)
+            for i, o in zip(dataset["input"], dataset["output"], strict=True)
+        ]
     )
     frames = dr.execute([s.id for s in scorers], inputs={"runs": runs, "concurrency": 8})
     seconds = time.perf_counter() - start
