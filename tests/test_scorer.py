@@ -483,6 +483,12 @@ def test_visualize_returns_the_graph_and_writes_dot(tmp_path):
     assert (tmp_path / "dag.dot").read_text() == graph.source
 
 
+def test_visualize_to_an_unknown_format_says_which_work(tmp_path):
+    with pytest.raises(EvalDagError, match=r"\.png, \.svg, \.pdf or \.dot") as raised:
+        _quality().visualize(str(tmp_path / "dag.txt"))
+    assert raised.value.id == "EVALDAG_UNKNOWN_PICTURE_FORMAT"
+
+
 def test_visualize_png_without_dot_says_how_to_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(EvalDagError, match="graphviz") as raised:

@@ -199,6 +199,14 @@ def write_picture(digraph: graphviz.Digraph, path: str | os.PathLike[str]) -> Pa
     if fmt == "dot" or fmt == "gv":
         target.write_text(digraph.source)
         return target
+    import graphviz
+
+    if fmt not in graphviz.FORMATS:
+        raise EvalDagError(
+            "EVALDAG_UNKNOWN_PICTURE_FORMAT",
+            f"Cannot write a DAG picture as '{target.name}': use a .png, .svg, .pdf or .dot path",
+            details={"path": str(target)},
+        )
     if shutil.which("dot") is None:
         raise EvalDagError(
             "EVALDAG_GRAPHVIZ_MISSING",
