@@ -324,8 +324,16 @@ def results_section(figures: dict[str, Any]) -> str:
             f"sides. The ideal is {JUDGE_CONCURRENCY} calls in flight / {JUDGE_LATENCY_S:g} s = "
             f"{rate:.0f} calls/s, i.e. {faith['items'] * 3 / rate:.1f} s for {faith['items']:,} "
             f"items; Mastra reached {shares['mastra']:.2f} of it, evaldag "
-            f"{shares['evaldag']:.2f}."
+            f"{shares['evaldag']:.2f}. CPU per judge call: Mastra "
+            f"{faith['best']['mastra']['cpu_s'] / (faith['items'] * 3) * 1000:.1f} ms, evaldag "
+            f"{faith['best']['evaldag']['cpu_s'] / (faith['items'] * 3) * 1000:.1f} ms (most "
+            "of evaldag's is litellm's, see `benchmarks/judge_throughput.py`)."
         )
+    averages = "\n".join(
+        f"- {name}: Mastra {f['runs']['mastra'][0]['scores']}, "
+        f"evaldag {f['runs']['evaldag'][0]['scores']}"
+        for name, f in figures["workloads"].items()
+    )
     return f"""{SECTION[0]}
 ## evaldag vs Mastra (`benchmarks/vs_mastra.py`)
 
@@ -343,6 +351,11 @@ faster).
 Mastra runs each item through a one-step workflow target (runEvals requires one; about
 0.1 ms per item); evaldag reads the outputs from the data. The judge server ran in its own
 process, so its CPU is in neither column.{ideal}
+
+Averages on each side (the same answers; in `cheap`, `len-ratio` measures different lengths:
+Mastra the JSON of its message objects, evaldag the texts):
+
+{averages}
 
 Raw figures: `benchmarks/results/vs_mastra.json`.
 {SECTION[1]}"""
