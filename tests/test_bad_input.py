@@ -6,9 +6,6 @@ one ``evaldag: error:`` line, no traceback), or, where the input is legitimately
 non-string output, nested junk in a carried-through column, a 1 MB text), a successful run.
 Either way ``out=`` / ``--out`` ends up holding a complete results file or nothing: no partial
 file, no temporary file left beside it, and an earlier file untouched by a failed run.
-
-Known bugs outside the data and threshold checks are pinned by ``xfail(strict=True)`` tests
-that name the file to fix; they start failing (XPASS) once it is fixed.
 """
 
 from __future__ import annotations
@@ -231,13 +228,6 @@ def test_nested_junk_in_other_columns_is_carried_through(records, column):
     assert result.items["length.error"].isna().all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Exception,
-    reason="src/evaldag/parquet.py: a column mixing scalar types (1 and 'x', True and 'x', "
-    "1.5 and 'x') is handed to Arrow as is (ArrowInvalid), and bytes that are not UTF-8 break "
-    "json_text (UnicodeDecodeError): out= fails after the whole run",
-)
 @FAST
 @given(st.lists(junk.filter(lambda v: v is not None) | st.binary(max_size=4), max_size=4))
 @example([1, "x"])
@@ -560,14 +550,6 @@ def test_recorded_scorer_errors_still_give_a_complete_file(tmp_path):
     assert EvalResult.read_parquet(out).items["fails.error"].notna().sum() == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OSError,
-    reason="src/evaldag/evals.py (or parquet.py): an out= path that cannot be written (a "
-    "directory, a path under a file, a missing root) surfaces as a bare OSError from inside "
-    "Hamilton's materializer, after every item was scored; it should be an EvalDagError naming "
-    "out=, raised before scoring",
-)
 @pytest.mark.parametrize("where", ["directory", "under-a-file"])
 def test_an_unwritable_out_is_named_before_scoring(tmp_path, where):
     (tmp_path / "file").write_text("x")
@@ -677,11 +659,6 @@ def test_cli_names_an_invalid_threshold(tmp_path):
     _cli_refused(code, stderr.getvalue(), '"strict"', "1.5")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src/evaldag/evals.py (or parquet.py): --out naming a directory exits 4 with a "
-    "traceback (bare OSError from the materializer) instead of 3 with a message naming --out",
-)
 def test_cli_names_an_unwritable_out(length_eval, tmp_path):
     data = _written([{"input": "q", "output": "a"}], "jsonl", tmp_path)
     code, stderr = _cli(length_eval, data, "--out", str(tmp_path))

@@ -495,3 +495,14 @@ def test_dag_node_names_on_the_dot_source(tmp_path):
     assert (tmp_path / "dag.dot").read_text() == source
     result = run_evals(DATA, scorers=[quality])
     assert "quality.generate_score" in result.visualize().source
+
+
+def test_data_columns_may_not_take_the_names_the_run_adds():
+    with pytest.raises(EvalDagError, match=r"\['run_id', 's.score'\]") as raised:
+        run_evals(DATA.assign(run_id="mine", **{"s.score": 1}), scorers=[constant("s", 1)])
+    assert raised.value.id == "INVALID_DATA_ITEM"
+
+
+def test_reading_a_directory_as_results_says_so(tmp_path):
+    with pytest.raises(EvalDagError, match="is a directory"):
+        EvalResult.read_parquet(tmp_path)

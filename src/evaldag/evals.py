@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton.io.materialization import to
 
-import evaldag.parquet  # noqa: F401 - registers the evaldag_parquet materializer
 from evaldag.checkpoint import Checkpoint
 from evaldag.concurrency import run_sync
 from evaldag.dag import write_picture
@@ -27,6 +26,8 @@ from evaldag.eval_graph import EvalPlan, eval_driver, eval_graph
 from evaldag.eval_result import EvalResult
 from evaldag.executors import task_executor
 from evaldag.judge import RUN_CACHE
+from evaldag.parquet import writable_path  # importing it registers the materializer
+from evaldag.pipeline import SCORER_COLUMNS
 from evaldag.progress import ProgressBar
 from evaldag.scorer import Scorer
 from evaldag.targets import TargetFailure, target_callable
@@ -215,7 +216,11 @@ def run_evals(
         raise EvalDagError(
             "INVALID_ON_ERROR", f"on_error must be 'record' or 'raise', got {on_error!r}"
         )
+    for option, path in (("out", out), ("checkpoint", checkpoint)):
+        if path is not None:
+            writable_path(path, option)
     dataset = loaded_dataset(data, has_target=plan.target is not None)
+    _require_free_column_names(dataset, plan)
     size = _batch_size(plan, concurrency, batch_size)
     if executor is not None:
         _require_local_only_options_unset(
@@ -298,6 +303,20 @@ def _local_run(
     if saved is not None:
         saved.finish()
     return values["eval_result"]
+
+
+def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
+    """Data columns must not take the names of the columns the run adds to each item."""
+    added = {"run_id", *(f"{s.id}.{c}" for s in plan.all_scorers for c in SCORER_COLUMNS)}
+    if plan.target is not None:
+        added |= {"output", "target_error"}
+    clashes = sorted(str(c) for c in dataset.columns if c in added)
+    if clashes:
+        raise EvalDagError(
+            "INVALID_DATA_ITEM",
+            f"Data columns {clashes} clash with columns the run adds to each item; rename them",
+            details={"columns": clashes},
+        )
 
 
 def _require_local_only_options_unset(**used: bool) -> None:

@@ -29,18 +29,42 @@ from evaldag.eval_result import EvalResult
 _METADATA_KEY = b"evaldag"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
-_SCALARS = (str, int, float, bool)
 
 
-def _is_scalar_column(values: pd.Series) -> bool:
-    return all(value is None or isinstance(value, _SCALARS) for value in values)
+def _is_plain_column(values: pd.Series) -> bool:
+    """Whether Arrow stores the column as it is: strings, or numbers, or booleans, and None."""
+    kinds = {type(value) for value in values if value is not None}
+    return kinds <= {str} or kinds <= {int, float} or kinds <= {bool}
 
 
 def json_text(value: Any) -> str | None:
     """``value`` as JSON text (pydantic models and NaN included); None stays None."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    return json.dumps(to_jsonable_python(value, fallback=repr), allow_nan=True)
+    return json.dumps(to_jsonable_python(value, fallback=repr, bytes_mode="base64"), allow_nan=True)
+
+
+def writable_path(path: str | os.PathLike[str], option: str) -> Path:
+    """``path`` checked as a results file to write, before any work: errors name ``option``."""
+    target = Path(path)
+    problem = None
+    if not str(path).strip():
+        problem = "is empty"
+    elif target.is_dir():
+        problem = "is a directory"
+    else:
+        parent = next((p for p in target.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            problem = f"is under '{parent}', which is a file"
+        elif parent is not None and not os.access(parent, os.W_OK):
+            problem = f"is under '{parent}', which is not writable"
+    if problem:
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"{option}='{path}' {problem}; give the path of a .parquet file to write",
+            details={"option": option, "path": str(path)},
+        )
+    return target
 
 
 def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> Path:
@@ -49,7 +73,7 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     json_columns = []
     for column in items.columns:
         values = items[column]
-        if values.dtype == object and not _is_scalar_column(values):
+        if values.dtype == object and not _is_plain_column(values):
             table_columns[column] = values.map(json_text).astype(object)
             json_columns.append(column)
         else:
@@ -61,8 +85,16 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as error:
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"Cannot write results to '{path}': {error.strerror or error}",
+            details={"path": str(path)},
+            cause=error,
+        ) from error
     os.close(handle)
     try:
         pq.write_table(table, temporary)
@@ -76,6 +108,12 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
 
 def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The items and metadata written by ``write_results``."""
+    if path.is_dir():
+        raise EvalDagError(
+            "INVALID_RESULTS_FILE",
+            f"'{path}' is a directory, not an evaldag results file",
+            details={"path": str(path)},
+        )
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
