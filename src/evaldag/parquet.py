@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hamilton import registry
 from hamilton.io.data_adapters import DataSaver
-from pydantic_core import to_jsonable_python
 
 from evaldag.errors import EvalDagError
 from evaldag.eval_result import EvalResult
+from evaldag.pipeline import json_text
 
 _METADATA_KEY = b"evaldag"
 _UMASK = os.umask(0o022)
@@ -37,11 +37,11 @@ def _is_plain_column(values: pd.Series) -> bool:
     return kinds <= {str} or kinds <= {int, float} or kinds <= {bool}
 
 
-def json_text(value: Any) -> str | None:
-    """``value`` as JSON text (pydantic models and NaN included); None stays None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+def _cell_text(value: Any) -> str | None:
+    # A missing cell stays missing; anything else becomes JSON text.
+    if isinstance(value, float) and math.isnan(value):
         return None
-    return json.dumps(to_jsonable_python(value, fallback=repr, bytes_mode="base64"), allow_nan=True)
+    return json_text(value)
 
 
 def writable_path(path: str | os.PathLike[str], option: str) -> Path:
@@ -74,7 +74,7 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     for column in items.columns:
         values = items[column]
         if values.dtype == object and not _is_plain_column(values):
-            table_columns[column] = values.map(json_text).astype(object)
+            table_columns[column] = values.map(_cell_text).astype(object)
             json_columns.append(column)
         else:
             table_columns[column] = values
