@@ -3,11 +3,15 @@
 ::
 
     dataset → outputs → runs → <scorer id>.prepared_run → … → <scorer id> ┐
-                                                                          ├→ items
+                                                                          ├→ batch_items
                          … every scorer and gate …                        ┘
-    items → <id>.average → <gate>.gate_result / <id>.threshold_result → verdict → eval_result
+    batch_items → items → <id>.average → <gate>.gate_result / <id>.threshold_result
+                → verdict → eval_result
 
-Scorer subdags come from ``evaldag.dag``; aggregation bodies from ``evaldag.aggregation``.
+``dataset`` is one batch of rows: run_evals executes the graph up to ``batch_items`` per batch
+and sets ``items`` to their concatenation; with a Dask or Ray executor, ``dataset`` is a
+``Parallelizable`` of batches and ``items`` collects them. Scorer subdags come from
+``evaldag.dag``; aggregation bodies from ``evaldag.aggregation``.
 """
 
 from __future__ import annotations
