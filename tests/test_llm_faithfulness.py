@@ -19,18 +19,7 @@ import evaldag
 from evaldag import EvalDagError, Judge, ScorerRunError, scorers
 from evaldag.scorers.llm.faithfulness import INSTRUCTIONS
 
-_USAGE_WITHOUT_TOTAL = [
-    Deviation(
-        f"judge.{step}.usage",
-        {"inputTokens": 812, "outputTokens": 64, "totalTokens": 876},
-        {"inputTokens": 812, "outputTokens": 64, "totalTokens": 0},
-        "not deliberate: litellm reports total_tokens 0 when the provider leaves it out, and "
-        "evaldag.judging takes it as given (reported to the judge's owner)",
-    )
-    for step in ("preprocess", "analyze", "generateReason")
-]
 DEVIATIONS = {
-    "faithfulness-rag-warranty": _USAGE_WITHOUT_TOTAL,
     "faithfulness-verdict-case-and-scale": [
         Deviation(
             "score",

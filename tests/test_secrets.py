@@ -187,16 +187,7 @@ def test_a_checkpoint_of_an_interrupted_run_holds_no_key(server, tmp_path, every
     "source",
     [
         "judge",
-        pytest.param(
-            "environment",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="src/evaldag/judging.py redacts only the judge's own api_key "
-                "(_redacted(text, endpoint.api_key)); a key litellm took from OPENAI_API_KEY "
-                "and the provider echoed in its 401 body reaches the error message, the judge "
-                "record, the report and the exception",
-            ),
-        ),
+        "environment",
     ],
 )
 def test_a_refused_key_stays_out_of_the_errors(

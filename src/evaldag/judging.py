@@ -19,6 +19,7 @@ import asyncio
 import functools
 import json
 import logging
+import os
 import random
 import re
 import threading
@@ -30,7 +31,13 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from evaldag.errors import Category, EvalDagError, error_message
-from evaldag.judge import LOCAL_MODEL, Judge, cache_directory, resolved_judge
+from evaldag.judge import (
+    LOCAL_MODEL,
+    Judge,
+    cache_directory,
+    is_secret_setting,
+    resolved_judge,
+)
 from evaldag.judge_cache import JudgeCache, judge_cache, request_key
 from evaldag.results import JudgeCost, JudgeErrorInfo, JudgeExecution, JudgeUsage
 from evaldag.steps import PromptStep, StageName
@@ -524,7 +531,8 @@ def _usage(usage: Any) -> dict[str, int]:
         "cached_input_tokens": number(part(usage, "prompt_tokens_details"), "cached_tokens"),
         "cache_creation_input_tokens": number(usage, "cache_creation_input_tokens"),
     }
-    if found["total_tokens"] is None and (
+    # litellm fills total_tokens with 0 when the provider leaves it out: count it as missing.
+    if not found["total_tokens"] and (
         found["input_tokens"] is not None or found["output_tokens"] is not None
     ):
         found["total_tokens"] = (found["input_tokens"] or 0) + (found["output_tokens"] or 0)
@@ -634,6 +642,8 @@ def _rates(model_name: str, provider: str | None) -> tuple[float, float, float] 
 
 @functools.cache
 def _litellm() -> Any:
+    # The price table bundled with litellm: no download (and no retries when offline) at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     # litellm prints a "Give Feedback / Get Help" banner before raising; evaldag's errors say
@@ -838,8 +848,15 @@ def _call_failure(error: BaseException, endpoint: _Endpoint, judge: Judge, tries
 
 
 def _redacted(text: str, secret: str | None) -> str:
+    """``text`` without the judge's key, nor any credential litellm may have taken from the
+    environment (``OPENAI_API_KEY`` …): providers echo a refused key in their error bodies."""
     text = text if len(text) <= 500 else text[:500] + "…"
-    return text.replace(secret, "**********") if secret else text
+    secrets = {secret} | {
+        value for name, value in os.environ.items() if is_secret_setting(name) and len(value) >= 8
+    }
+    for known in sorted(secrets - {None, ""}, key=len, reverse=True):
+        text = text.replace(known, "**********")
+    return text
 
 
 # --- the limiter ---------------------------------------------------------------------------------
