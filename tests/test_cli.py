@@ -270,3 +270,65 @@ def test_summary_table():
           no-lisbon      gate       0.67       3             0       0    = 1.00  FAILED
 
         verdict: FAILED (gate failed: no-lisbon; 1 of 1 thresholds missed (exact))""")
+
+
+SLOW_EVAL = """\
+import asyncio, os, sys
+import evaldag
+
+LOG = open(os.environ["CALLS_LOG"], "a")
+
+async def judged(run):
+    await asyncio.sleep(float(os.environ["DELAY"]))
+    LOG.write(run.input + "\\n")
+    LOG.flush()
+    os.fsync(LOG.fileno())
+    return 1.0
+
+scorers = [evaldag.create_scorer("slow").analyze(judged).generate_score(lambda: 1.0)]
+"""
+
+
+def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path):
+    import signal
+    import time
+
+    eval_file = tmp_path / "slow_eval.py"
+    eval_file.write_text(SLOW_EVAL)
+    data = _write_data(tmp_path, [{"input": str(i), "output": "o"} for i in range(200)])
+    log, out = tmp_path / "calls.log", tmp_path / "run.parquet"
+    args = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", str(out), "--resume"]
+    args += ["--concurrency", "1"]  # batches of 64 items
+    env = {**os.environ, "CALLS_LOG": str(log), "DELAY": "0.01"}
+    job = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
+    parts = tmp_path / "run.parquet.partial"
+    deadline = time.monotonic() + 120
+    while len(list(parts.glob("batch-*.parquet"))) < 2 and time.monotonic() < deadline:
+        assert job.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.02)
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait()
+    saved = {row for part in parts.glob("batch-*.parquet") for row in _inputs(part)}
+    before = log.read_text().split()
+    again = subprocess.run(args, cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    after = log.read_text().split()[len(before) :]
+    assert saved and saved.isdisjoint(after)
+    assert set(before) | set(after) == {str(i) for i in range(200)}
+    result = EvalResult.read_parquet(out)
+    assert result.items["input"].tolist() == [str(i) for i in range(200)]
+    assert result.scores == {"slow": 1.0}
+
+
+def _inputs(part: Path) -> list[str]:
+    import pandas as pd
+
+    return pd.read_parquet(part)["input"].tolist()
+
+
+def test_run_resume_needs_out(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    code, _, err = _main(
+        capsys, "run", str(eval_file), "--data", str(_write_data(tmp_path)), "--resume"
+    )
+    assert code == 3 and "--resume needs --out" in err

@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="judge, async-step and target calls in flight at once (default: 8)",
     )
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="save finished batches beside --out as they complete, and after a crash score "
+        "only what is missing (needs --out)",
+    )
     run.set_defaults(command=_run_command)
 
     demo = commands.add_parser(
@@ -289,6 +295,10 @@ def _load_error(spec: str, error: BaseException) -> EvalDagError:
 def _run_command(args: argparse.Namespace) -> int:
     from evaldag.evals import run_evals, visualize
 
+    if args.resume and not args.out:
+        raise EvalDagError(
+            "INVALID_CLI_OPTIONS", "--resume needs --out: the results file it resumes into"
+        )
     definition = eval_definition(args.eval)
     if args.dag:
         # Drawn first: a missing Graphviz shows up before any judge call is paid for.
@@ -304,7 +314,8 @@ def _run_command(args: argparse.Namespace) -> int:
         gates=definition.gates,
         target=definition.target,
         concurrency=args.concurrency,
-        out=args.out,
+        out=None if args.resume else args.out,
+        checkpoint=args.out if args.resume else None,
     )
     print(summary_table(result, f"{definition.name} on {Path(args.data).name}"))
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
