@@ -11,6 +11,12 @@ Calls in flight are bounded per (model, api_base, max_concurrency) by a limiter 
 event loops and threads: every stage node runs its rows on a fresh event loop (``run_sync``), and
 scorers may run in parallel threads, so an ``asyncio.Semaphore`` (bound to one loop) cannot be
 shared. See :class:`SharedLimit`.
+
+A call costs 7-10 ms of CPU on the 2-core build machine, almost all of it inside
+``litellm.acompletion`` (evaldag's share is ~0.3 ms), and since it all holds the GIL that bounds
+judge throughput at roughly 100-130 calls/s per process whatever the concurrency.
+``benchmarks/judge_throughput.py`` measures it and breaks it down; why no litellm setting is
+changed to cut it is in :func:`_litellm`.
 """
 
 from __future__ import annotations
@@ -649,6 +655,18 @@ def _litellm() -> Any:
     # litellm prints a "Give Feedback / Get Help" banner before raising; evaldag's errors say
     # what went wrong instead.
     litellm.suppress_debug_info = True
+    # No setting is changed for speed: each was measured against the judge test server by the
+    # exact count of Python calls per acompletion (6,360 with litellm 1.110's defaults, an
+    # unpriced model, our parameters) and none cuts the cost. turn_off_message_logging adds 19 %
+    # (it redacts every call), disable_aiohttp_transport (plain httpx) 14 % and more CPU, a
+    # caller's OpenAI client 9 %; a shared aiohttp session, no-log (it only skips callbacks, and
+    # none is registered), disable_token_counter, drop_params, custom_llm_provider and our own
+    # parameters (response_format, timeout, temperature, max_retries) change it by under 2 %;
+    # set_verbose is off and the callback lists are empty by default. litellm prices every reply
+    # and builds a logging payload with no switch to skip either (~25 % of a call, ~40 % for a
+    # model its table lacks); we price from its table ourselves (``_rates``, cached), and
+    # passing our rates as input/output_cost_per_token does not make its pricing cheaper. Its
+    # native chat-completions route is Python-only in litellm 1.110 whatever LITELLM_RUST says.
     return litellm
 
 
