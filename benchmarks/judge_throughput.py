@@ -25,19 +25,19 @@ same test server). The figures and the machine's load average go to
     python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 64] [--latency 0.1]
 
 Findings (litellm 1.110.2 on the shared 2-core build machine, 2026-11-30). A bare aiohttp client
-spends about 0.4 ms of CPU per call (~340 Python calls) and reaches ~0.8-0.87 of the ideal.
+spends 0.4-0.5 ms of CPU per call (~340 Python calls) and reaches 0.8-0.9 of the ideal.
 ``litellm.acompletion`` spends 7-10 ms (~5,400 Python calls for a model in litellm's price table,
-~6,300 for one it cannot price) and tops out at 105-125 calls/s, a ratio of 0.17-0.20 on a quiet
-box; evaldag adds ~0.3 ms (4 % more calls: engine, judging, records) and reaches 0.92-0.99 of
-bare litellm. Where litellm's CPU goes (py-spy ``--gil``, priced model, one call at a time,
-8.4 ms per call): the OpenAI SDK building the request and parsing the reply, 1.5 ms, over httpx
-over litellm's aiohttp transport, 1.3 ms; litellm's call wrapper and OpenAI handler, 1.8 ms;
-litellm pricing the reply for its hidden params, 1.2 ms (2.9 ms for an unpriced model: its
-table lookups miss on every call); litellm's success-logging payload, built although no callback
-is registered, 0.85 ms; its request set-up (``completion()`` in a worker thread), 0.8 ms; the
-event loop and the rest, 0.9 ms. None of litellm's settings removes any of this (each measured,
-see ``judging.py``): its pricing and logging have no off switch, and without them the rest
-still costs ~6 ms, three times the 1.8 ms budget. 0.85 is out of reach through
+~6,300 for one it cannot price) and tops out at 100-125 calls/s, a ratio of 0.16-0.20 at load
+averages of 1-2; evaldag adds 4 % more calls (engine, judging, records: ~0.3 ms), within the noise
+of bare litellm's throughput (0.76-1.09 of it across runs). Where litellm's CPU goes (py-spy
+``--gil``, priced model, one call at a time, 8.4 ms per call): the OpenAI SDK building the request
+and parsing the reply, 1.5 ms, over httpx over litellm's aiohttp transport, 1.3 ms; litellm's call
+wrapper and OpenAI handler, 1.8 ms; litellm pricing the reply for its hidden params, 1.2 ms (2.9 ms
+for an unpriced model: its table lookups miss on every call); litellm's success-logging payload,
+built although no callback is registered, 0.85 ms; its request set-up (``completion()`` in a worker
+thread), 0.8 ms; the event loop and the rest, 0.9 ms. None of litellm's settings removes any of this
+(each measured, see ``judging.py``): its pricing and logging have no off switch, and without them
+the rest still costs ~6 ms, three times the 1.8 ms budget. 0.85 is out of reach through
 ``litellm.acompletion`` on this machine; it needs litellm's native (Rust) chat-completions route,
 which litellm 1.110 ships but keeps Python-only for chat completions.
 """
