@@ -15,6 +15,7 @@ import html
 import json
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -630,23 +631,20 @@ def _clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def _input_text(value: Any) -> str:
-    value = _decoded(value) if isinstance(value, str) and value[:1] in "[{" else value
-    if isinstance(value, str):
-        return value
-    try:
-        text = get_user_message(value)
-    except Exception:  # any shape a user's target takes; the report falls back to JSON
-        text = None
-    return text if text is not None else _pretty(value)
+    return _message_text(value, get_user_message)
 
 
 def _output_text(value: Any) -> str:
+    return _message_text(value, get_assistant_message)
+
+
+def _message_text(value: Any, extract: Callable[[Any], str | None]) -> str:
     value = _decoded(value) if isinstance(value, str) and value[:1] in "[{" else value
     if isinstance(value, str):
         return value
     try:
-        text = get_assistant_message(value)
-    except Exception:  # any shape a user's target returns; the report falls back to JSON
+        text = extract(value)
+    except Exception:  # any shape a user's target takes; the report falls back to JSON
         text = None
     return text if text is not None else _pretty(value)
 
