@@ -1,4 +1,4 @@
-"""The retrieved context of a run, for the context scorers (recall, relevance).
+"""The retrieved context of a run, for the context scorers (precision, recall, relevance).
 
 As in Mastra, the context is a fixed list of pieces (``context=``) or what
 ``context_extractor(input, output)`` returns for the run; one of the two is required and a

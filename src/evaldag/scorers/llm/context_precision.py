@@ -8,7 +8,6 @@ useful piece at rank k, the share of useful pieces among the first k, averaged, 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,11 +15,11 @@ from pydantic import BaseModel, Field
 
 from evaldag.errors import EvalDagError
 from evaldag.scorer import Scorer, create_scorer
+from evaldag.scorers.llm._retrieval import indexed, retrieval_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
     choice,
-    context_option,
     json_text,
     positive_scale,
     said_yes,
@@ -113,10 +112,6 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def _indexed(context: Sequence[str]) -> str:
-    return "\n".join(f"[{index}] {piece}" for index, piece in enumerate(context))
-
-
 def ranked_verdicts(judged: dict[str, Any], pieces: int) -> dict[str, Any]:
     """The judge's verdicts in context order, one per piece.
 
@@ -174,34 +169,10 @@ def context_precision(
     empty fails at analyze, before any judge call.
     """
     factory = "context_precision"
-    if context is None and context_extractor is None:
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            "Either context or contextExtractor is required for Context Precision scoring: "
-            "pass context_precision(model, context=[...]) or context_extractor=f(input, output)",
-        )
-    if context_extractor is not None and not callable(context_extractor):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"context_extractor of {factory}(...) must be a function (input, output) -> list "
-            f"of strings, got {type(context_extractor).__name__}",
-        )
-    fixed = context_option(context, factory)
-    if fixed is not None and not fixed:
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            "Context array cannot be empty if provided: give context_precision(...) at least "
-            "one context piece, or leave context out and pass a context_extractor",
-        )
+    context_of = retrieval_context(
+        context, context_extractor, factory=factory, scoring="Context Precision"
+    )
     scale = positive_scale(scale, factory)
-
-    async def context_of(run: Any) -> list[str]:
-        if context_extractor is None:
-            return fixed or []
-        pieces = context_extractor(run.input, run.output)
-        if inspect.isawaitable(pieces):
-            pieces = await pieces
-        return context_option(pieces, factory, "the list context_extractor returned") or []
 
     async def verdicts_prompt(run: Any) -> str:
         pieces = await context_of(run)
@@ -215,7 +186,7 @@ def context_precision(
             input=user_text(run),
             output=assistant_text(run),
             piece_count=str(len(pieces)),
-            context=_indexed(pieces),
+            context=indexed(pieces),
         )
 
     async def analyze(run: Any, analyze_step_result: Any) -> dict[str, Any]:
@@ -232,7 +203,7 @@ def context_precision(
             scale=f"{scale:g}",
             input=user_text(run),
             output=assistant_text(run),
-            context=_indexed(await context_of(run)),
+            context=indexed(await context_of(run)),
             score=f"{score:g}",
             verdicts=json_text(analyze_step_result["verdicts"]),
         )
