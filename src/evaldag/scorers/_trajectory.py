@@ -54,6 +54,18 @@ def _plain_step(value: Any) -> Any:
     return step
 
 
+def expected_step(step: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded trajectory step as an expected step: no duration or metadata, children as
+    a nested expectation."""
+    expected = {
+        key: item for key, item in step.items() if key not in ("durationMs", "metadata", "children")
+    }
+    children = step.get("children")
+    if children:
+        expected["children"] = {"steps": [expected_step(child) for child in children]}
+    return expected
+
+
 def trajectory_dict(value: Any, what: str = "trajectory") -> dict[str, Any]:
     """``value`` as ``{"steps": [...], ...}`` with camelCase keys; raises on other shapes.
 

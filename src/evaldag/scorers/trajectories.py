@@ -20,6 +20,7 @@ from evaldag.scorers._trajectory import (
     check_trajectory_blacklist,
     check_trajectory_efficiency,
     compare_trajectories,
+    expected_step,
     trajectory_dict,
 )
 from evaldag.transcripts import js_truthy
@@ -39,17 +40,6 @@ def _camel_dict(value: Any, what: str) -> dict[str, Any]:
             f"{what} must be a dict, got {type(value).__name__}",
         )
     return {camel(key): item for key, item in value.items()}
-
-
-def _expected_step(step: Mapping[str, Any]) -> dict[str, Any]:
-    """A trajectory step as an expected step: no duration or metadata, children as steps."""
-    expected = {
-        key: item for key, item in step.items() if key not in ("durationMs", "metadata", "children")
-    }
-    children = step.get("children")
-    if children:
-        expected["children"] = {"steps": [_expected_step(child) for child in children]}
-    return expected
 
 
 def _js_round2(value: float) -> float:
@@ -93,7 +83,7 @@ def trajectory_accuracy(
         static_steps = trajectory_dict(expected_trajectory, "expected_trajectory")["steps"]
     elif expected_trajectory is not None:
         recorded = trajectory_dict(expected_trajectory, "expected_trajectory")["steps"]
-        static_steps = [_expected_step(step) for step in recorded]
+        static_steps = [expected_step(step) for step in recorded]
     if static_steps is not None:
         path = " → ".join(str(step.get("name")) for step in static_steps)
         description = (

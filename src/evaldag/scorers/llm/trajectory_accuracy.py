@@ -16,7 +16,7 @@ from pydantic import Field
 
 from evaldag.errors import EvalDagError
 from evaldag.scorer import Scorer, create_scorer
-from evaldag.scorers._trajectory import js_json, trajectory_dict
+from evaldag.scorers._trajectory import expected_step, js_json, trajectory_dict
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -173,19 +173,6 @@ def formatted_expectation(steps: Sequence[Mapping[str, Any]], depth: int = 0) ->
     return "\n".join(lines)
 
 
-def _as_expectation(step: Mapping[str, Any]) -> dict[str, Any]:
-    """A recorded step as an expected step: no duration or metadata, children nested."""
-    expected = {
-        key: value
-        for key, value in step.items()
-        if key not in ("durationMs", "metadata", "children")
-    }
-    children = step.get("children")
-    if children:
-        expected["children"] = {"steps": [_as_expectation(child) for child in children]}
-    return expected
-
-
 def _static_expectation(expected_trajectory: Any) -> list[dict[str, Any]] | None:
     if expected_trajectory is None:
         return None
@@ -200,7 +187,7 @@ def _static_expectation(expected_trajectory: Any) -> list[dict[str, Any]] | None
         )
     if isinstance(expected_trajectory, Sequence):
         return steps
-    return [_as_expectation(step) for step in steps]
+    return [expected_step(step) for step in steps]
 
 
 def _run_expectation(run: Any) -> list[dict[str, Any]] | None:
