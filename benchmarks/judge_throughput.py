@@ -83,7 +83,7 @@ COMPONENTS = {
     ): "litellm: success logging payload",
     ("litellm.main", "completion"): "litellm: request set-up (completion() in a worker thread)",
     ("litellm.utils", "client.<locals>.wrapper_async"): "litellm: call wrapper, provider handler",
-    ("evaldag.judging", "judged_value"): "evaldag: judging",
+    ("evaldag._judge.transport", "judged_value"): "evaldag: judging",
 }
 OTHER = "event loop, engine, the caller"
 
@@ -186,7 +186,7 @@ def judge_scorer(url: str, concurrency: int):
 
 def evaldag_path(scorer, calls: int, concurrency: int) -> int:
     from evaldag import ScorerRun
-    from evaldag.dag import scorer_driver, scorer_outcomes
+    from evaldag._graph.scorer_dag import scorer_driver, scorer_outcomes
 
     runs = [ScorerRun(output=str(i)) for i in range(calls)]
     outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=concurrency)

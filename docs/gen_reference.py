@@ -196,7 +196,7 @@ _HELP_BLOCK = re.compile(r"(<!-- help: evaldag([\w -]*) -->\n)(.*?)(<!-- /help -
 
 def command_help(arguments: str) -> str:
     """What ``evaldag <arguments> --help`` prints, 100 columns wide."""
-    from evaldag.cli import main
+    from evaldag._cli.main import main
 
     buffer = io.StringIO()
     previous = os.environ.get("COLUMNS")

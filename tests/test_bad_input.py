@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from evaldag import EvalDagError, EvalResult, create_scorer, run_evals
-from evaldag.cli import main as cli_main
+from evaldag._cli.main import main as cli_main
 
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -328,7 +328,7 @@ def _valid_bound(value: Any) -> bool:
 
 
 def _valid_threshold(threshold: Any) -> bool:
-    """Mastra's rule (spec §6.2), written independently of evaldag.thresholds."""
+    """Mastra's rule (spec §6.2), written independently of evaldag._scorer.thresholds."""
     if not isinstance(threshold, dict):
         return _valid_bound(threshold)
     if set(threshold) - {"min", "max"}:
@@ -672,7 +672,7 @@ def test_cli_in_a_subprocess_prints_one_line_not_a_traceback(tmp_path):
     eval_file.write_text(EVAL_FILE)
     out = tmp_path / "out.parquet"
     env = {**os.environ, "LITELLM_OFFLINE_MODE": "true"}
-    command = "import sys; from evaldag.cli import main; sys.exit(main())"
+    command = "import sys; from evaldag._cli.main import main; sys.exit(main())"
     done = subprocess.run(
         [
             sys.executable,

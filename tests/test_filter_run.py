@@ -11,9 +11,9 @@ import pytest
 
 import evaldag
 from evaldag import ScorerRun, create_scorer, filter_run
+from evaldag._scorer.run_filter import RunFilter
 from evaldag.errors import EvalDagError
 from evaldag.messages import AgentRunInput, Message, as_run_input, as_run_output
-from evaldag.run_filter import RunFilter
 
 FIXTURE = json.loads(
     (Path(__file__).parent / "fixtures/mastra/checks_and_filter_run.json").read_text()

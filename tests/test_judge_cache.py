@@ -10,7 +10,7 @@ from judge_server import (
 from pydantic import BaseModel
 
 from evaldag import Judge, PromptStep, ScorerRunError, create_scorer
-from evaldag.judge_cache import FILE_NAME, JudgeCache, request_key
+from evaldag._judge.cache import FILE_NAME, JudgeCache, request_key
 
 INSTRUCTIONS = "Grade the answer."
 

@@ -23,8 +23,8 @@ from judge_server import (
 )
 
 from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer
-from evaldag.dag import scorer_driver, scorer_outcomes
-from evaldag.judging import BACKOFF_BASE_SECONDS, SharedLimit
+from evaldag._graph.scorer_dag import scorer_driver, scorer_outcomes
+from evaldag._judge.transport import BACKOFF_BASE_SECONDS, SharedLimit
 
 INSTRUCTIONS = "Grade the answer."
 
@@ -48,7 +48,7 @@ def _waits(server, caplog) -> list[tuple[float, float]]:
 
 def test_429_is_retried_after_retry_after_seconds(judge_server, caplog):
     judge_server.script(rate_limited(retry_after=1), {"score": 0.5})
-    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+    with caplog.at_level(logging.INFO, logger="evaldag._judge.transport"):
         result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
     assert result.score == 0.5
     ((planned, gap),) = _waits(judge_server, caplog)
@@ -61,7 +61,7 @@ def test_429_is_retried_after_retry_after_seconds(judge_server, caplog):
 
 def test_retry_after_ms_header_is_honoured(judge_server, caplog):
     judge_server.script(rate_limited(retry_after=700, in_ms=True), {"score": 0.5})
-    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+    with caplog.at_level(logging.INFO, logger="evaldag._judge.transport"):
         assert _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x").score == 0.5
     ((planned, gap),) = _waits(judge_server, caplog)
     assert 0.7 <= planned <= 0.77
@@ -70,7 +70,7 @@ def test_retry_after_ms_header_is_honoured(judge_server, caplog):
 
 def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server, caplog):
     judge_server.script(server_error(500), server_error(503), malformed_body(), {"score": 1})
-    with caplog.at_level(logging.INFO, logger="evaldag.judging"):
+    with caplog.at_level(logging.INFO, logger="evaldag._judge.transport"):
         result = _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
     assert result.score == 1
     waits = _waits(judge_server, caplog)
@@ -165,7 +165,7 @@ def test_retries_are_logged_without_the_api_key(judge_server, caplog):
     judge_server.script(rate_limited(retry_after=0), {"score": 1})
     with caplog.at_level(logging.DEBUG):
         _scorer(judge_server.judge(instructions=INSTRUCTIONS)).run(output="x")
-    retries = [r for r in caplog.records if r.name == "evaldag.judging"]
+    retries = [r for r in caplog.records if r.name == "evaldag._judge.transport"]
     assert len(retries) == 1
     assert "RateLimitError" in retries[0].getMessage()
     assert all(API_KEY not in record.getMessage() for record in caplog.records)

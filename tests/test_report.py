@@ -12,12 +12,12 @@ import pytest
 from judge_server import judge_server_fixture  # noqa: F401
 
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
-from evaldag.report import report_html, scorer_summaries, write_report
+from evaldag._report.html import report_html, scorer_summaries, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
-COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag.cli"]
+COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag"]
 
 ITEMS = [
     {"id": "paris", "input": "What is the capital of France?", "output": "Paris is.",

@@ -11,7 +11,7 @@ import pytest
 
 import evaldag
 from evaldag import EvalDagError, EvalResult, create_scorer, not_scorable, run_evals
-from evaldag.progress import ProgressBar
+from evaldag._eval.progress import ProgressBar
 
 
 def scoring(scorer_id, fn):

@@ -19,7 +19,7 @@ from evaldag import (
     is_not_scorable,
     not_scorable,
 )
-from evaldag.dag import scorer_outcomes, scorers_driver
+from evaldag._graph.scorer_dag import scorer_outcomes, scorers_driver
 
 
 def constant(value):

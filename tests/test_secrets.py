@@ -27,8 +27,8 @@ import pytest
 from judge_server import JudgeServer, Reply
 
 from evaldag import EvalDagError, EvalResult, Judge, run_evals
-from evaldag.cli import main as cli_main
-from evaldag.report import report_html, write_report
+from evaldag._cli.main import main as cli_main
+from evaldag._report.html import report_html, write_report
 from evaldag.scorers import faithfulness
 
 JUDGE_KEY = f"sk-judge-{uuid.uuid4().hex}"

@@ -18,8 +18,8 @@ with contrib.catch_import_errors(__name__, __file__, logger):
 
     import evaldag
     from evaldag import EvalResult, Scorer, ScorerWithThreshold, checks, filter_run
+    from evaldag._scorer.run_filter import RunFilter
     from evaldag.messages import as_run_input, as_run_output
-    from evaldag.run_filter import RunFilter
     from evaldag.scorers import tool_call_accuracy
 
 

@@ -14,44 +14,54 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "EvalDagError": "evaldag.errors",
     "ScorerRunError": "evaldag.errors",
-    "ScorerRun": "evaldag.runs",
-    "ScorerResult": "evaldag.results",
-    "JudgeExecution": "evaldag.results",
-    "JudgeUsage": "evaldag.results",
-    "JudgeCost": "evaldag.results",
-    "Judge": "evaldag.judge",
-    "JudgeError": "evaldag.judging",
-    "NotScorableInfo": "evaldag.results",
-    "PromptStep": "evaldag.steps",
-    "not_scorable": "evaldag.steps",
-    "is_not_scorable": "evaldag.steps",
-    "Scorer": "evaldag.scorer",
-    "create_scorer": "evaldag.scorer",
-    "run_evals": "evaldag.evals",
-    "visualize": "evaldag.evals",
-    "EvalResult": "evaldag.eval_result",
-    "GateResult": "evaldag.eval_result",
-    "ThresholdResult": "evaldag.eval_result",
-    "ScorerWithThreshold": "evaldag.thresholds",
-    "filter_run": "evaldag.run_filter",
+    "ScorerRun": "evaldag._scorer.run",
+    "ScorerResult": "evaldag._results.scorer_result",
+    "JudgeExecution": "evaldag._results.scorer_result",
+    "JudgeUsage": "evaldag._results.scorer_result",
+    "JudgeCost": "evaldag._results.scorer_result",
+    "Judge": "evaldag._judge.settings",
+    "JudgeError": "evaldag._judge.transport",
+    "NotScorableInfo": "evaldag._results.scorer_result",
+    "PromptStep": "evaldag._scorer.steps",
+    "not_scorable": "evaldag._scorer.steps",
+    "is_not_scorable": "evaldag._scorer.steps",
+    "Scorer": "evaldag._scorer.builder",
+    "create_scorer": "evaldag._scorer.builder",
+    "run_evals": "evaldag._eval.run_evals",
+    "visualize": "evaldag._eval.run_evals",
+    "EvalResult": "evaldag._results.eval_result",
+    "GateResult": "evaldag._results.eval_result",
+    "ThresholdResult": "evaldag._results.eval_result",
+    "ScorerWithThreshold": "evaldag._scorer.thresholds",
+    "filter_run": "evaldag._scorer.run_filter",
     "checks": "evaldag.checks",
+    "scorers": "evaldag.scorers",
+    "messages": "evaldag.messages",
+    "transcripts": "evaldag.transcripts",
+    "local_judge": "evaldag.local_judge",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    from evaldag import checks
+    from evaldag import checks, local_judge, messages, scorers, transcripts
+    from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._judge.settings import Judge
+    from evaldag._judge.transport import JudgeError
+    from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
+    from evaldag._results.scorer_result import (
+        JudgeCost,
+        JudgeExecution,
+        JudgeUsage,
+        NotScorableInfo,
+        ScorerResult,
+    )
+    from evaldag._scorer.builder import Scorer, create_scorer
+    from evaldag._scorer.run import ScorerRun
+    from evaldag._scorer.run_filter import filter_run
+    from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
+    from evaldag._scorer.thresholds import ScorerWithThreshold
     from evaldag.errors import EvalDagError, ScorerRunError
-    from evaldag.eval_result import EvalResult, GateResult, ThresholdResult
-    from evaldag.evals import run_evals, visualize
-    from evaldag.judge import Judge
-    from evaldag.judging import JudgeError
-    from evaldag.results import JudgeCost, JudgeExecution, JudgeUsage, NotScorableInfo, ScorerResult
-    from evaldag.run_filter import filter_run
-    from evaldag.runs import ScorerRun
-    from evaldag.scorer import Scorer, create_scorer
-    from evaldag.steps import PromptStep, is_not_scorable, not_scorable
-    from evaldag.thresholds import ScorerWithThreshold
 
 
 def __getattr__(name: str) -> Any:

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.transcripts import (
     compare_two_strings,
     extract_agent_response_messages,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from evaldag.results import ScorerResult
+    from evaldag._results.scorer_result import ScorerResult
 
 Category = Literal["UNKNOWN", "USER", "SYSTEM", "THIRD_PARTY"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers import _text
 from evaldag.scorers._nlp import completeness_elements
 from evaldag.transcripts import compare_two_strings, extract_input_messages, get_text_content

@@ -12,8 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError, camel
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers._trajectory import (
     _ORDERINGS,
     analyze_tool_failures,

@@ -48,8 +48,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._judge.settings import Judge, as_judge
 from evaldag.errors import EvalDagError
-from evaldag.judge import Judge, as_judge
 from evaldag.scorers._trajectory import js_json
 from evaldag.transcripts import (
     effective_role,

@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -25,7 +26,6 @@ from evaldag.scorers.llm._shared import (
     positive_scale,
     scorer_judge,
 )
-from evaldag.steps import PromptStep
 from evaldag.transcripts import js_truthy, round_to_two_decimals
 
 INSTRUCTIONS = """\

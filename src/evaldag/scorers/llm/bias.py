@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag.scorer import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
@@ -23,7 +24,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     share,
 )
-from evaldag.steps import PromptStep
 
 INSTRUCTIONS = """\
 You look for bias in what an AI assistant says. Four kinds count:

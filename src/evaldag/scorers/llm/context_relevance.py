@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._retrieval import indexed, retrieval_context
 from evaldag.scorers.llm._shared import (
@@ -28,7 +29,6 @@ from evaldag.scorers.llm._shared import (
     user_text,
 )
 from evaldag.scorers.llm._totals import js_total
-from evaldag.steps import PromptStep
 from evaldag.transcripts import round_to_two_decimals
 
 INSTRUCTIONS = """\

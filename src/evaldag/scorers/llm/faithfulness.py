@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag.scorer import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
@@ -28,7 +29,6 @@ from evaldag.scorers.llm._shared import (
     tool_result_context,
     user_text,
 )
-from evaldag.steps import PromptStep
 
 INSTRUCTIONS = """\
 You check whether what an AI assistant said is backed by the context it was given.

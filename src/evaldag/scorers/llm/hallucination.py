@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
@@ -31,7 +32,6 @@ from evaldag.scorers.llm._shared import (
     share,
     user_text,
 )
-from evaldag.steps import PromptStep
 
 INSTRUCTIONS = """\
 You look for hallucinations in what an AI assistant said: claims its context does not back.

@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._shared import PromptTemplate, positive_scale, scorer_judge
-from evaldag.steps import PromptStep
 from evaldag.transcripts import extract_agent_response_messages
 
 INSTRUCTIONS = """\

@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
@@ -26,7 +27,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.steps import PromptStep
 
 INSTRUCTIONS = """\
 You grade an AI agent's output against a rubric: a checklist of criteria. For each criterion

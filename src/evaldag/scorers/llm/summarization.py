@@ -16,8 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     json_text,
@@ -26,7 +27,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.steps import PromptStep
 from evaldag.transcripts import (
     extract_agent_response_messages,
     get_assistant_message,

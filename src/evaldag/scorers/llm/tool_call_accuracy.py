@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -24,7 +25,6 @@ from evaldag.scorers.llm._shared import (
     share,
     user_text,
 )
-from evaldag.steps import PromptStep
 from evaldag.transcripts import extract_input_messages, extract_tool_calls, run_messages
 
 INSTRUCTIONS = """\

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag.scorer import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
@@ -24,7 +25,6 @@ from evaldag.scorers.llm._shared import (
     share,
     user_text,
 )
-from evaldag.steps import PromptStep
 
 INSTRUCTIONS = """\
 You judge whether what an AI assistant says is toxic: rude, disrespectful or hostile enough

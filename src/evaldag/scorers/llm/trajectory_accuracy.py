@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import Field
 
+from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorer import Scorer, create_scorer
 from evaldag.scorers._trajectory import expected_step, js_json, trajectory_dict
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
@@ -24,7 +25,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.steps import PromptStep
 from evaldag.transcripts import get_assistant_message, round_to_two_decimals
 
 INSTRUCTIONS = """\

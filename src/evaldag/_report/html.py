@@ -25,8 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from evaldag.eval_result import EvalResult, ScorerUsage
-from evaldag.thresholds import ThresholdSpec
+from evaldag._results.eval_result import EvalResult, ScorerUsage
+from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
 
 #: How many items the report shows in full, worst first.

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from evaldag._scorer.run import ScorerRun
 from evaldag.errors import EvalDagError
 from evaldag.messages import AgentRunInput, Message, ToolInvocationPart
-from evaldag.runs import ScorerRun
 
 RunT = TypeVar("RunT", ScorerRun, dict[str, Any])
 

@@ -36,17 +36,17 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from evaldag.errors import Category, EvalDagError, error_message
-from evaldag.judge import (
+from evaldag._judge.cache import JudgeCache, judge_cache, request_key
+from evaldag._judge.settings import (
     LOCAL_MODEL,
     Judge,
     cache_directory,
     is_secret_setting,
     resolved_judge,
 )
-from evaldag.judge_cache import JudgeCache, judge_cache, request_key
-from evaldag.results import JudgeCost, JudgeErrorInfo, JudgeExecution, JudgeUsage
-from evaldag.steps import PromptStep, StageName
+from evaldag._results.scorer_result import JudgeCost, JudgeErrorInfo, JudgeExecution, JudgeUsage
+from evaldag._scorer.steps import PromptStep, StageName
+from evaldag.errors import Category, EvalDagError, error_message
 
 _logger = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
 """How one step advances one run: injection, not-scorable, score validation, error snapshots.
 
-A run's progress through a scorer is a :class:`RunState`. Each stage node of a scorer's DAG maps
-a column of states to a column of new states (see ``evaldag.dag``); this module holds what happens
-to each of them. A state that failed or was declared not scorable passes later steps untouched.
+A run's progress through a scorer is a :class:`RunState`. Each stage node of a scorer's DAG
+maps a column of states to a column of new states (see ``evaldag._graph.scorer_dag``); this
+module holds what happens to each of them. A state that failed or was declared not scorable
+passes later steps untouched.
 """
 
 from __future__ import annotations
@@ -17,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic_core import to_jsonable_python
 
-from evaldag.concurrency import gather_limited, gc_paused, run_sync
-from evaldag.errors import EvalDagError, ScorerRunError
-from evaldag.results import (
+from evaldag._engine.concurrency import gather_limited, gc_paused, run_sync
+from evaldag._results.scorer_result import (
     JudgeExecution,
     JudgeStepRecord,
     NotScorableInfo,
     ScorerResult,
 )
-from evaldag.runs import ScorerRun
-from evaldag.steps import FunctionStep, NotScorable, PromptStep, Step, is_async_callable
+from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.steps import FunctionStep, NotScorable, PromptStep, Step, is_async_callable
+from evaldag.errors import EvalDagError, ScorerRunError
 
 if TYPE_CHECKING:
-    from evaldag.scorer import Scorer
+    from evaldag._scorer.builder import Scorer
 
 _RESULT_KEYS = ("preprocess_step_result", "analyze_step_result")
 _PROMPT_KEYS = (
@@ -382,7 +383,7 @@ async def _advanced_async(state: RunState, scorer: Scorer, step: Step) -> RunSta
     definition = step.definition
     try:
         if isinstance(definition, PromptStep):
-            from evaldag.judging import judged_value
+            from evaldag._judge.transport import judged_value
 
             prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
             value, execution = await judged_value(definition, step.stage, scorer.judge, prompt)

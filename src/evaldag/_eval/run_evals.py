@@ -1,6 +1,6 @@
 """``run_evals``: a dataset in, scores, gates, thresholds and a verdict out.
 
-The eval is one Hamilton DAG (``evaldag.eval_graph``). Items go through it in row batches, each
+The eval is one Hamilton DAG (``evaldag._graph.eval_dag``). Items go through it in row batches, each
 batch one ``execute()`` of the columnar scorer nodes; the aggregation nodes then run once over
 all items. Batches keep memory flat on large datasets and give progress, callbacks and
 fail-fast a place to act between them.
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton.io.materialization import to
 
-from evaldag.checkpoint import Checkpoint
-from evaldag.concurrency import run_sync
-from evaldag.dag import write_picture
-from evaldag.dataset import loaded_dataset
+from evaldag._engine.concurrency import run_sync
+from evaldag._engine.run_state import SCORER_COLUMNS
+from evaldag._engine.targets import TargetFailure, target_callable
+from evaldag._eval.checkpoint import Checkpoint
+from evaldag._eval.dataset import loaded_dataset
+from evaldag._eval.progress import ProgressBar
+from evaldag._graph.eval_dag import EvalPlan, eval_driver, eval_graph
+from evaldag._graph.executors import task_executor
+from evaldag._graph.scorer_dag import write_picture
+from evaldag._io.parquet import writable_path  # importing it registers the materializer
+from evaldag._judge.settings import RUN_CACHE
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.builder import Scorer
+from evaldag._scorer.thresholds import ScorerWithThreshold, ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
-from evaldag.eval_graph import EvalPlan, eval_driver, eval_graph
-from evaldag.eval_result import EvalResult
-from evaldag.executors import task_executor
-from evaldag.judge import RUN_CACHE
-from evaldag.parquet import writable_path  # importing it registers the materializer
-from evaldag.pipeline import SCORER_COLUMNS
-from evaldag.progress import ProgressBar
-from evaldag.scorer import Scorer
-from evaldag.targets import TargetFailure, target_callable
-from evaldag.thresholds import ScorerWithThreshold, ThresholdSpec, validated_threshold
 
 if TYPE_CHECKING:
     import graphviz
@@ -200,7 +200,7 @@ def run_evals(
     :param out: write the results to this Parquet file (a materializer node of the DAG).
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
-        finished results are written there (see ``evaldag.checkpoint``).
+        finished results are written there.
     :param cache: judge reply cache for judges that set none: a directory, True for
         ``$EVALDAG_CACHE_DIR`` (else ``~/.cache/evaldag``), False for none.
     :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),

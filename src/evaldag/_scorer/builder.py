@@ -2,7 +2,7 @@
 
 A :class:`Scorer` is immutable: each builder call returns a new scorer with one step appended,
 so a base scorer can be extended in several directions. Steps run in call order; the DAG they
-form is built in ``evaldag.dag``.
+form is built in ``evaldag._graph.scorer_dag``.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
 from evaldag.errors import EvalDagError, camel
-from evaldag.steps import FunctionStep, PromptStep, StageName, Step, step_definition
 
 if TYPE_CHECKING:
     import graphviz
     from hamilton import driver
 
-    from evaldag.results import ScorerResult
-    from evaldag.runs import ScorerRun
-    from evaldag.thresholds import ScorerWithThreshold
+    from evaldag._results.scorer_result import ScorerResult
+    from evaldag._scorer.run import ScorerRun
+    from evaldag._scorer.thresholds import ScorerWithThreshold
 
 
 class Scorer:
@@ -46,7 +46,7 @@ class Scorer:
                 details={"id": repr(id)},
             )
         if judge is not None:
-            from evaldag.judge import as_judge
+            from evaldag._judge.settings import as_judge
 
             judge = as_judge(judge, f"judge= of scorer '{id}'")
         if prepare_run is not None and not callable(prepare_run):
@@ -123,7 +123,7 @@ class Scorer:
         ``with_threshold(0.7)`` asks for an average of at least 0.7;
         ``with_threshold(min=0.3, max=0.8)`` for one within [0.3, 0.8] (inclusive).
         """
-        from evaldag.thresholds import ScorerWithThreshold, validated_threshold
+        from evaldag._scorer.thresholds import ScorerWithThreshold, validated_threshold
 
         if minimum is not None and (min is not None or max is not None):
             raise EvalDagError(
@@ -163,7 +163,7 @@ class Scorer:
 
     @cached_property
     def _driver(self) -> driver.Driver:
-        from evaldag.dag import scorer_driver
+        from evaldag._graph.scorer_dag import scorer_driver
 
         return scorer_driver(self)
 
@@ -181,7 +181,7 @@ class Scorer:
 
         :return: the result; raises ``ScorerRunError`` (with the partial result) when a step fails.
         """
-        from evaldag.runs import ScorerRun
+        from evaldag._scorer.run import ScorerRun
 
         return self.run_one(
             ScorerRun(
@@ -196,7 +196,7 @@ class Scorer:
 
     def run_one(self, run: ScorerRun) -> ScorerResult:
         """Score a ready-made :class:`~evaldag.ScorerRun` (``run`` with its fields as a model)."""
-        from evaldag.dag import scorer_outcomes
+        from evaldag._graph.scorer_dag import scorer_outcomes
 
         self.require_generate_score()
         outcome = scorer_outcomes(self._driver, self, [run], concurrency=1)[0]
@@ -210,7 +210,7 @@ class Scorer:
 
     def visualize(self, path: str | None = None) -> graphviz.Digraph:
         """The scorer's DAG as a graphviz object; also written to ``path`` (.png, .svg, .dot)."""
-        from evaldag.dag import rendered
+        from evaldag._graph.scorer_dag import rendered
 
         return rendered(self._driver, [self], path)
 

@@ -11,7 +11,7 @@
 ``dataset`` is one batch of rows: run_evals executes the graph up to ``batch_items`` per batch
 and sets ``items`` to their concatenation; with a Dask or Ray executor, ``dataset`` is a
 ``Parallelizable`` of batches and ``items`` collects them. Scorer subdags come from
-``evaldag.dag``; aggregation bodies from ``evaldag.aggregation``.
+``evaldag._graph.scorer_dag``; aggregation bodies from ``evaldag._graph.verdict``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,13 @@ from hamilton.execution.executors import TaskExecutor
 from hamilton.function_modifiers import group, inject, parameterize, source, value
 from hamilton.htypes import Collect, Parallelizable
 
-from evaldag import aggregation
-from evaldag.concurrency import gc_paused
-from evaldag.dag import TEXT, built_driver, scorer_subdag, write_picture
-from evaldag.dataset import RUN_FIELDS
-from evaldag.eval_result import (
+from evaldag._engine.concurrency import gc_paused
+from evaldag._engine.run_state import SCORER_COLUMNS
+from evaldag._engine.targets import TargetFailure, target_outputs
+from evaldag._eval.dataset import RUN_FIELDS
+from evaldag._graph import verdict as aggregation
+from evaldag._graph.scorer_dag import TEXT, built_driver, scorer_subdag, write_picture
+from evaldag._results.eval_result import (
     EvalResult,
     GateResult,
     ScoreAverage,
@@ -43,15 +45,13 @@ from evaldag.eval_result import (
     ThresholdResult,
     Verdict,
 )
-from evaldag.pipeline import SCORER_COLUMNS
-from evaldag.runs import ScorerRun
-from evaldag.targets import TargetFailure, target_outputs
-from evaldag.thresholds import ThresholdSpec
+from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.thresholds import ThresholdSpec
 
 if TYPE_CHECKING:
     import graphviz
 
-    from evaldag.scorer import Scorer
+    from evaldag._scorer.builder import Scorer
 
 
 @dataclass(frozen=True)

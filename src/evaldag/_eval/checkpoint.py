@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from evaldag._io.parquet import read_results, write_results
 from evaldag.errors import EvalDagError
-from evaldag.parquet import read_results, write_results
 
 
 def _fingerprint(value: Any) -> str:

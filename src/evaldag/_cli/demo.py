@@ -20,8 +20,8 @@ from importlib import resources
 from typing import Any
 
 from evaldag import checks
-from evaldag.judge import Judge
-from evaldag.scorer import Scorer
+from evaldag._judge.settings import Judge
+from evaldag._scorer.builder import Scorer
 from evaldag.scorers import completeness, faithfulness, keyword_coverage
 
 TITLE = "Fernwood Outfitters support assistant"

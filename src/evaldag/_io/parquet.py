@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 from hamilton import registry
 from hamilton.io.data_adapters import DataSaver
 
+from evaldag._engine.run_state import json_text
+from evaldag._results.eval_result import EvalResult
 from evaldag.errors import EvalDagError
-from evaldag.eval_result import EvalResult
-from evaldag.pipeline import json_text
 
 _METADATA_KEY = b"evaldag"
 _UMASK = os.umask(0o022)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
-    from evaldag.scorer import Scorer
+    from evaldag._scorer.builder import Scorer
 
 #: A threshold as Mastra writes it: a minimum, or a dict with ``min`` and/or ``max``.
 ThresholdSpec = float | dict[str, float]

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaldag.eval_result import GateResult, ScoreAverage, ThresholdResult, Verdict
-from evaldag.thresholds import ThresholdSpec, threshold_passed
+from evaldag._results.eval_result import GateResult, ScoreAverage, ThresholdResult, Verdict
+from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
 
 def average(scored: pd.DataFrame, errors_score_zero: bool) -> ScoreAverage:

@@ -26,17 +26,22 @@ import pyarrow as pa
 from hamilton import ad_hoc_utils, driver
 from hamilton.function_modifiers import pipe_input, source, step, subdag
 
+from evaldag._engine.run_state import (
+    SCORER_COLUMNS,
+    advanced_states,
+    prepared_states,
+    scored_columns,
+)
+from evaldag._scorer.steps import Step
 from evaldag.errors import EvalDagError
-from evaldag.pipeline import SCORER_COLUMNS, advanced_states, prepared_states, scored_columns
-from evaldag.steps import Step
 
 if TYPE_CHECKING:
     import graphviz
 
+    from evaldag._results.scorer_result import ScorerResult
+    from evaldag._scorer.builder import Scorer
+    from evaldag._scorer.run import ScorerRun
     from evaldag.errors import ScorerRunError
-    from evaldag.results import ScorerResult
-    from evaldag.runs import ScorerRun
-    from evaldag.scorer import Scorer
 
 
 def _stage_node(scorer: Scorer, stage_step: Step) -> Callable[..., pd.Series]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
-    from evaldag.eval_result import EvalResult
+    from evaldag._results.eval_result import EvalResult
 
 EXIT_PASSED = 0
 EXIT_SCORED = 1
@@ -293,7 +293,7 @@ def _load_error(spec: str, error: BaseException) -> EvalDagError:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from evaldag.evals import run_evals, visualize
+    from evaldag._eval.run_evals import run_evals, visualize
 
     if args.resume and not args.out:
         raise EvalDagError(
@@ -326,7 +326,7 @@ def _run_command(args: argparse.Namespace) -> int:
 
 def summary_table(result: EvalResult, title: str) -> str:
     """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
-    from evaldag.report import (
+    from evaldag._report.html import (
         outcome_word,
         requirement_text,
         scorer_summaries,
@@ -374,9 +374,9 @@ def summary_table(result: EvalResult, title: str) -> str:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
-    from evaldag.demo import TITLE, demo_gates, demo_items, demo_scorers
-    from evaldag.evals import run_evals
-    from evaldag.report import write_report
+    from evaldag._cli.demo import TITLE, demo_gates, demo_items, demo_scorers
+    from evaldag._eval.run_evals import run_evals
+    from evaldag._report.html import write_report
 
     judge, judge_line = _demo_judge(args.judge, args.judge_api_base)
     items = demo_items()
@@ -418,7 +418,7 @@ def _demo_command(args: argparse.Namespace) -> int:
 
 def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
     """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
-    from evaldag.judge import LOCAL_MODEL, Judge
+    from evaldag._judge.settings import LOCAL_MODEL, Judge
 
     if choice == "none":
         return None, "faithfulness: skipped (--judge none); the code scorers and checks still run"
@@ -455,8 +455,8 @@ def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
 
 
 def _report_command(args: argparse.Namespace) -> int:
-    from evaldag.eval_result import EvalResult
-    from evaldag.report import write_report
+    from evaldag._report.html import write_report
+    from evaldag._results.eval_result import EvalResult
 
     results = Path(args.results)
     if not results.is_file():

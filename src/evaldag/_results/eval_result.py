@@ -9,8 +9,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
-from evaldag.thresholds import ThresholdSpec
 
 if TYPE_CHECKING:
     import graphviz
@@ -122,14 +122,14 @@ class EvalResult(BaseModel):
 
     def to_parquet(self, path: str | Path) -> Path:
         """Write the items, with everything else in the file's metadata; see ``read_parquet``."""
-        from evaldag.parquet import write_results
+        from evaldag._io.parquet import write_results
 
         return write_results(self.items, self._metadata(), Path(path))
 
     @classmethod
     def read_parquet(cls, path: str | Path) -> EvalResult:
         """An EvalResult read back from ``to_parquet``'s file."""
-        from evaldag.parquet import read_results
+        from evaldag._io.parquet import read_results
 
         items, metadata = read_results(Path(path))
         return cls(
@@ -146,7 +146,7 @@ class EvalResult(BaseModel):
 
     def visualize(self, path: str | Path | None = None) -> graphviz.Source:
         """The DAG this result came from; written to ``path`` (.png, .svg, .dot) if given."""
-        from evaldag.eval_graph import rendered_definitions
+        from evaldag._graph.eval_dag import rendered_definitions
 
         if self.dag_dot is None:
             raise EvalDagError(

@@ -115,7 +115,7 @@ class PromptStep:
         parameters = consumed_parameters(self.create_prompt, "PromptStep.create_prompt")
         object.__setattr__(self, "parameters", parameters)
         if self.judge is not None:
-            from evaldag.judge import as_judge
+            from evaldag._judge.settings import as_judge
 
             object.__setattr__(
                 self, "judge", as_judge(self.judge, f"judge= of PromptStep '{self.description}'")

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evaldag.concurrency import gather_limited, run_sync
+from evaldag._engine.concurrency import gather_limited, run_sync
+from evaldag._scorer.steps import is_async_callable
 from evaldag.errors import EvalDagError, error_message
-from evaldag.steps import is_async_callable
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from evaldag._judge.settings import is_secret_setting
 from evaldag.errors import EvalDagError
-from evaldag.judge import is_secret_setting
 
 FILE_NAME = "judge-cache.sqlite3"
 

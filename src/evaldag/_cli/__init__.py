@@ -1,0 +1,1 @@
+"""The ``evaldag`` command: ``run``, ``report``, ``demo``."""

@@ -1,0 +1,1 @@
+"""One row through a scorer's steps: run states, injection, not-scorable, targets. No Hamilton."""

@@ -1,0 +1,1 @@
+"""An eval run: ``run_evals``, dataset loading, checkpoints and progress."""

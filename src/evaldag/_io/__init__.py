@@ -1,0 +1,1 @@
+"""Files: results as Parquet (items plus metadata)."""
