@@ -27,7 +27,7 @@ import pytest
 from judge_server import DEFAULT_USAGE, JudgeServer, Reply
 
 from evaldag import Scorer, ScorerResult, ScorerRunError, scorers
-from evaldag.errors import camel
+from evaldag._compat.js import camel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm_scorers"
 _STEP_ORDER = ("preprocess", "analyze", "generateScore", "generateReason")

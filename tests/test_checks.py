@@ -11,7 +11,8 @@ import pytest
 
 import evaldag
 from evaldag import checks
-from evaldag.errors import EvalDagError, ScorerRunError, camel
+from evaldag._compat.js import camel
+from evaldag.errors import EvalDagError, ScorerRunError
 from evaldag.messages import as_run_output, text_message
 
 FIXTURE = json.loads(

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evaldag import ScorerRunError, scorers
-from evaldag.errors import camel
+from evaldag._compat.js import camel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "code_scorers"
 #: The oracle sample's cases, then our own edge cases run through the same oracle

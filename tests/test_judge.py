@@ -20,7 +20,7 @@ from evaldag import (
     ScorerRunError,
     create_scorer,
 )
-from evaldag.errors import camel
+from evaldag._compat.js import camel
 
 FIXTURES = Path(__file__).parent / "fixtures/judge"
 MASTRA = json.loads((FIXTURES / "mastra_judge_records.json").read_text())

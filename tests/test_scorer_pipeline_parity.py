@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from evaldag import EvalDagError, ScorerRunError, create_scorer, not_scorable
-from evaldag.errors import camel
+from evaldag._compat.js import camel
 
 CASES = json.loads((Path(__file__).parent / "fixtures/mastra/scorer_pipeline.json").read_text())
 # The oracle turns "hi" / "there" into Mastra's agent-run shapes; every case uses the same ones.

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from evaldag._compat.js import camel
+
 if TYPE_CHECKING:
     from evaldag._results.scorer_result import ScorerResult
 
@@ -111,9 +113,3 @@ class ScorerRunError(EvalDagError):
         self.failed_step = failed_step
         self.completed_steps = list(completed_steps)
         self.result = result
-
-
-def camel(name: str) -> str:
-    """``generate_score`` → ``generateScore``: Mastra's spelling of a snake_case name."""
-    head, *rest = name.split("_")
-    return head + "".join(part[:1].upper() + part[1:] for part in rest)

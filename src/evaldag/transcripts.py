@@ -14,23 +14,18 @@ for output). On Mastra-shaped data the results are Mastra's.
 
 from __future__ import annotations
 
-import math
-import re
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
+from evaldag._compat.js import JS_SPACES, JS_WHITESPACE, is_bmp, js_truthy, utf16_units
+
+# Mastra's scorer utils export roundToTwoDecimals beside the transcript helpers.
+from evaldag._compat.js import round_to_two_decimals as round_to_two_decimals
 from evaldag.messages import MastraModel, Message, mastra_data
 
-#: The characters JavaScript's ``trim()`` and ``\s`` treat as whitespace.
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-_JS_WHITESPACE_RUN = re.compile(f"[{_JS_WHITESPACE}]+")
 _CALL_STATES = frozenset({"result", "call", "output-error"})
 _DEFAULT_HISTORY_MESSAGES = 10
 
@@ -395,7 +390,7 @@ def get_conversation_history(run_input: Any, max_messages: int = 10) -> str | No
         if not isinstance(message, dict):
             continue
         role = effective_role(message)
-        text = get_text_content(message).strip(_JS_WHITESPACE)
+        text = get_text_content(message).strip(JS_WHITESPACE)
         if role and text:
             lines.append(f"{role}: {text}")
     return "\n".join(lines) if lines else None
@@ -465,17 +460,6 @@ def merge_tool_invocations(message: Any) -> list[dict[str, Any]]:
 
 def _call_id(invocation: Any) -> Any:
     return invocation.get("toolCallId") if isinstance(invocation, dict) else None
-
-
-def js_truthy(value: Any) -> bool:
-    """JavaScript's truthiness of a JSON value: empty dicts and lists are true, 0 and '' false."""
-    if value is None or isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, str):
-        return value != ""
-    if isinstance(value, int | float):
-        return value != 0 and not math.isnan(value)
-    return True
 
 
 def is_tool_error(invocation: Any) -> bool:
@@ -571,17 +555,6 @@ def extract_tool_results(run_output: Any) -> list[ToolResult]:
     ]
 
 
-def round_to_two_decimals(value: float) -> float:
-    """``value`` rounded to two decimals as Mastra does: halves up, after adding machine epsilon."""
-    scaled = (value + sys.float_info.epsilon) * 100
-    if not math.isfinite(scaled):
-        return scaled
-    whole = math.floor(scaled)
-    if scaled - whole >= 0.5:
-        whole += 1
-    return whole / 100
-
-
 def is_closer_to(value: float, first: float, second: float) -> bool:
     """Whether ``value`` is strictly closer to ``first`` than to ``second``."""
     return abs(value - first) < abs(value - second)
@@ -593,8 +566,8 @@ def compare_two_strings(first: str, second: str) -> float:
     1 for equal strings (also both empty), 0 when either has fewer than two characters.
     Lengths count UTF-16 code units, as in JavaScript.
     """
-    a = _JS_WHITESPACE_RUN.sub("", first)
-    b = _JS_WHITESPACE_RUN.sub("", second)
+    a = JS_SPACES.sub("", first)
+    b = JS_SPACES.sub("", second)
     if a == b:
         return 1.0
     units_a: str | tuple[int, ...] = a
@@ -606,14 +579,3 @@ def compare_two_strings(first: str, second: str) -> float:
     pairs_a = Counter(zip(units_a, units_a[1:], strict=False))
     pairs_b = Counter(zip(units_b, units_b[1:], strict=False))
     return 2.0 * (pairs_a & pairs_b).total() / (len(units_a) + len(units_b) - 2)
-
-
-def is_bmp(text: str) -> bool:
-    """Whether every character of ``text`` is one UTF-16 code unit (as JavaScript counts)."""
-    return text.isascii() or all(ord(char) <= 0xFFFF for char in text)
-
-
-def utf16_units(text: str) -> tuple[int, ...]:
-    """``text`` as UTF-16 code units: what JavaScript indexes and counts."""
-    encoded = text.encode("utf-16-le", "surrogatepass")
-    return tuple(int.from_bytes(encoded[i : i + 2], "little") for i in range(0, len(encoded), 2))

@@ -8,16 +8,13 @@ passes later steps untouched.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
-from pydantic_core import to_jsonable_python
-
+from evaldag._compat.js import json_text
 from evaldag._engine.concurrency import gather_limited, gc_paused, run_sync
 from evaldag._results.scorer_result import (
     JudgeExecution,
@@ -214,24 +211,6 @@ def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:
                 for state in states
             ],
         }
-
-
-def json_text(value: Any) -> str | None:
-    """``value`` as JSON text (pydantic models, bytes and odd objects included); None stays None.
-
-    NaN and infinities become ``null``, as ``JSON.stringify`` writes them. Every step result of
-    every row goes through here, so it uses orjson (about 7x faster than the json module).
-    """
-    if value is None:
-        return None
-    try:
-        return orjson.dumps(value, default=_jsonable, option=orjson.OPT_NON_STR_KEYS).decode()
-    except orjson.JSONEncodeError:  # e.g. an integer beyond 64 bits, a circular reference
-        return json.dumps(_jsonable(value), default=repr)
-
-
-def _jsonable(value: Any) -> Any:
-    return to_jsonable_python(value, fallback=repr, bytes_mode="base64")
 
 
 def _text(value: Any) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from evaldag._compat.js import js_total
 from evaldag._results.eval_result import GateResult, ScoreAverage, ThresholdResult, Verdict
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
@@ -33,13 +34,8 @@ def average(scored: pd.DataFrame, errors_score_zero: bool) -> ScoreAverage:
 
 def _mean(values: list[float]) -> float | None:
     # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average of
-    # 0.20000000000000004 against 0.2 must come out the same (sum() compensates from 3.12 on).
-    if not values:
-        return None
-    total = 0.0
-    for value in values:
-        total += value
-    return total / len(values)
+    # 0.20000000000000004 against 0.2 must come out the same.
+    return js_total(values) / len(values) if values else None
 
 
 def _skipped(score_average: ScoreAverage) -> bool:

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from hamilton import registry
 from hamilton.io.data_adapters import DataSaver
 
-from evaldag._engine.run_state import json_text
+from evaldag._compat.js import json_text
 from evaldag._results.eval_result import EvalResult
 from evaldag.errors import EvalDagError
 

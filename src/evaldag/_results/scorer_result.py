@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._compat.js import camel
 from evaldag._scorer.run import ScorerRun
-from evaldag.errors import camel
 
 
 class _CamelModel(BaseModel):

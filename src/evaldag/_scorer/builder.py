@@ -12,8 +12,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from evaldag._compat.js import camel
 from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
-from evaldag.errors import EvalDagError, camel
+from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
     import graphviz

@@ -13,15 +13,11 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
+from evaldag._compat.js import JS_WHITESPACE, is_bmp, js_length, js_trim, js_words, utf16_units
 from evaldag.errors import EvalDagError
-from evaldag.transcripts import is_bmp, utf16_units
 
-#: JavaScript's ``\s``: what ``/\s+/`` and ``trim()`` treat as whitespace.
-_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_JS_SPACES = re.compile(f"[{_JS_SPACE}]+")
-_JS_SPACE_CHAR = re.compile(f"[{_JS_SPACE}]")
-_JS_TWO_SPACES = re.compile(f"[{_JS_SPACE}][{_JS_SPACE}]+")
-_TRIM = _JS_SPACE.replace("\u2000-\u200a", "".join(map(chr, range(0x2000, 0x200B))))
+_JS_SPACE_CHAR = re.compile(f"[{JS_WHITESPACE}]")
+_JS_TWO_SPACES = re.compile(f"[{JS_WHITESPACE}][{JS_WHITESPACE}]+")
 
 _HTML_TAG = re.compile(r"<[^>]+>")
 _URL = re.compile(r"https?://")
@@ -33,34 +29,8 @@ _SENTENCE = re.compile(r"[^.!?]+[.!?]+")
 _NEGATORS = frozenset("cant can't dont don't doesnt doesn't not non wont won't isnt isn't".split())
 
 
-#: Characters on which Python's ``str.split()`` and JavaScript's ``\s`` disagree.
-_SPLIT_DISAGREES = re.compile("[\x1c-\x1f\x85\ufeff]")
 #: Whitespace other than the plain space, as either language sees it.
 _OTHER_SPACE = re.compile("[^\\S ]|\ufeff")
-
-
-def js_words(text: str) -> list[str]:
-    r"""``text.split(/\s+/)`` without empty pieces."""
-    if _SPLIT_DISAGREES.search(text) is None:
-        return text.split()
-    return [word for word in _JS_SPACES.split(text) if word]
-
-
-def js_trim(text: str) -> str:
-    """``text.trim()`` in JavaScript."""
-    return text.strip(_TRIM)
-
-
-def collapsed_whitespace(text: str) -> str:
-    """Whitespace runs as one space, trimmed (``replace(/\\s+/g, ' ').trim()``)."""
-    return js_trim(_JS_SPACES.sub(" ", text))
-
-
-def js_length(text: str) -> int:
-    """``text.length`` in JavaScript: UTF-16 code units."""
-    if text.isascii():
-        return len(text)
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
 
 
 # --- completeness -------------------------------------------------------------------------------

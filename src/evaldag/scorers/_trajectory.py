@@ -8,13 +8,13 @@ snake_case keys (``step_type``, ``tool_args``) are accepted too, and a bare list
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from evaldag.errors import EvalDagError, camel
-from evaldag.transcripts import extract_trajectory, is_agent_run_output, round_to_two_decimals
+from evaldag._compat.js import MISSING, camel, js_json, round_to_two_decimals
+from evaldag.errors import EvalDagError
+from evaldag.transcripts import extract_trajectory, is_agent_run_output
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 
@@ -90,28 +90,6 @@ def trajectory_dict(value: Any, what: str = "trajectory") -> dict[str, Any]:
     }
 
 
-def js_json(value: Any) -> str | None:
-    """``JSON.stringify(value)``: None for a missing value, key order kept, 1.0 written as 1."""
-    if value is _MISSING:
-        return None
-    return json.dumps(_js_value(value), separators=(",", ":"), ensure_ascii=False)
-
-
-_MISSING = object()
-
-
-def _js_value(value: Any) -> Any:
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        return int(value) if value.is_integer() and abs(value) < 2**53 else value
-    if isinstance(value, Mapping):
-        return {str(key): _js_value(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_value(item) for item in value]
-    return value
-
-
 def expected_step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:
     """Whether ``actual`` is the step ``expected`` describes: same name, same ``stepType`` when
     given, and equal JSON for every comparable field the expected step sets."""
@@ -123,11 +101,11 @@ def expected_step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]
     if actual.get("stepType") != step_type:
         return False
     for field in COMPARABLE_FIELDS.get(step_type, ()):
-        wanted = expected.get(field, _MISSING)
-        if wanted is _MISSING:
+        wanted = expected.get(field, MISSING)
+        if wanted is MISSING:
             continue
-        found = actual.get(field, _MISSING)
-        if found is _MISSING or js_json(found) != js_json(wanted):
+        found = actual.get(field, MISSING)
+        if found is MISSING or js_json(found) != js_json(wanted):
             return False
     return True
 
@@ -278,7 +256,7 @@ def check_trajectory_efficiency(
                 _measurement(prompt) and _measurement(completion)
             ):
                 raise EvalDagError(
-                    "EVALDAG_TRAJECTORY_MEASUREMENT_MISSING",
+                    "EVALDAG_TRAJECTORY_MEASUREMENTMISSING",
                     f'Cannot evaluate token budget: model generation "{step.get("name")}" has '
                     "missing or invalid token counts",
                 )
@@ -286,7 +264,7 @@ def check_trajectory_efficiency(
         remaining.extend(step.get("children") or ())
     if max_total_tokens is not None and (generations == 0 or not _measurement(total_tokens)):
         raise EvalDagError(
-            "EVALDAG_TRAJECTORY_MEASUREMENT_MISSING",
+            "EVALDAG_TRAJECTORY_MEASUREMENTMISSING",
             "Cannot evaluate token budget: missing model-generation measurements or invalid "
             "total tokens",
         )
@@ -304,7 +282,7 @@ def check_trajectory_efficiency(
         )
         if not measured or not _measurement(total_duration):
             raise EvalDagError(
-                "EVALDAG_TRAJECTORY_MEASUREMENT_MISSING",
+                "EVALDAG_TRAJECTORY_MEASUREMENTMISSING",
                 "Cannot evaluate duration budget: missing or invalid duration measurements",
             )
     redundant = []
@@ -315,8 +293,8 @@ def check_trajectory_efficiency(
                 previous.get("name") == current.get("name")
                 and previous.get("stepType") == current.get("stepType")
                 and previous.get("stepType") in _TOOL_STEPS
-                and js_json(previous.get("toolArgs", _MISSING))
-                == js_json(current.get("toolArgs", _MISSING))
+                and js_json(previous.get("toolArgs", MISSING))
+                == js_json(current.get("toolArgs", MISSING))
             ):
                 redundant.append({"name": current.get("name"), "index": index})
     over_steps = max_steps is not None and len(steps) > max_steps

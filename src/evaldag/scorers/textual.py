@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaldag._compat.js import collapsed_whitespace, js_length
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
 from evaldag.scorers import _text
@@ -78,10 +79,8 @@ def completeness() -> Scorer:
 
 def _text_difference(run: Any) -> dict[str, Any]:
     first, second = _input_text(run), _output_text(run)
-    longest = max(_text.js_length(first), _text.js_length(second))
-    length_diff = (
-        abs(_text.js_length(first) - _text.js_length(second)) / longest if longest > 0 else 0
-    )
+    longest = max(js_length(first), js_length(second))
+    length_diff = abs(js_length(first) - js_length(second)) / longest if longest > 0 else 0
     return {
         "ratio": _text.lcs_ratio(first, second),
         "confidence": 1 - length_diff,
@@ -126,7 +125,7 @@ def content_similarity(ignore_case: bool = True, ignore_whitespace: bool = True)
         if ignore_case:
             first, second = first.lower(), second.lower()
         if ignore_whitespace:
-            first, second = _text.collapsed_whitespace(first), _text.collapsed_whitespace(second)
+            first, second = collapsed_whitespace(first), collapsed_whitespace(second)
         return {"processedInput": first, "processedOutput": second}
 
     def similarity(preprocess_step_result: dict[str, str]) -> float:

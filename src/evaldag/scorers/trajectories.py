@@ -8,12 +8,12 @@ overrides the scorer's own settings.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag.errors import EvalDagError, camel
+from evaldag.errors import EvalDagError
 from evaldag.scorers._trajectory import (
     _ORDERINGS,
     analyze_tool_failures,
@@ -23,7 +23,6 @@ from evaldag.scorers._trajectory import (
     expected_step,
     trajectory_dict,
 )
-from evaldag.transcripts import js_truthy
 
 _DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "toolFailures": 0.2, "blacklist": 0.1}
 _BUDGETS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs", "noRedundantCalls")
@@ -40,22 +39,6 @@ def _camel_dict(value: Any, what: str) -> dict[str, Any]:
             f"{what} must be a dict, got {type(value).__name__}",
         )
     return {camel(key): item for key, item in value.items()}
-
-
-def _js_round2(value: float) -> float:
-    """``Math.round(value * 100) / 100``: halves round up."""
-    scaled = value * 100
-    whole = math.floor(scaled)
-    if scaled - whole >= 0.5:
-        whole += 1
-    return whole / 100
-
-
-def _js_number(value: Any) -> str:
-    """A number as JavaScript's template literals write it (1, not 1.0)."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def trajectory_accuracy(
@@ -267,7 +250,7 @@ def _nested_results(
             for item in nested:
                 total += item["score"]
             level = 0.7 * level + 0.3 * (total / len(nested))
-        result["score"] = _js_round2(level)
+        result["score"] = math_round_2(level)
         results.append(result)
     return results
 
@@ -341,7 +324,7 @@ def trajectory(
             for item in nested:
                 total += item["score"]
             level = 0.7 * level + 0.3 * (total / len(nested))
-        return _js_round2(level)
+        return math_round_2(level)
 
     def reason(preprocess_step_result: dict[str, Any], score: float) -> str:
         return _trajectory_reason(preprocess_step_result, score)
@@ -364,7 +347,7 @@ def trajectory(
 
 def _trajectory_reason(found: dict[str, Any], score: float) -> str:
     """Mastra's reason lines: the score, then one line per dimension that counted."""
-    lines = [f"Score: {_js_number(score)}"]
+    lines = [f"Score: {js_number(score)}"]
     blacklist = found.get("blacklist")
     if blacklist and blacklist["score"] == 0:
         violations = []
@@ -392,22 +375,22 @@ def _trajectory_reason(found: dict[str, Any], score: float) -> str:
         ):
             if accuracy[key]:
                 details.append(f"{label}: {', '.join(map(str, accuracy[key]))}")
-        lines.append(f"Accuracy ({_js_number(accuracy['score'])}): {'. '.join(details)}.")
+        lines.append(f"Accuracy ({js_number(accuracy['score'])}): {'. '.join(details)}.")
     efficiency = found.get("efficiency")
     if efficiency:
         details = []
         if efficiency["overStepBudget"]:
             details.append(f"over step budget ({efficiency['totalSteps']} steps)")
         if efficiency["overTokenBudget"]:
-            details.append(f"over token budget ({_js_number(efficiency['totalTokens'])} tokens)")
+            details.append(f"over token budget ({js_number(efficiency['totalTokens'])} tokens)")
         if efficiency["overDurationBudget"]:
-            duration = _js_number(efficiency["totalDurationMs"])
+            duration = js_number(efficiency["totalDurationMs"])
             details.append(f"over duration budget ({duration}ms)")
         if efficiency["redundantCalls"]:
             names = ", ".join(str(call["name"]) for call in efficiency["redundantCalls"])
             details.append(f"redundant calls: {names}")
         summary = ". ".join(details) if details else "all budgets met, no redundant calls"
-        lines.append(f"Efficiency ({_js_number(efficiency['score'])}): {summary}.")
+        lines.append(f"Efficiency ({js_number(efficiency['score'])}): {summary}.")
     failures = found.get("toolFailures")
     if failures and failures["patterns"]:
         details = []
@@ -415,8 +398,8 @@ def _trajectory_reason(found: dict[str, Any], score: float) -> str:
             details.append(f"{failures['totalRetries']} total retries")
         if failures["excessiveRetryTools"]:
             details.append(f"excessive retries: {', '.join(failures['excessiveRetryTools'])}")
-        lines.append(f"Tool failures ({_js_number(failures['score'])}): {'. '.join(details)}.")
+        lines.append(f"Tool failures ({js_number(failures['score'])}): {'. '.join(details)}.")
     if nested:
-        shown = ", ".join(f"{item['stepName']}: {_js_number(item['score'])}" for item in nested)
+        shown = ", ".join(f"{item['stepName']}: {js_number(item['score'])}" for item in nested)
         lines.append(f"Nested scores: {shown}.")
     return "\n".join(lines)

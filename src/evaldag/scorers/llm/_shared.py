@@ -48,15 +48,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._compat.js import js_json, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
 from evaldag.errors import EvalDagError
-from evaldag.scorers._trajectory import js_json
 from evaldag.transcripts import (
     effective_role,
     get_assistant_message,
     get_user_message,
     merge_tool_invocations,
-    round_to_two_decimals,
     run_messages,
 )
 

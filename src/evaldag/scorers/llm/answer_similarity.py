@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaldag._compat.js import js_truthy, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -26,7 +27,6 @@ from evaldag.scorers.llm._shared import (
     positive_scale,
     scorer_judge,
 )
-from evaldag.transcripts import js_truthy, round_to_two_decimals
 
 INSTRUCTIONS = """\
 You compare an AI agent's answer with a reference answer (the ground truth), as a test in a

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -27,7 +28,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.transcripts import round_to_two_decimals
 
 INSTRUCTIONS = """\
 You judge retrieved context for a question-answering system: for each piece of context, was

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._compat.js import js_truthy
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._retrieval import indexed, retrieval_context
@@ -27,7 +28,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     share,
 )
-from evaldag.transcripts import js_truthy
 
 INSTRUCTIONS = """\
 You check whether the context a retrieval system found holds the information of a reference

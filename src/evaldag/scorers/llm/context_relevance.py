@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaldag._compat.js import js_total, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -28,8 +29,6 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.scorers.llm._totals import js_total
-from evaldag.transcripts import round_to_two_decimals
 
 INSTRUCTIONS = """\
 You judge the context a retrieval system gave an AI assistant for a user's question: how

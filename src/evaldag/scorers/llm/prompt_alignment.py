@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -27,11 +28,7 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.transcripts import (
-    get_combined_system_prompt,
-    get_conversation_history,
-    round_to_two_decimals,
-)
+from evaldag.transcripts import get_combined_system_prompt, get_conversation_history
 
 EvaluationMode = Literal["user", "system", "both"]
 

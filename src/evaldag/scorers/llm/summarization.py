@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -27,11 +28,7 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.transcripts import (
-    extract_agent_response_messages,
-    get_assistant_message,
-    round_to_two_decimals,
-)
+from evaldag.transcripts import extract_agent_response_messages, get_assistant_message
 
 INSTRUCTIONS = """\
 You check summaries: is a summary true to its source text, and does it keep the source's

@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import Field
 
+from evaldag._compat.js import js_json, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorers._trajectory import expected_step, js_json, trajectory_dict
+from evaldag.scorers._trajectory import expected_step, trajectory_dict
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -25,7 +26,7 @@ from evaldag.scorers.llm._shared import (
     scorer_judge,
     user_text,
 )
-from evaldag.transcripts import get_assistant_message, round_to_two_decimals
+from evaldag.transcripts import get_assistant_message
 
 INSTRUCTIONS = """\
 You review the path an AI agent took to handle a user's request: the sequence of steps (tool

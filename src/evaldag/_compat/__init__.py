@@ -1,0 +1,1 @@
+"""Mastra compatibility: JavaScript's semantics (sums, rounding, JSON text, whitespace, names)."""
