@@ -36,10 +36,11 @@ wrapper and OpenAI handler, 1.8 ms; litellm pricing the reply for its hidden par
 for an unpriced model: its table lookups miss on every call); litellm's success-logging payload,
 built although no callback is registered, 0.85 ms; its request set-up (``completion()`` in a worker
 thread), 0.8 ms; the event loop and the rest, 0.9 ms. None of litellm's settings removes any of this
-(each measured, see ``judging.py``): its pricing and logging have no off switch, and without them
-the rest still costs ~6 ms, three times the 1.8 ms budget. 0.85 is out of reach through
-``litellm.acompletion`` on this machine; it needs litellm's native (Rust) chat-completions route,
-which litellm 1.110 ships but keeps Python-only for chat completions.
+(each measured, see ``configured_litellm`` in ``evaldag/_judge/transport.py``): its pricing and
+logging have no off switch, and without them the rest still costs ~6 ms, three times the 1.8 ms
+budget. 0.85 is out of reach through ``litellm.acompletion`` on this machine; it needs litellm's
+native (Rust) chat-completions route, which litellm 1.110 ships but keeps Python-only for chat
+completions.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import sys
 import pytest
 
 from evaldag import EvalDagError, Judge
+from evaldag._judge.contracts import StructuredOutputError, json_in_reply
 from evaldag._judge.settings import as_judge, cache_directory, resolved_judge
-from evaldag._judge.transport import StructuredOutputError, json_in_reply
 
 
 def test_judge_takes_the_model_positionally_and_extra_litellm_kwargs():

@@ -24,7 +24,8 @@ from judge_server import (
 
 from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer
 from evaldag._graph.scorer_dag import scorer_driver, scorer_outcomes
-from evaldag._judge.transport import BACKOFF_BASE_SECONDS, SharedLimit
+from evaldag._judge.limiter import SharedLimit
+from evaldag._judge.transport import BACKOFF_BASE_SECONDS
 
 INSTRUCTIONS = "Grade the answer."
 

@@ -20,7 +20,7 @@ _EXPORTS = {
     "JudgeUsage": "evaldag._results.scorer_result",
     "JudgeCost": "evaldag._results.scorer_result",
     "Judge": "evaldag._judge.settings",
-    "JudgeError": "evaldag._judge.transport",
+    "JudgeError": "evaldag._judge.errors",
     "NotScorableInfo": "evaldag._results.scorer_result",
     "PromptStep": "evaldag._scorer.steps",
     "not_scorable": "evaldag._scorer.steps",
@@ -46,8 +46,8 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
     from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._judge.errors import JudgeError
     from evaldag._judge.settings import Judge
-    from evaldag._judge.transport import JudgeError
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
     from evaldag._results.scorer_result import (
         JudgeCost,

@@ -216,6 +216,9 @@ def _started_server(port: int | None, startup_timeout: float) -> _Server:
             command, stdin=subprocess.PIPE, stdout=log, stderr=log, start_new_session=True
         )
     server = _Server(process, port, Path(log_name), os.getpid())
+    # Registered here, not at import: importing the module changes nothing for the process.
+    atexit.unregister(stop_local_judge)  # once, however many servers this process starts
+    atexit.register(stop_local_judge)
     try:
         _wait_until_ready(server, startup_timeout)
     except BaseException:
@@ -343,11 +346,6 @@ def _stop(server: _Server) -> None:
         process.kill()
         process.wait()
     server.log_path.unlink(missing_ok=True)
-
-
-@atexit.register
-def _stop_at_exit() -> None:
-    stop_local_judge()
 
 
 def _serve(argv: list[str]) -> None:

@@ -1,0 +1,235 @@
+"""Structured output: what a prompt step's reply must be, how to ask for it, how to read it.
+
+A :class:`Contract` pairs a JSON schema with the function that turns the parsed reply into the
+stored value (or raises :class:`StructuredOutputError` with Mastra's error id).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evaldag._judge.errors import JudgeError
+from evaldag._scorer.steps import PromptStep, StageName
+from evaldag.errors import error_message
+
+OBJECT_UNDEFINED = "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
+_SCHEMA_INVALID = "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What the reply must be: a schema and how to turn parsed JSON into the stored value."""
+
+    name: str
+    schema: dict[str, Any] | None  # None: plain text
+    stored: Callable[[Any], Any] = lambda value: value
+
+
+class StructuredOutputError(Exception):
+    """A judge reply that is not the JSON the step asks for; ``code`` is Mastra's error id."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def step_contract(step: PromptStep, stage: StageName) -> Contract:
+    """What the judge's reply to ``step`` must be: text, ``{"score": number}`` or its schema."""
+    if stage == "generate_reason":
+        return Contract("reason", None)
+    if stage == "generate_score":
+        return _SCORE_CONTRACT
+    if step.output_schema is None:
+        raise JudgeError(
+            "EVALDAG_MISSING_OUTPUT_SCHEMA",
+            f'PromptStep "{step.description}" of step "{stage}" has no output_schema; a '
+            f"{stage} prompt step must say what JSON the judge returns: pass a pydantic model "
+            "or a JSON-schema dict as output_schema=",
+            category="USER",
+        )
+    try:
+        if isinstance(step.output_schema, dict):
+            return _dict_contract(json.dumps(step.output_schema, sort_keys=True), stage)
+        return _typed_contract(step.output_schema, stage)
+    except Exception as error:
+        problem = error_message(error)
+    # Raised outside the except block: tblib (installed by dask) pickles the context chain.
+    raise JudgeError(
+        "EVALDAG_INVALID_OUTPUT_SCHEMA",
+        f'output_schema of step "{stage}" is not usable: {problem}. Pass a pydantic model class '
+        "(or another type pydantic can validate) or a JSON-schema dict",
+        category="USER",
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _typed_contract(schema_type: Any, stage: str) -> Contract:
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter = TypeAdapter(schema_type)
+
+    def stored(value: Any) -> Any:
+        try:
+            validated = adapter.validate_python(value)
+        except ValidationError as error:
+            raise StructuredOutputError(_SCHEMA_INVALID, _pydantic_problems(error)) from None
+        return adapter.dump_python(validated, mode="json", by_alias=True, exclude_unset=True)
+
+    name = getattr(schema_type, "__name__", None) or stage
+    return Contract(name, adapter.json_schema(by_alias=True), stored)
+
+
+@functools.lru_cache(maxsize=256)
+def _dict_contract(schema_text: str, stage: str) -> Contract:
+    from jsonschema import validators
+
+    schema = json.loads(schema_text)
+    validator_class = validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    validator = validator_class(schema)
+
+    def stored(value: Any) -> Any:
+        problems = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        if problems:
+            raise StructuredOutputError(
+                _SCHEMA_INVALID,
+                "; ".join(
+                    f"{'/'.join(str(p) for p in e.absolute_path) or 'root'}: {e.message}"
+                    for e in problems[:5]
+                ),
+            )
+        return value
+
+    return Contract(str(schema.get("title") or stage), schema, stored)
+
+
+def _score_of(value: Any) -> float:
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("score"), int | float)
+        and not isinstance(value.get("score"), bool)
+    ):
+        return value["score"]
+    raise StructuredOutputError(
+        _SCHEMA_INVALID, f'expected an object {{"score": number}}, got {_preview(value)}'
+    )
+
+
+_SCORE_CONTRACT = Contract(
+    "score",
+    {
+        "type": "object",
+        "properties": {"score": {"type": "number"}},
+        "required": ["score"],
+        "additionalProperties": False,
+    },
+    _score_of,
+)
+
+
+def _pydantic_problems(error: Any) -> str:
+    return "; ".join(
+        f"{'/'.join(str(part) for part in item['loc']) or 'root'}: {item['msg']}"
+        for item in error.errors()[:5]
+    )
+
+
+def _preview(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=repr)
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+# --- asking for JSON -----------------------------------------------------------------------------
+
+
+def schema_instructions(schema: Mapping[str, Any]) -> str:
+    """The system-prompt paragraph that asks for JSON valid against ``schema``."""
+    return (
+        "Answer with a single JSON value and nothing else: no prose, no code fences. The JSON "
+        "must be valid against this JSON Schema:\n" + json.dumps(schema, ensure_ascii=False)
+    )
+
+
+def response_format(style: str, contract: Contract) -> dict[str, Any] | None:
+    """litellm's ``response_format`` for a structured-output ``style``; None for the others."""
+    if style == "json_schema":
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", contract.name)[:64] or "output"
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": contract.schema}}
+    if style == "json_object":
+        return {"type": "json_object", "schema": contract.schema}
+    return None
+
+
+# --- JSON in a reply -----------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[ \t]*(?:json5?|jsonc)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+_DECODER = json.JSONDecoder()
+_NOTHING = object()
+
+
+def json_in_reply(text: str | None) -> Any:
+    """The JSON value in a judge's reply.
+
+    Tolerates prose around the JSON, code fences and a reply cut off after its last complete
+    element (closed as the model would have); anything else that is not JSON is an error.
+    """
+    stripped = (text or "").strip()
+    if not stripped:
+        raise StructuredOutputError(OBJECT_UNDEFINED, "the reply is empty")
+    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
+    # after prose, the JSON starts at the first bracket; a bracket inside broken JSON does not
+    start = min((i for i in (stripped.find("{"), stripped.find("[")) if i >= 0), default=0)
+    if start > 0:
+        candidates.append(stripped[start:])
+    for candidate in candidates:
+        value = _decoded(candidate)
+        if value is not _NOTHING:
+            return value
+    raise StructuredOutputError(
+        OBJECT_UNDEFINED, f"no JSON value found in the reply {_preview(stripped)}"
+    )
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return _DECODER.raw_decode(text)[0]
+    except json.JSONDecodeError as error:
+        truncated = error.pos >= len(text) or error.msg.startswith("Unterminated string")
+        return _closed(text) if truncated and text[:1] in "{[" else _NOTHING
+
+
+def _closed(text: str) -> Any:
+    """A cut-off JSON text completed: back to its last complete element, brackets closed."""
+    stack: list[str] = []
+    cut_points: list[tuple[int, str]] = []
+    in_string = escaped = False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if not stack or stack.pop() != char:
+                return _NOTHING
+            if stack:
+                cut_points.append((index + 1, "".join(reversed(stack))))
+    if not in_string and stack:
+        cut_points.append((len(text), "".join(reversed(stack))))
+    for end, closers in reversed(cut_points[-20:]):
+        try:
+            return json.loads(text[:end].rstrip().rstrip(",") + closers)
+        except json.JSONDecodeError:
+            continue
+    return _NOTHING

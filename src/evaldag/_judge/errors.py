@@ -1,0 +1,68 @@
+"""How a judge execution fails: the error the engine sees and what it is made from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaldag._results.scorer_result import JudgeExecution
+from evaldag.errors import Category, EvalDagError
+
+
+class JudgeError(EvalDagError):
+    """A prompt step's judge call failed.
+
+    ``execution`` is the failed judge record, or None when no attempt started (bad settings,
+    a missing model or instructions, a prompt that is not text).
+    """
+
+    def __init__(
+        self,
+        id: str,
+        message: str,
+        *,
+        execution: JudgeExecution | None = None,
+        category: Category = "THIRD_PARTY",
+        details: dict[str, Any] | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(id, message, category=category, details=details, cause=cause)
+        self.execution = execution
+
+
+class JudgeCallError(Exception):
+    """A failed model call as litellm reported it: class name, HTTP status and message.
+
+    It stands in for litellm's exception as a ``JudgeError``'s ``cause`` because litellm's
+    exceptions cannot be unpickled, and results (errors included) must survive pickling; the
+    original stays chained as ``__cause__`` for tracebacks.
+    """
+
+    def __init__(self, name: str, status: int | None, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.status = status
+        self.detail = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.name, self.status, self.detail))
+
+
+class ExecutionFailure(Exception):
+    """Why an execution's attempts failed: the judge record's error and the JudgeError's
+    id, category and cause."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        name: str,
+        category: str = "THIRD_PARTY",
+        cause: JudgeCallError | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.name = name
+        self.category = category
+        self.cause = cause
