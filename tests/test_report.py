@@ -12,7 +12,8 @@ import pytest
 from judge_server import judge_server_fixture  # noqa: F401
 
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
-from evaldag._report.html import report_html, scorer_summaries, write_report
+from evaldag._report.html import report_html, write_report
+from evaldag._report.summary import scorer_summaries
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BIN = Path(sys.executable).parent

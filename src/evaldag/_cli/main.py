@@ -326,7 +326,7 @@ def _run_command(args: argparse.Namespace) -> int:
 
 def summary_table(result: EvalResult, title: str) -> str:
     """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
-    from evaldag._report.html import (
+    from evaldag._report.summary import (
         outcome_word,
         requirement_text,
         scorer_summaries,

@@ -1,0 +1,263 @@
+"""The report's items to look at: the worst items, each with its answer, tool calls, every
+scorer's reason and the judge's records."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from evaldag._report.summary import ScorerSummary
+from evaldag._report.text import escaped, number_text, short_id
+from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
+
+#: How many items the report shows in full, worst first.
+WORST_ITEMS = 10
+_TEXT_LIMIT = 600
+
+
+def items_section(items: pd.DataFrame, summaries: list[ScorerSummary]) -> str:
+    """The section of the worst items, or ``''`` for a run without items."""
+    if items.empty:
+        return ""
+    order = _worst_first(items, summaries)[:WORST_ITEMS]
+    label_column = next((c for c in ("id", "item_id", "name") if c in items.columns), None)
+    blocks = "".join(
+        _item_block(items.loc[label], label, label_column, summaries, opened=rank == 0)
+        for rank, label in enumerate(order)
+    )
+    return (
+        '<section id="items"><h2>Items to look at</h2>'
+        f'<p class="muted small">The {len(order)} items that fared worst: failed gates first, then '
+        "scorer errors, then the lowest average score. Open one to see its answer, tool calls, "
+        "each scorer's reason and the judge's records.</p>"
+        f"{blocks}</section>"
+    )
+
+
+def _worst_first(items: pd.DataFrame, summaries: list[ScorerSummary]) -> list[Any]:
+    gate_ids = [s.id for s in summaries if s.role == "gate"]
+    scorer_ids = [s.id for s in summaries if s.role == "scorer"]
+    failed_gates = sum(
+        ((items[f"{g}.score"].fillna(0) < 1) | items[f"{g}.error"].notna()).astype(int)
+        for g in gate_ids
+    )
+    errors = sum(items[f"{s}.error"].notna().astype(int) for s in [*scorer_ids, *gate_ids])
+    if scorer_ids:
+        valid = pd.concat(
+            [items[f"{s}.score"].where(items[f"{s}.error"].isna()) for s in scorer_ids], axis=1
+        )
+        mean = valid.mean(axis=1, skipna=True).fillna(1.0)
+    else:
+        mean = pd.Series(1.0, index=items.index)
+    ranking = pd.DataFrame(
+        {
+            "gates": pd.Series(failed_gates, index=items.index) if gate_ids else 0,
+            "errors": pd.Series(errors, index=items.index) if scorer_ids or gate_ids else 0,
+            "mean": mean,
+        }
+    )
+    ranked = ranking.sort_values(["gates", "errors", "mean"], ascending=[False, False, True])
+    return list(ranked.index)
+
+
+def _tone(score: float | None) -> str:
+    if score is None or math.isnan(score):
+        return "none"
+    return "bad" if score < 0.5 else "fair" if score < 0.8 else "good"
+
+
+def _item_block(
+    row: pd.Series,
+    label: Any,
+    label_column: str | None,
+    summaries: list[ScorerSummary],
+    *,
+    opened: bool,
+) -> str:
+    name = row[label_column] if label_column else f"item {label}"
+    question = _clipped(_input_text(row.get("input")), 140)
+    chips = "".join(_chip(row, s) for s in summaries)
+    details = "".join(_scorer_detail(row, s) for s in summaries)
+    output_text = _output_text(row.get("output"))
+    tools = _tool_list(row.get("output"))
+    return (
+        f'<details class="item"{" open" if opened else ""}><summary>'
+        f'<span class="item-name">{escaped(name)}</span>'
+        f'<span class="item-q">{escaped(question)}</span>'
+        f'<span class="chips">{chips}</span></summary><div class="item-body">'
+        f'<div class="qa"><div><h4>Input</h4><p>{escaped(_clipped(_input_text(row.get("input"))))}'
+        f"</p></div><div><h4>Output</h4><p>{escaped(_clipped(output_text))}</p></div></div>"
+        f"{tools}<h4>Scorers</h4>{details}</div></details>"
+    )
+
+
+def _chip(row: pd.Series, summary: ScorerSummary) -> str:
+    sid = summary.id
+    error = row.get(f"{sid}.error")
+    if isinstance(error, str):
+        return (
+            f'<span class="chip chip-bad" title="{escaped(sid)}: error">'
+            f"{escaped(short_id(sid))} error</span>"
+        )
+    if _present(row.get(f"{sid}.not_scorable")):
+        return (
+            f'<span class="chip chip-none" title="{escaped(sid)}">'
+            f"{escaped(short_id(sid))} n/a</span>"
+        )
+    score = _score(row, sid)
+    tone = _tone(score)
+    if summary.role == "gate":
+        tone = "good" if score is not None and score >= 1 else "bad"
+    return (
+        f'<span class="chip chip-{tone}" title="{escaped(sid)}">{escaped(short_id(sid))} '
+        f"{number_text(score)}</span>"
+    )
+
+
+def _score(row: pd.Series, sid: str) -> float | None:
+    value = row.get(f"{sid}.score")
+    return float(value) if _present(value) else None
+
+
+def _present(value: Any) -> bool:
+    """Whether an item cell holds a value (None, NaN and pandas' NA do not)."""
+    return value is not None and not (pd.api.types.is_scalar(value) and pd.isna(value))
+
+
+def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
+    sid = summary.id
+    error = row.get(f"{sid}.error")
+    reason = _decoded(row.get(f"{sid}.reason"))
+    not_scorable = _decoded(row.get(f"{sid}.not_scorable"))
+    lines = []
+    if isinstance(error, str):
+        failed_step = row.get(f"{sid}.failed_step")
+        where = f" in step {failed_step}" if isinstance(failed_step, str) else ""
+        lines.append(f'<p class="error">Failed{escaped(where)}: {escaped(error)}</p>')
+    if _present(not_scorable):
+        lines.append(f'<p class="muted">Not scorable: {escaped(_plain_text(not_scorable))}</p>')
+    if _present(reason):
+        lines.append(f'<p class="reason">{escaped(_clipped(_plain_text(reason)))}</p>')
+    steps = _decoded(row.get(f"{sid}.steps"))
+    if _present(steps) and steps:
+        lines.append(
+            "<details><summary>Step results</summary>"
+            f"<pre>{escaped(_pretty(steps))}</pre></details>"
+        )
+    lines.append(_judge_records(_decoded(row.get(f"{sid}.judge"))))
+    score_text = number_text(_score(row, sid))
+    return (
+        f'<div class="scorer-detail"><div class="scorer-detail-head"><code>{escaped(sid)}</code>'
+        f'<span class="score">{score_text}</span></div>{"".join(lines)}</div>'
+    )
+
+
+def _judge_records(record: Any) -> str:
+    if not isinstance(record, dict) or not record:
+        return ""
+    rows = []
+    for stage, executions in record.items():
+        entries = executions.get("executions", []) if isinstance(executions, dict) else executions
+        for execution in entries or []:
+            usage = execution.get("usage") or {}
+            cost = (execution.get("cost") or {}).get("totalUsd")
+            facts = [
+                execution.get("status", ""),
+                execution.get("judgeModelId", ""),
+                f"{usage.get('totalTokens') or 0} tokens",
+                f"{execution.get('durationMs', 0)} ms",
+            ]
+            if cost:
+                facts.append(f"${cost:.5f}")
+            if execution.get("cacheHit"):
+                facts.append("from cache")
+            answer = execution.get("output")
+            if answer is None:
+                answer = execution.get("rawOutput")
+            error = execution.get("error")
+            rows.append(
+                f'<div class="judge"><div class="judge-head"><b>{escaped(stage)}</b> '
+                f'<span class="muted">{escaped(" · ".join(str(f) for f in facts if f))}'
+                "</span></div>"
+                + (f'<p class="error">{escaped(error.get("message", ""))}</p>' if error else "")
+                + "<details><summary>Prompt</summary>"
+                f"<pre>{escaped(execution.get('prompt', ''))}</pre></details>"
+                f"<details><summary>Answer</summary><pre>{escaped(_pretty(answer))}</pre></details>"
+                "</div>"
+            )
+    return f'<div class="judges"><h5>Judge records</h5>{"".join(rows)}</div>'
+
+
+def _decoded(value: Any) -> Any:
+    """Item cells of nested values are JSON text; anything else is returned as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value if _present(value) else None
+
+
+def _plain_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("reason"), str):
+        return value["reason"]
+    return _pretty(value)
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _input_text(value: Any) -> str:
+    return _message_text(value, get_user_message)
+
+
+def _output_text(value: Any) -> str:
+    return _message_text(value, get_assistant_message)
+
+
+def _message_text(value: Any, extract: Callable[[Any], str | None]) -> str:
+    value = _decoded(value) if isinstance(value, str) and value[:1] in "[{" else value
+    if isinstance(value, str):
+        return value
+    try:
+        text = extract(value)
+    except Exception:  # any shape a user's target takes; the report falls back to JSON
+        text = None
+    return text if text is not None else _pretty(value)
+
+
+def _tool_list(output: Any) -> str:
+    output = _decoded(output) if isinstance(output, str) and output[:1] in "[{" else output
+    if isinstance(output, str) or output is None:
+        return ""
+    try:
+        calls = tool_invocations(output)
+    except Exception:  # an output that is not messages has no tool calls to show
+        return ""
+    if not calls:
+        return ""
+    rows = []
+    for call in calls:
+        failed = call.get("state") == "output-error" or call.get("isError")
+        outcome = call.get("errorText") if failed else call.get("result")
+        args = json.dumps(call.get("args"), ensure_ascii=False, default=str)
+        rows.append(
+            f'<li class="{"tool-failed" if failed else ""}"><code>{escaped(call.get("toolName"))}'
+            f"({escaped(_clipped(args, 160))})</code> → "
+            f'<span class="muted">{escaped(_clipped(_pretty(outcome), 200))}</span></li>'
+        )
+    return f'<h4>Tool calls</h4><ol class="tools">{"".join(rows)}</ol>'

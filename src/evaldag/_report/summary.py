@@ -1,0 +1,140 @@
+"""Each scorer and gate of a run summed up: what the report and the CLI's summary table share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.thresholds import ThresholdSpec
+
+
+@dataclass(frozen=True)
+class ScorerSummary:
+    """One scorer or gate of a run, summed up: its average and whether it met its requirement.
+
+    ``requirement`` is the threshold of a scorer, 1.0 for a gate, None when nothing is required;
+    ``passed`` is None when no requirement applies (or all its items were not scorable).
+    """
+
+    id: str
+    name: str
+    description: str
+    role: str
+    mean: float | None
+    scored: int
+    not_scorable: int
+    errors: int
+    requirement: ThresholdSpec | None
+    passed: bool | None
+    scores: tuple[float, ...]
+    has_judge: bool
+
+
+def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
+    """A summary per scorer, then per gate, in configuration order."""
+    gates = {g.id: g for g in result.gate_results}
+    thresholds = {t.id: t for t in result.threshold_results}
+    items = result.items
+    summaries = []
+    for definition in scorer_definitions(result):
+        sid = definition["id"]
+        is_gate = definition["role"] == "gate"
+        valid = _valid_scores(items, sid)
+        if is_gate:
+            gate = gates.get(sid)
+            mean = gate.score if gate is not None else None
+            requirement: ThresholdSpec | None = 1.0
+            passed = gate.passed if gate is not None else None
+        else:
+            threshold = thresholds.get(sid)
+            mean = result.scores.get(sid)
+            requirement = definition.get("threshold")
+            passed = threshold.passed if threshold is not None else None
+        summaries.append(
+            ScorerSummary(
+                id=sid,
+                name=definition.get("name") or sid,
+                description=definition.get("description") or "",
+                role="gate" if is_gate else "scorer",
+                mean=mean,
+                scored=len(valid),
+                not_scorable=result.summary.not_scorable.get(sid, 0),
+                errors=result.summary.errors.get(sid, 0),
+                requirement=requirement,
+                passed=passed,
+                scores=tuple(valid),
+                has_judge=any(step.get("type") == "prompt" for step in definition["steps"]),
+            )
+        )
+    return summaries
+
+
+def scorer_definitions(result: EvalResult) -> list[dict[str, Any]]:
+    """The scorers' definitions, then the gates'; for a result stored without them, their ids
+    from the item columns."""
+    if result.scorers:
+        scorers = [d for d in result.scorers if d.get("role") != "gate"]
+        return [*scorers, *(d for d in result.scorers if d.get("role") == "gate")]
+    ids = [c.removesuffix(".score") for c in result.items.columns if c.endswith(".score")]
+    gate_ids = {g.id for g in result.gate_results}
+    return [
+        {"id": sid, "role": "gate" if sid in gate_ids else "scorer", "steps": []} for sid in ids
+    ]
+
+
+def _valid_scores(items: pd.DataFrame, sid: str) -> list[float]:
+    """The scores that entered the average: no error, not 'not scorable', a number."""
+    if f"{sid}.score" not in items:
+        return []
+    frame = items[[f"{sid}.score", f"{sid}.error", f"{sid}.not_scorable"]]
+    ok = frame.iloc[:, 1].isna() & frame.iloc[:, 2].isna() & frame.iloc[:, 0].notna()
+    return [float(v) for v in frame.iloc[:, 0][ok]]
+
+
+def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:
+    """``>= 0.70``, ``0.20 to 0.80``, ``= 1.00`` (a gate) or ``''``."""
+    if requirement is None:
+        return ""
+    if role == "gate":
+        return "= 1.00"
+    if isinstance(requirement, dict):
+        low, high = requirement.get("min"), requirement.get("max")
+        if low is not None and high is not None:
+            return f"{low:.2f} to {high:.2f}"
+        return f">= {low:.2f}" if low is not None else f"<= {high:.2f}"
+    return f">= {requirement:.2f}"
+
+
+def verdict_explanation(result: EvalResult) -> str:
+    """One line saying why the verdict is what it is."""
+    gates, thresholds = result.gate_results, result.threshold_results
+    failed_gates = [g.id for g in gates if not g.passed]
+    missed = [t.id for t in thresholds if not t.passed]
+    parts = []
+    if gates:
+        parts.append(
+            f"gate failed: {', '.join(failed_gates)}"
+            if len(failed_gates) == 1
+            else f"{len(failed_gates)} of {len(gates)} gates failed"
+            if failed_gates
+            else f"all {len(gates)} gates passed"
+        )
+    if thresholds:
+        parts.append(
+            f"{len(missed)} of {len(thresholds)} thresholds missed ({', '.join(missed)})"
+            if missed
+            else f"all {len(thresholds)} thresholds met"
+        )
+    return "; ".join(parts) if parts else "no gates or thresholds, so no verdict"
+
+
+def outcome_word(summary: ScorerSummary) -> str:
+    """``passed``/``failed`` for a gate, ``met``/``missed`` for a threshold, else ``''``."""
+    if summary.passed is None:
+        return ""
+    if summary.role == "gate":
+        return "passed" if summary.passed else "failed"
+    return "met" if summary.passed else "missed"

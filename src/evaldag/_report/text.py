@@ -1,0 +1,22 @@
+"""The text the report's parts share: escaped markup, numbers, short scorer ids."""
+
+import html
+import math
+from typing import Any
+
+
+def escaped(text: Any) -> str:
+    """``text`` as HTML text, quotes included."""
+    return html.escape(str(text), quote=True)
+
+
+def number_text(value: float | None, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals, ``–`` for None and NaN."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def short_id(sid: str) -> str:
+    """A scorer id without its ``-scorer`` suffix and ``check-`` prefix."""
+    return sid.removesuffix("-scorer").removeprefix("check-")
