@@ -12,23 +12,36 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    listing their values with :func:`choice`: the JSON schema steers the judge, and a judge
    that answers ``"Yes "`` is still read (see :func:`said_yes`). Fields Mastra types as an
    enum are ``Literal``. Models with camelCase JSON derive from :class:`CamelAnswer` and keep
-   snake_case attribute names.
+   snake_case attribute names. A model's name and docstring are part of the schema the judge
+   reads: reuse one (``_item_verdicts.Claims``) only where they are the same.
 3. **The factory** ``name(model, *, option=default, ...) -> Scorer``: Mastra's options as
    keyword arguments with Mastra's defaults (no options dict that replaces the defaults),
    checked when the scorer is built (:func:`positive_scale`, :func:`number_option`,
    :func:`context_option`); then ``create_scorer(ID, name=..., description=..., type=...,
    judge=scorer_judge(model, INSTRUCTIONS, "name"))`` with Mastra's id, name and description,
-   and the steps: ``PromptStep(description, create_prompt, output_schema=Model)`` for judged
-   steps, plain functions for the arithmetic. ``create_prompt`` functions take the run and
-   step results by parameter name (``run``, ``preprocess_step_result``, ...) and return
-   ``TEMPLATE.render(...)``; the user's and the assistant's texts come from
-   :func:`user_text` and :func:`assistant_text`.
-4. **One verdict per item**: when the judge must give one verdict per extracted item (claim,
-   statement, context piece), add ``.analyze(item_verdicts(...))`` right after the judged
-   analyze step. It leaves a matching answer untouched (Mastra's result) and otherwise cuts or
-   pads the verdicts to one per item and records ``verdictCountMismatch`` in the analyze
-   result, so the score is taken over the items, never over whatever the judge returned.
-5. **Scores**: :func:`share` is ``count / total × scale`` with Mastra's two-decimal rounding.
+   and the steps.
+4. **An item-verdict scorer** (the judge lists items, gives a verdict per item, the score is
+   the share of ``yes``: faithfulness, hallucination, answer relevancy, context recall, bias,
+   toxicity) adds its steps with ``_item_verdicts.item_verdict_scorer(create_scorer(...),
+   items=JudgedStep(ITEMS_PROMPT, Items), verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
+   reason=JudgedStep(REASON_PROMPT), scale=scale, ...)`` and writes no step function: the
+   factory fills ``$input``, ``$output``, ``$items``, ``$item_count``, ``$verdicts``,
+   ``$score`` and ``$scale``, and ``texts={"context": context_text}`` fills the scorer's own
+   placeholders. The scoring rule is ``points`` (what each answer counts; ``yes`` 1 by
+   default) and ``required`` (what a run needs to score above 0). With ``item="claim",
+   missing="unsure"`` it adds, after the judged analyze step, one that keeps one verdict per
+   item: a matching answer is left untouched (Mastra's result), otherwise the verdicts are cut
+   or padded with ``missing`` and ``verdictCountMismatch`` is recorded in the analyze result,
+   so the score is taken over the items, never over whatever the judge returned.
+5. **Other scorers** add ``PromptStep(description, create_prompt, output_schema=Model)`` for
+   judged steps and plain functions for the arithmetic. ``create_prompt`` functions take the
+   run and step results by parameter name (``run``, ``preprocess_step_result``, ...) and
+   return ``TEMPLATE.render(...)``; the user's and the assistant's texts come from
+   :func:`user_text` and :func:`assistant_text`, the reference answer from
+   :func:`ground_truth_text`, retrieved context from ``_retrieval``. When the judge must
+   answer once per item, a function step after the judged one cuts or pads its answers
+   (``_item_verdicts.aligned_verdicts``) and records ``verdictCountMismatch``. :func:`share`
+   is ``count / total × scale`` with Mastra's two-decimal rounding.
 6. **Tests**: Mastra's answers for scripted judge replies go in
    ``tests/fixtures/llm_scorers/<scorer-id>.json`` and are replayed through the loopback judge
    server by ``tests/llm_scorer_cases.py``; every deviation from Mastra is listed there with
@@ -38,9 +51,10 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from string import Template
 from typing import Any
@@ -48,7 +62,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from evaldag._compat.js import js_json, round_to_two_decimals
+from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
@@ -141,6 +155,20 @@ def user_text(run: Any) -> str:
 def assistant_text(run: Any) -> str:
     """The assistant's response of the run (``''`` when there is none)."""
     return get_assistant_message(run.output) or ""
+
+
+def ground_truth_text(run: Any) -> str:
+    """The run's ground truth as text: a string as it is, anything else as JSON; ``''`` when
+    there is none (JavaScript-falsy)."""
+    ground_truth = run.ground_truth
+    if not js_truthy(ground_truth):
+        return ""
+    return ground_truth if isinstance(ground_truth, str) else json_text(ground_truth)
+
+
+async def awaited(value: Any) -> Any:
+    """What a user's function returned, awaited when it is awaitable (an async function's)."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def tool_result_context(run_output: Any) -> list[str]:
@@ -261,42 +289,3 @@ def share(count: float, total: int, scale: float) -> float:
     if total == 0:
         return 0.0
     return round_to_two_decimals(count / total * scale)
-
-
-def aligned_verdicts(
-    judged: Mapping[str, Any], key: str, expected: int, missing: Mapping[str, Any]
-) -> dict[str, Any]:
-    """The judge's ``judged[key]`` list cut or padded to ``expected`` verdicts.
-
-    A matching list comes back as the judge gave it. Otherwise verdicts past ``expected`` are
-    dropped (the judge record keeps them), missing ones are ``missing``, and
-    ``verdictCountMismatch: {expected, received}`` records what happened.
-    """
-    verdicts = list(judged.get(key) or [])
-    if len(verdicts) == expected:
-        return dict(judged)
-    padding = [dict(missing) for _ in range(expected - len(verdicts))]
-    return {
-        **judged,
-        key: verdicts[:expected] + padding,
-        "verdictCountMismatch": {"expected": expected, "received": len(verdicts)},
-    }
-
-
-def item_verdicts(
-    items_key: str, verdicts_key: str, missing: Mapping[str, Any], items: str
-) -> Callable[..., dict[str, Any]]:
-    """An analyze function step for after a judged one: one verdict per preprocessed item.
-
-    :param items_key: the list of items in the preprocess result, e.g. ``'claims'``.
-    :param verdicts_key: the list of verdicts in the judge's analyze result.
-    :param missing: the verdict that stands for one the judge left out.
-    :param items: what the items are, for the step's description, e.g. ``'claim'``.
-    """
-
-    def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
-        expected = len((preprocess_step_result or {}).get(items_key) or [])
-        return aligned_verdicts(analyze_step_result, verdicts_key, expected, missing)
-
-    analyze.description = f"One verdict per {items}: extra verdicts dropped, missing ones filled"
-    return analyze

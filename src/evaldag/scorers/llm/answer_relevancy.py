@@ -13,20 +13,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
-    answer,
-    assistant_text,
     choice,
-    item_verdicts,
-    json_text,
     number_option,
-    numbered,
     positive_scale,
     scorer_judge,
-    share,
-    user_text,
 )
 
 INSTRUCTIONS = """\
@@ -63,9 +56,9 @@ Rate how relevant each statement of a response is to the user's message.
 $input
 </user_message>
 
-There are $statement_count statements:
+There are $item_count statements:
 <statements>
-$statements
+$items
 </statements>
 
 For each statement, in the order given, give a result:
@@ -77,7 +70,7 @@ For each statement, in the order given, give a result:
 - "no": it does not help answer the question: another topic, general facts about the subject
   that do not touch what was asked, small talk, or empty text.
 Do not judge whether statements are true, only whether they address the question.
-Give exactly one result per statement: $statement_count results, each with a short reason.
+Give exactly one result per statement: $item_count results, each with a short reason.
 
 Example: for the question "How long does the train from Paris to Lyon take?" and the
 statements ["The TGV takes about two hours", "Trains to Marseille take three hours",
@@ -104,7 +97,7 @@ $output
 </response>
 
 Score: $score
-Results, one per statement: $results
+Results, one per statement: $verdicts
 
 In one or two sentences, explain this score: what in the response addresses the question and
 what does not. Take the score as given; do not recompute it or judge correctness. If there are
@@ -147,64 +140,21 @@ def answer_relevancy(model: Any, *, uncertainty_weight: float = 0.3, scale: floa
         uncertainty_weight, "uncertainty_weight", "answer_relevancy", minimum=0, maximum=1
     )
     scale = positive_scale(scale, "answer_relevancy")
-
-    def statements_prompt(run: Any) -> str:
-        return STATEMENTS_PROMPT.render(output=assistant_text(run))
-
-    def results_prompt(run: Any, preprocess_step_result: Any) -> str:
-        statements = preprocess_step_result["statements"]
-        return RESULTS_PROMPT.render(
-            input=user_text(run),
-            statement_count=str(len(statements)),
-            statements=numbered(statements, "(none)"),
-        )
-
-    def relevancy_score(analyze_step_result: Any) -> float:
-        results = analyze_step_result["results"]
-        points = {"yes": 1.0, "unsure": weight}
-        total = sum(points.get(answer(result.get("result")), 0.0) for result in results)
-        return share(total, len(results), scale)
-
-    def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
-        return REASON_PROMPT.render(
-            uncertainty_weight=f"{weight:g}",
-            scale=f"{scale:g}",
-            input=user_text(run),
-            output=assistant_text(run),
-            score=f"{score:g}",
-            results=json_text(analyze_step_result["results"]),
-        )
-
-    return (
+    return item_verdict_scorer(
         create_scorer(
             "answer-relevancy-scorer",
             name="Answer Relevancy Scorer",
             description="A scorer that evaluates the relevancy of an LLM output to an input",
             type="agent",
             judge=scorer_judge(model, INSTRUCTIONS, "answer_relevancy"),
-        )
-        .preprocess(
-            PromptStep(
-                "Extract relevant statements from the LLM output",
-                statements_prompt,
-                output_schema=Statements,
-            )
-        )
-        .analyze(
-            PromptStep(
-                "Score the relevance of the statements to the input",
-                results_prompt,
-                output_schema=Results,
-            )
-        )
-        .analyze(
-            item_verdicts(
-                "statements",
-                "results",
-                {"result": "no", "reason": "The judge gave no result for this statement."},
-                "statement",
-            )
-        )
-        .generate_score(relevancy_score)
-        .generate_reason(PromptStep("Reason about the results", reason_prompt))
+        ),
+        items=JudgedStep(STATEMENTS_PROMPT, Statements),
+        verdicts=JudgedStep(RESULTS_PROMPT, Results),
+        reason=JudgedStep(REASON_PROMPT),
+        texts={"uncertainty_weight": lambda: f"{weight:g}"},
+        verdict="result",
+        points={"yes": 1.0, "unsure": weight},
+        item="statement",
+        missing="no",
+        scale=scale,
     )

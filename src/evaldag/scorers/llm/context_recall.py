@@ -15,18 +15,14 @@ from pydantic import BaseModel, Field
 
 from evaldag._compat.js import js_truthy
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._retrieval import indexed, retrieval_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
-    item_verdicts,
-    json_text,
-    numbered,
+    ground_truth_text,
     positive_scale,
-    said_yes,
     scorer_judge,
-    share,
 )
 
 INSTRUCTIONS = """\
@@ -70,15 +66,15 @@ Check whether the retrieved context below supports each claim of a reference ans
 $context
 </retrieved_context>
 
-There are $claim_count claims:
+There are $item_count claims:
 <claims>
-$claims
+$items
 </claims>
 
 For each claim, in the order given, give a verdict:
 - "yes": a piece of the context states the claim or plainly implies it;
 - "no": no piece of the context states or implies it.
-Give exactly one verdict per claim: $claim_count verdicts. In "reason", name the piece that
+Give exactly one verdict per claim: $item_count verdicts. In "reason", name the piece that
 supports the claim ("[0]", "[1]" ...) or say what the context lacks.
 
 Example: with the context "[0] The Louvre is a museum in Paris." "[1] It opened to the public
@@ -96,7 +92,7 @@ The context retrieved for a question was scored for recall, from 0 to $scale: th
 reference answer's claims that the context supports.
 
 <reference_answer>
-$ground_truth
+$reference
 </reference_answer>
 
 <retrieved_context>
@@ -109,6 +105,10 @@ Verdicts, one per claim of the reference answer: $verdicts
 In one or two sentences, explain this score: which claims the context covers (and with which
 pieces), and what information it is missing. Take the score as given; do not recompute it.
 Start with "The score is $score because".""")
+
+
+NO_CONTEXT = "(no context was retrieved)"
+NO_REFERENCE = "(no reference answer was given)"
 
 
 class Claims(BaseModel):
@@ -130,11 +130,8 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def _ground_truth(run: Any) -> str:
-    ground_truth = run.ground_truth
-    if not js_truthy(ground_truth):
-        return ""
-    return ground_truth if isinstance(ground_truth, str) else json_text(ground_truth)
+def _has_ground_truth(run: Any) -> bool:
+    return js_truthy(run.ground_truth)
 
 
 def context_recall(
@@ -165,34 +162,10 @@ def context_recall(
     )
     scale = positive_scale(scale, factory)
 
-    def claims_prompt(run: Any) -> str:
-        return CLAIMS_PROMPT.render(ground_truth=_ground_truth(run))
+    async def context_text(run: Any) -> str:
+        return indexed(await context_of(run)) or NO_CONTEXT
 
-    async def verdicts_prompt(run: Any, preprocess_step_result: Any) -> str:
-        claims = preprocess_step_result["claims"]
-        return VERDICTS_PROMPT.render(
-            context=indexed(await context_of(run)) or "(no context was retrieved)",
-            claim_count=str(len(claims)),
-            claims=numbered(claims, "(none)"),
-        )
-
-    def recall_score(run: Any, analyze_step_result: Any) -> float:
-        if not js_truthy(run.ground_truth):
-            return 0.0
-        verdicts = analyze_step_result["verdicts"]
-        supported = sum(said_yes(verdict.get("verdict")) for verdict in verdicts)
-        return share(supported, len(verdicts), scale)
-
-    async def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
-        return REASON_PROMPT.render(
-            scale=f"{scale:g}",
-            ground_truth=_ground_truth(run) or "(no reference answer was given)",
-            context=indexed(await context_of(run)) or "(no context was retrieved)",
-            score=f"{score:g}",
-            verdicts=json_text(analyze_step_result["verdicts"]),
-        )
-
-    return (
+    return item_verdict_scorer(
         create_scorer(
             "context-recall-scorer",
             name="Context Recall Scorer",
@@ -200,29 +173,25 @@ def context_recall(
             "a ground-truth reference answer",
             type="agent",
             judge=scorer_judge(model, INSTRUCTIONS, factory),
-        )
-        .preprocess(
-            PromptStep(
-                "Extract atomic claims from the ground-truth answer",
-                claims_prompt,
-                output_schema=Claims,
-            )
-        )
-        .analyze(
-            PromptStep(
-                "Check if each ground-truth claim is attributable to the retrieval context",
-                verdicts_prompt,
-                output_schema=Verdicts,
-            )
-        )
-        .analyze(
-            item_verdicts(
-                "claims",
-                "verdicts",
-                {"verdict": "no", "reason": "The judge gave no verdict for this claim."},
-                "claim",
-            )
-        )
-        .generate_score(recall_score)
-        .generate_reason(PromptStep("Explain the context recall evaluation results", reason_prompt))
+        ),
+        items=JudgedStep(
+            CLAIMS_PROMPT, Claims, "Extract atomic claims from the ground-truth answer"
+        ),
+        verdicts=JudgedStep(
+            VERDICTS_PROMPT,
+            Verdicts,
+            "Check if each ground-truth claim is attributable to the retrieval context",
+        ),
+        reason=JudgedStep(
+            REASON_PROMPT, description="Explain the context recall evaluation results"
+        ),
+        texts={
+            "ground_truth": ground_truth_text,
+            "reference": lambda run: ground_truth_text(run) or NO_REFERENCE,
+            "context": context_text,
+        },
+        item="claim",
+        missing="no",
+        required=_has_ground_truth,
+        scale=scale,
     )

@@ -13,21 +13,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
-    assistant_text,
     choice,
     context_option,
-    item_verdicts,
-    json_text,
-    numbered,
     positive_scale,
-    said_yes,
     scorer_judge,
-    share,
     tool_result_context,
-    user_text,
 )
 
 INSTRUCTIONS = """\
@@ -72,9 +65,9 @@ Check each claim below against the context, and only the context.
 $context
 </context>
 
-There are $claim_count claims:
+There are $item_count claims:
 <claims>
-$claims
+$items
 </claims>
 
 For each claim, in the order given, give a verdict:
@@ -82,7 +75,7 @@ For each claim, in the order given, give a verdict:
 - "no": the claim conflicts with the context;
 - "unsure": the context does not address the claim, or the claim is hedged ("may", "might",
   "could", "possibly").
-Give exactly one verdict per claim: $claim_count verdicts. Repeat the claim in "claim" and say
+Give exactly one verdict per claim: $item_count verdicts. Repeat the claim in "claim" and say
 in "reason" which part of the context supports or contradicts it, or that none addresses it.
 
 Example: with the context "The library opens at 8 am. Entry is free." and the claims
@@ -126,12 +119,6 @@ Start with "The score is $score because".""")
 NO_CONTEXT = "(no context was given)"
 
 
-class Claims(BaseModel):
-    """The claims a response makes."""
-
-    claims: list[str] = Field(description="One self-contained claim per entry.")
-
-
 class Verdict(BaseModel):
     """Whether the context supports one claim."""
 
@@ -144,10 +131,6 @@ class Verdicts(BaseModel):
     """One verdict per claim, in claim order."""
 
     verdicts: list[Verdict]
-
-
-def _context_lines(context: list[str]) -> str:
-    return "\n".join(context) if context else NO_CONTEXT
 
 
 def faithfulness(model: Any, *, context: list[str] | None = None, scale: float = 1) -> Scorer:
@@ -168,65 +151,23 @@ def faithfulness(model: Any, *, context: list[str] | None = None, scale: float =
     fixed_context = context_option(context, "faithfulness")
     scale = positive_scale(scale, "faithfulness")
 
-    def context_of(run: Any) -> list[str]:
-        return fixed_context if fixed_context is not None else tool_result_context(run.output)
+    def context_text(run: Any) -> str:
+        pieces = fixed_context if fixed_context is not None else tool_result_context(run.output)
+        return "\n".join(pieces) if pieces else NO_CONTEXT
 
-    def claims_prompt(run: Any) -> str:
-        return CLAIMS_PROMPT.render(output=assistant_text(run))
-
-    def verdicts_prompt(run: Any, preprocess_step_result: Any) -> str:
-        claims = preprocess_step_result["claims"]
-        return VERDICTS_PROMPT.render(
-            context=_context_lines(context_of(run)),
-            claim_count=str(len(claims)),
-            claims=numbered(claims, "(none)"),
-        )
-
-    def faithfulness_score(analyze_step_result: Any) -> float:
-        verdicts = analyze_step_result["verdicts"]
-        supported = sum(said_yes(verdict.get("verdict")) for verdict in verdicts)
-        return share(supported, len(verdicts), scale)
-
-    def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
-        return REASON_PROMPT.render(
-            scale=f"{scale:g}",
-            context=_context_lines(context_of(run)),
-            input=user_text(run),
-            output=assistant_text(run),
-            score=f"{score:g}",
-            verdicts=json_text(analyze_step_result["verdicts"]),
-        )
-
-    return (
+    return item_verdict_scorer(
         create_scorer(
             "faithfulness-scorer",
             name="Faithfulness Scorer",
             description="A scorer that evaluates the faithfulness of an LLM output to an input",
             type="agent",
             judge=scorer_judge(model, INSTRUCTIONS, "faithfulness"),
-        )
-        .preprocess(
-            PromptStep(
-                "Extract relevant statements from the LLM output",
-                claims_prompt,
-                output_schema=Claims,
-            )
-        )
-        .analyze(
-            PromptStep(
-                "Score the relevance of the statements to the input",
-                verdicts_prompt,
-                output_schema=Verdicts,
-            )
-        )
-        .analyze(
-            item_verdicts(
-                "claims",
-                "verdicts",
-                {"verdict": "unsure", "reason": "The judge gave no verdict for this claim."},
-                "claim",
-            )
-        )
-        .generate_score(faithfulness_score)
-        .generate_reason(PromptStep("Reason about the results", reason_prompt))
+        ),
+        items=JudgedStep(CLAIMS_PROMPT, Claims),
+        verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
+        reason=JudgedStep(REASON_PROMPT),
+        texts={"context": context_text},
+        item="claim",
+        missing="unsure",
+        scale=scale,
     )

@@ -9,28 +9,21 @@ returns for the run.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
+from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, by_name, item_verdict_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
-    assistant_text,
+    awaited,
     choice,
     context_option,
-    item_verdicts,
-    json_text,
-    numbered,
     positive_scale,
-    said_yes,
     scorer_judge,
-    share,
-    user_text,
 )
 
 INSTRUCTIONS = """\
@@ -76,9 +69,9 @@ Check each claim below against the context, and only the context: is it a halluc
 $context
 </context>
 
-There are $claim_count claims:
+There are $item_count claims:
 <claims>
-$claims
+$items
 </claims>
 
 For each claim, in the order given, give a verdict:
@@ -87,7 +80,7 @@ For each claim, in the order given, give a verdict:
   judgments ("groundbreaking", "the best") the context does not state;
 - "no" (not a hallucination): the context supports the claim; a less precise date, a rounded
   number, a left-out detail or a hedge about something the context states are fine.
-Give exactly one verdict per claim: $claim_count verdicts. Repeat the claim in "statement" and
+Give exactly one verdict per claim: $item_count verdicts. Repeat the claim in "statement" and
 give the reason for the verdict.
 
 Example: with the context "The bridge opened in June 1932 and is 503 metres long." and the
@@ -132,13 +125,6 @@ no claims, say that the response made none.
 Start with "The score is $score because".""")
 
 NO_CONTEXT = "(no context was given)"
-_GET_CONTEXT_PARAMETERS = ("run", "results", "score", "step")
-
-
-class Claims(BaseModel):
-    """The claims a response makes."""
-
-    claims: list[str] = Field(description="One self-contained claim per entry.")
 
 
 class Verdict(BaseModel):
@@ -153,52 +139,6 @@ class Verdicts(BaseModel):
     """One verdict per claim, in claim order."""
 
     verdicts: list[Verdict]
-
-
-def _context_reader(
-    context: list[str] | None, get_context: Callable[..., Any] | None
-) -> Callable[..., Any]:
-    """A function ``(run, results, score, step) -> context lines`` for either option."""
-    if get_context is None:
-        fixed = context or []
-        return lambda **_: fixed
-    if not callable(get_context):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"get_context of hallucination(...) must be a function, got "
-            f"{type(get_context).__name__}",
-        )
-    parameters = inspect.signature(get_context).parameters.values()
-    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-        wanted = list(_GET_CONTEXT_PARAMETERS)
-    else:
-        wanted = [p.name for p in parameters if p.name in _GET_CONTEXT_PARAMETERS]
-    unknown = [
-        p.name
-        for p in parameters
-        if p.name not in wanted and p.kind is not p.VAR_KEYWORD and p.default is p.empty
-    ]
-    if unknown:
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"get_context of hallucination(...) takes unknown parameters {unknown}; it may "
-            f"take any of {list(_GET_CONTEXT_PARAMETERS)}, by name",
-        )
-
-    async def read(**values: Any) -> list[str]:
-        lines = get_context(**{name: values[name] for name in wanted})
-        if inspect.isawaitable(lines):
-            lines = await lines
-        return context_option(lines, "hallucination", "the list get_context returned") or []
-
-    return read
-
-
-async def _lines(reader: Callable[..., Any], **values: Any) -> str:
-    lines = reader(**values)
-    if inspect.isawaitable(lines):
-        lines = await lines
-    return "\n".join(lines) if lines else NO_CONTEXT
 
 
 def hallucination(
@@ -224,66 +164,38 @@ def hallucination(
     verdict per claim kept; a mismatch is recorded in ``verdictCountMismatch`` and a missing
     verdict counts as a hallucination), generate_score, generate_reason (judge).
     """
-    reader = _context_reader(context_option(context, "hallucination"), get_context)
+    fixed = context_option(context, "hallucination") or []
+    if get_context is not None and not callable(get_context):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"get_context of hallucination(...) must be a function, got "
+            f"{type(get_context).__name__}",
+        )
+    read = (
+        None if get_context is None else by_name(get_context, "get_context of hallucination(...)")
+    )
     scale = positive_scale(scale, "hallucination")
 
-    def claims_prompt(run: Any) -> str:
-        return CLAIMS_PROMPT.render(output=assistant_text(run))
+    async def context_text(run: Any, results: Any, score: Any, step: str) -> str:
+        lines = fixed
+        if read is not None:
+            lines = await awaited(read(run=run, results=results, score=score, step=step))
+            lines = context_option(lines, "hallucination", "the list get_context returned") or []
+        return "\n".join(lines) if lines else NO_CONTEXT
 
-    async def verdicts_prompt(run: Any, results: Any, preprocess_step_result: Any) -> str:
-        claims = preprocess_step_result["claims"]
-        return VERDICTS_PROMPT.render(
-            context=await _lines(reader, run=run, results=results, score=None, step="analyze"),
-            claim_count=str(len(claims)),
-            claims=numbered(claims, "(none)"),
-        )
-
-    def hallucination_score(analyze_step_result: Any) -> float:
-        verdicts = analyze_step_result["verdicts"]
-        hallucinated = sum(said_yes(verdict.get("verdict")) for verdict in verdicts)
-        return share(hallucinated, len(verdicts), scale)
-
-    async def reason_prompt(run: Any, results: Any, analyze_step_result: Any, score: Any) -> str:
-        context_lines = await _lines(
-            reader, run=run, results=results, score=score, step="generate_reason"
-        )
-        return REASON_PROMPT.render(
-            scale=f"{scale:g}",
-            context=context_lines,
-            input=user_text(run),
-            output=assistant_text(run),
-            score=f"{score:g}",
-            verdicts=json_text(analyze_step_result["verdicts"]),
-        )
-
-    return (
+    return item_verdict_scorer(
         create_scorer(
             "hallucination-scorer",
             name="Hallucination Scorer",
             description="A scorer that evaluates the hallucination of an LLM output to an input",
             type="agent",
             judge=scorer_judge(model, INSTRUCTIONS, "hallucination"),
-        )
-        .preprocess(
-            PromptStep(
-                "Extract all claims from the given output", claims_prompt, output_schema=Claims
-            )
-        )
-        .analyze(
-            PromptStep(
-                "Score the relevance of the statements to the input",
-                verdicts_prompt,
-                output_schema=Verdicts,
-            )
-        )
-        .analyze(
-            item_verdicts(
-                "claims",
-                "verdicts",
-                {"verdict": "yes", "reason": "The judge gave no verdict for this claim."},
-                "claim",
-            )
-        )
-        .generate_score(hallucination_score)
-        .generate_reason(PromptStep("Reason about the results", reason_prompt))
+        ),
+        items=JudgedStep(CLAIMS_PROMPT, Claims, "Extract all claims from the given output"),
+        verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
+        reason=JudgedStep(REASON_PROMPT),
+        texts={"context": context_text},
+        item="claim",
+        missing="yes",
+        scale=scale,
     )
