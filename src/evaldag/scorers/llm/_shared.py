@@ -171,6 +171,11 @@ async def awaited(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def context_lines(pieces: Sequence[str]) -> str:
+    """The context pieces one per line; ``'(no context was given)'`` when there are none."""
+    return "\n".join(pieces) if pieces else "(no context was given)"
+
+
 def tool_result_context(run_output: Any) -> list[str]:
     """The JSON text of every tool result in the output's assistant messages, in order.
 

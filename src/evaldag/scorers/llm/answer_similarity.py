@@ -21,6 +21,7 @@ from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     assistant_text,
+    ground_truth_text,
     json_text,
     number_option,
     numbered,
@@ -154,10 +155,6 @@ class Analysis(CamelAnswer):
     contradictions: list[Contradiction]
 
 
-def _reference(ground_truth: Any) -> str:
-    return ground_truth if isinstance(ground_truth, str) else json_text(ground_truth)
-
-
 def answer_similarity(
     model: Any,
     *,
@@ -192,18 +189,14 @@ def answer_similarity(
     points = {"exact": 1 + bonus, "semantic": threshold, "partial": threshold / 2}
 
     def units_prompt(run: Any) -> str:
-        if js_truthy(run.ground_truth):
-            return UNITS_PROMPT.render(
-                output=assistant_text(run), ground_truth=_reference(run.ground_truth)
-            )
-        if require_ground_truth:
+        if require_ground_truth and not js_truthy(run.ground_truth):
             raise EvalDagError(
                 "EVALDAG_MISSING_GROUND_TRUTH",
                 "Answer Similarity Scorer requires ground truth to be provided: give the run a "
                 "ground_truth (the reference answer), or build the scorer with "
                 "answer_similarity(model, require_ground_truth=False) to score such runs 0",
             )
-        return UNITS_PROMPT.render(output=assistant_text(run), ground_truth="")
+        return UNITS_PROMPT.render(output=assistant_text(run), ground_truth=ground_truth_text(run))
 
     def matches_prompt(preprocess_step_result: Any) -> str:
         return MATCHES_PROMPT.render(
@@ -227,7 +220,7 @@ def answer_similarity(
         return REASON_PROMPT.render(
             scale=f"{scale:g}",
             output=assistant_text(run),
-            ground_truth=_reference(run.ground_truth),
+            ground_truth=ground_truth_text(run),
             score=f"{score:g}",
             analysis=json_text(analyze_step_result),
         )

@@ -16,8 +16,12 @@ from pydantic import BaseModel, Field
 from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
-from evaldag.errors import EvalDagError
-from evaldag.scorers.llm._retrieval import indexed, retrieval_context
+from evaldag.scorers.llm._retrieval import (
+    indexed,
+    piece_verdicts,
+    pieces_prompt,
+    retrieval_context,
+)
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
@@ -112,28 +116,11 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def ranked_verdicts(judged: dict[str, Any], pieces: int) -> dict[str, Any]:
-    """The judge's verdicts in context order, one per piece.
-
-    Verdicts in another order are sorted (as Mastra's score step leaves them). A piece without
-    a verdict gets ``no``; verdicts for unknown or repeated indexes are dropped; either case is
-    recorded in ``verdictCountMismatch``.
-    """
-    verdicts = judged.get("verdicts") or []
-    by_index: dict[int, Any] = {}
-    for verdict in verdicts:
-        index = verdict.get("context_index")
-        if isinstance(index, int) and 0 <= index < pieces:
-            by_index.setdefault(index, verdict)
-    if len(by_index) == pieces == len(verdicts):
-        return {**judged, "verdicts": [by_index[index] for index in range(pieces)]}
-    missing = {"verdict": "no", "reason": "The judge gave no verdict for this context piece."}
+def _missing_verdict(index: int, piece: str) -> dict[str, Any]:
     return {
-        **judged,
-        "verdicts": [
-            by_index.get(index, {"context_index": index, **missing}) for index in range(pieces)
-        ],
-        "verdictCountMismatch": {"expected": pieces, "received": len(verdicts)},
+        "context_index": index,
+        "verdict": "no",
+        "reason": "The judge gave no verdict for this context piece.",
     }
 
 
@@ -174,26 +161,6 @@ def context_precision(
     )
     scale = positive_scale(scale, factory)
 
-    async def verdicts_prompt(run: Any) -> str:
-        pieces = await context_of(run)
-        if not pieces:
-            raise EvalDagError(
-                "EVALDAG_NO_CONTEXT",
-                "No context available for evaluation: context_extractor returned no context "
-                "pieces for this run",
-            )
-        return VERDICTS_PROMPT.render(
-            input=user_text(run),
-            output=assistant_text(run),
-            piece_count=str(len(pieces)),
-            context=indexed(pieces),
-        )
-
-    async def analyze(run: Any, analyze_step_result: Any) -> dict[str, Any]:
-        return ranked_verdicts(analyze_step_result, len(await context_of(run)))
-
-    analyze.description = "One verdict per context piece, in context order"
-
     def precision_score(analyze_step_result: Any) -> float:
         precision = _mean_average_precision(analyze_step_result["verdicts"])
         return round_to_two_decimals(precision * scale)
@@ -220,11 +187,19 @@ def context_precision(
         .analyze(
             PromptStep(
                 "Evaluate the relevance of each context piece for generating the expected output",
-                verdicts_prompt,
+                pieces_prompt(VERDICTS_PROMPT, context_of),
                 output_schema=Verdicts,
             )
         )
-        .analyze(analyze)
+        .analyze(
+            piece_verdicts(
+                context_of,
+                "verdicts",
+                _missing_verdict,
+                in_order=True,
+                description="One verdict per context piece, in context order",
+            )
+        )
         .generate_score(precision_score)
         .generate_reason(PromptStep("Reason about the context precision results", reason_prompt))
     )

@@ -9,7 +9,7 @@ unused − 0.15 per missing item (at most 0.5), floored at 0, × scale.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -17,13 +17,11 @@ from pydantic import Field
 from evaldag._compat.js import js_total, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
-from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._options import ScorerOptions, options_model
-from evaldag.scorers.llm._retrieval import indexed, retrieval_context
+from evaldag.scorers.llm._retrieval import piece_verdicts, pieces_prompt, retrieval_context
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
-    assistant_text,
     json_text,
     positive_scale,
     scorer_judge,
@@ -133,35 +131,13 @@ class Evaluations(CamelAnswer):
     overall_assessment: str
 
 
-def evaluations_per_piece(judged: dict[str, Any], pieces: Sequence[str]) -> dict[str, Any]:
-    """The judge's answer with one evaluation per context piece.
-
-    An answer that evaluates each piece once is kept as it is. Otherwise the evaluations are
-    put in piece order, repeated or unknown indexes are dropped, a piece without one gets
-    relevance ``none`` (not used), and ``verdictCountMismatch`` records what the judge gave.
-    """
-    evaluations = judged.get("evaluations") or []
-    by_index: dict[int, Any] = {}
-    for evaluation in evaluations:
-        index = evaluation.get("context_index")
-        if isinstance(index, int) and 0 <= index < len(pieces):
-            by_index.setdefault(index, evaluation)
-    if len(by_index) == len(pieces) == len(evaluations):
-        return judged
+def _missing_evaluation(index: int, piece: str) -> dict[str, Any]:
     return {
-        **judged,
-        "evaluations": [
-            by_index.get(index)
-            or {
-                "context_index": index,
-                "contextPiece": piece,
-                "relevanceLevel": "none",
-                "wasUsed": False,
-                "reasoning": "The judge gave no evaluation for this context piece.",
-            }
-            for index, piece in enumerate(pieces)
-        ],
-        "verdictCountMismatch": {"expected": len(pieces), "received": len(evaluations)},
+        "context_index": index,
+        "contextPiece": piece,
+        "relevanceLevel": "none",
+        "wasUsed": False,
+        "reasoning": "The judge gave no evaluation for this context piece.",
     }
 
 
@@ -198,26 +174,6 @@ def context_relevance(
     scale = positive_scale(scale, factory)
     rates = options_model(ContextRelevancePenalties, penalties, "penalties", factory)
 
-    async def evaluations_prompt(run: Any) -> str:
-        pieces = await context_of(run)
-        if not pieces:
-            raise EvalDagError(
-                "EVALDAG_NO_CONTEXT",
-                "No context available for evaluation: context_extractor returned no context "
-                "pieces for this run",
-            )
-        return EVALUATIONS_PROMPT.render(
-            input=user_text(run),
-            output=assistant_text(run),
-            piece_count=str(len(pieces)),
-            context=indexed(pieces),
-        )
-
-    async def analyze(run: Any, analyze_step_result: Any) -> dict[str, Any]:
-        return evaluations_per_piece(analyze_step_result, await context_of(run))
-
-    analyze.description = "One evaluation per context piece"
-
     def relevance_score(analyze_step_result: Any) -> float:
         evaluations = analyze_step_result["evaluations"]
         weights = js_total(_WEIGHTS[e["relevanceLevel"]] for e in evaluations)
@@ -253,11 +209,19 @@ def context_relevance(
         .analyze(
             PromptStep(
                 "Analyze the relevance and utility of provided context",
-                evaluations_prompt,
+                pieces_prompt(EVALUATIONS_PROMPT, context_of),
                 output_schema=Evaluations,
             )
         )
-        .analyze(analyze)
+        .analyze(
+            piece_verdicts(
+                context_of,
+                "evaluations",
+                _missing_evaluation,
+                in_order=False,
+                description="One evaluation per context piece",
+            )
+        )
         .generate_score(relevance_score)
         .generate_reason(
             PromptStep(

@@ -17,6 +17,7 @@ from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, item_verdict_
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
+    context_lines,
     context_option,
     positive_scale,
     scorer_judge,
@@ -116,8 +117,6 @@ it contradicts or does not address. Take the score as given; do not recompute it
 are no claims, say that the response made no claims that could be checked.
 Start with "The score is $score because".""")
 
-NO_CONTEXT = "(no context was given)"
-
 
 class Verdict(BaseModel):
     """Whether the context supports one claim."""
@@ -153,7 +152,7 @@ def faithfulness(model: Any, *, context: list[str] | None = None, scale: float =
 
     def context_text(run: Any) -> str:
         pieces = fixed_context if fixed_context is not None else tool_result_context(run.output)
-        return "\n".join(pieces) if pieces else NO_CONTEXT
+        return context_lines(pieces)
 
     return item_verdict_scorer(
         create_scorer(

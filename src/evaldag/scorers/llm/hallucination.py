@@ -21,6 +21,7 @@ from evaldag.scorers.llm._shared import (
     PromptTemplate,
     awaited,
     choice,
+    context_lines,
     context_option,
     positive_scale,
     scorer_judge,
@@ -124,8 +125,6 @@ contradicts or does not support. Take the score as given; do not recompute it. I
 no claims, say that the response made none.
 Start with "The score is $score because".""")
 
-NO_CONTEXT = "(no context was given)"
-
 
 class Verdict(BaseModel):
     """Whether one claim is a hallucination."""
@@ -181,7 +180,7 @@ def hallucination(
         if read is not None:
             lines = await awaited(read(run=run, results=results, score=score, step=step))
             lines = context_option(lines, "hallucination", "the list get_context returned") or []
-        return "\n".join(lines) if lines else NO_CONTEXT
+        return context_lines(lines)
 
     return item_verdict_scorer(
         create_scorer(

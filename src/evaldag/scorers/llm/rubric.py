@@ -18,6 +18,7 @@ from pydantic import Field
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
+from evaldag.scorers.llm._item_verdicts import aligned_verdicts
 from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
@@ -290,30 +291,32 @@ def _one_verdict_per_criterion(
 ) -> dict[str, Any]:
     """The judge's verdicts cut or padded to one per criterion, required flags from the rubric.
 
-    An answer with one verdict per criterion and the rubric's flags is kept as it is.
+    An answer with one verdict per criterion and the rubric's flags is kept as it is; corrected
+    flags are listed in ``requiredFromRubric``.
     """
-    verdicts = list(judged.get("criteria") or [])
-    aligned, corrected = [], []
-    for index, criterion in enumerate(criteria):
-        if index >= len(verdicts):
-            aligned.append(
-                {
-                    "criterion": criterion.description,
-                    "satisfied": False,
-                    "required": criterion.required,
-                    "reasoning": "The judge gave no verdict for this criterion.",
-                }
-            )
-        elif verdicts[index]["required"] != criterion.required:
-            aligned.append({**verdicts[index], "required": criterion.required})
-            corrected.append(index)
-        else:
-            aligned.append(verdicts[index])
-    if len(verdicts) == len(criteria) and not corrected:
-        return judged
-    result = {**judged, "criteria": aligned}
-    if len(verdicts) != len(criteria):
-        result["verdictCountMismatch"] = {"expected": len(criteria), "received": len(verdicts)}
-    if corrected:
-        result["requiredFromRubric"] = corrected
-    return result
+    aligned = aligned_verdicts(judged, "criteria", criteria, _missing_verdict)
+    verdicts = aligned["criteria"]
+    corrected = [
+        index
+        for index, (verdict, criterion) in enumerate(zip(verdicts, criteria, strict=True))
+        if verdict["required"] != criterion.required
+    ]
+    if not corrected:
+        return aligned
+    return {
+        **aligned,
+        "criteria": [
+            {**verdict, "required": criterion.required}
+            for verdict, criterion in zip(verdicts, criteria, strict=True)
+        ],
+        "requiredFromRubric": corrected,
+    }
+
+
+def _missing_verdict(criterion: RubricCriterion) -> dict[str, Any]:
+    return {
+        "criterion": criterion.description,
+        "satisfied": False,
+        "required": criterion.required,
+        "reasoning": "The judge gave no verdict for this criterion.",
+    }

@@ -10,7 +10,6 @@ by being thorough but wrong; 0 when there are no claims or no questions.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +19,10 @@ from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
+from evaldag.scorers.llm._item_verdicts import aligned_verdicts
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
+    awaited,
     json_text,
     numbered,
     positive_scale,
@@ -172,23 +173,8 @@ def summary_text(run_output: Any) -> str:
     return get_assistant_message(run_output) or ""
 
 
-def one_answer_per_question(judged: dict[str, Any], questions: list[str]) -> dict[str, Any]:
-    """The judge's answers cut or padded to one per question; a missing one is unanswered.
-
-    A matching list is kept as it is; otherwise ``verdictCountMismatch`` records the counts.
-    """
-    answers = list(judged.get("coverage") or [])
-    if len(answers) == len(questions):
-        return judged
-    padding = [
-        {"question": question, "answered": False, "reason": "The judge gave no answer."}
-        for question in questions[len(answers) :]
-    ]
-    return {
-        **judged,
-        "coverage": answers[: len(questions)] + padding,
-        "verdictCountMismatch": {"expected": len(questions), "received": len(answers)},
-    }
+def _missing_answer(question: str) -> dict[str, Any]:
+    return {"question": question, "answered": False, "reason": "The judge gave no answer."}
 
 
 def summarization(
@@ -242,9 +228,7 @@ def summarization(
     async def source_of(run: Any) -> str:
         if source_extractor is None:
             return source if source is not None else user_text(run)
-        text = source_extractor(run.input, run.output)
-        if inspect.isawaitable(text):
-            text = await text
+        text = await awaited(source_extractor(run.input, run.output))
         if not isinstance(text, str):
             raise EvalDagError(
                 "EVALDAG_INVALID_SCORER_OPTION",
@@ -272,7 +256,8 @@ def summarization(
         )
 
     def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
-        return one_answer_per_question(analyze_step_result, counted(preprocess_step_result))
+        questions = counted(preprocess_step_result)
+        return aligned_verdicts(analyze_step_result, "coverage", questions, _missing_answer)
 
     analyze.description = "One answer per question, extra answers dropped, missing ones filled"
 
