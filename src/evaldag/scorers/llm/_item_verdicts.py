@@ -40,19 +40,18 @@ YES: Mapping[str, float] = MappingProxyType({"yes": 1.0})
 #: The values a prompt's text function may take, by name.
 TEXT_PARAMETERS = ("run", "results", "score", "step")
 
-
-class Claims(BaseModel):
-    """The claims a response makes."""
-
-    claims: list[str] = Field(description="One self-contained claim per entry.")
-
-
 #: Mastra's descriptions of the judged steps, which most of its item-verdict scorers share.
 DESCRIPTIONS = {
     "preprocess": "Extract relevant statements from the LLM output",
     "analyze": "Score the relevance of the statements to the input",
     "generate_reason": "Reason about the results",
 }
+
+
+class Claims(BaseModel):
+    """The claims a response makes."""
+
+    claims: list[str] = Field(description="One self-contained claim per entry.")
 
 
 @dataclass(frozen=True)
