@@ -5,7 +5,9 @@ preprocess step records what it found and whose score is 1 (pass) or 0 (fail); `
 without a threshold scores the similarity itself. Pass ``id=`` to run two checks of one kind side
 by side. Text checks read the assistant messages of ``run.output`` (a string output is one
 assistant message); tool checks read its tool calls (``evaldag.transcripts.extract_tool_calls``).
-Bad arguments fail when the check is created.
+``run.output`` may be in any transcript shape of ``docs/transcripts.md``; a value that holds no
+messages (a trajectory, a dict of other data) fails the run. Bad arguments fail when the check is
+created.
 """
 
 from __future__ import annotations
@@ -16,9 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
-
 from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
     compare_two_strings,
@@ -283,14 +284,7 @@ def _check(
 
 def _output(run: Any) -> Any:
     """``run.output``, which must be something messages can be read from."""
-    output = run.output
-    if output is not None and not isinstance(output, str | list | tuple | dict | BaseModel):
-        raise EvalDagError(
-            "EVALDAG_INVALID_RUN_OUTPUT",
-            f"run.output must be a string, a message or a list of messages for a check, got "
-            f"{type(output).__name__}",
-        )
-    return output
+    return checked_transcript(run.output, "a check")
 
 
 def _assistant_text(run: Any, separator: str) -> str:

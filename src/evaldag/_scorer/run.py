@@ -4,16 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from evaldag._scorer.transcript_shapes import canonical_transcript, python_data
+
+_UNTOUCHED = frozenset({str, type(None), int, float, bool})
+_TRANSCRIPTS = frozenset({"input", "output"})
+#: The other data fields, by name and by Mastra's key: read back from Parquet, they hold numpy.
+_DATA_FIELDS = frozenset(
+    {
+        "ground_truth",
+        "groundTruth",
+        "request_context",
+        "requestContext",
+        "expected_trajectory",
+        "expectedTrajectory",
+    }
+)
 
 
 class ScorerRun(BaseModel):
     """One item to score. Accepts Mastra's camelCase keys (``runId``, ``groundTruth``) as well.
 
-    ``input`` and ``output`` are plain strings or Mastra's agent-run shapes
-    (``{"inputMessages": [...], ...}`` and a list of messages). Extra keys set by a
-    ``prepare_run`` are kept and echoed in the result.
+    ``input`` and ``output`` are plain strings, Mastra's agent-run shapes
+    (``{"inputMessages": [...], ...}`` and a list of messages) or other transcripts (compact
+    messages, OpenAI chat messages, either from a Parquet file), which are read once into
+    Mastra's shape here (``docs/transcripts.md``). Extra keys set by a ``prepare_run`` are kept
+    and echoed in the result.
     """
 
     model_config = ConfigDict(
@@ -26,6 +44,29 @@ class ScorerRun(BaseModel):
     ground_truth: Any = Field(default=None, description="The reference answer, if any.")
     request_context: Any = Field(default=None, description="Request-scoped values, if any.")
     expected_trajectory: Any = Field(default=None, description="The expected agent trajectory.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_once(cls, data: Any) -> Any:
+        """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data.
+
+        One validator for every field: a run of plain strings pays for one Python call.
+        """
+        if not isinstance(data, dict):
+            return data
+        read = {}
+        for key, item in data.items():
+            if type(item) in _UNTOUCHED:
+                continue
+            if key in _TRANSCRIPTS:
+                value = canonical_transcript(item, key)
+            elif key in _DATA_FIELDS:
+                value = python_data(item)
+            else:
+                continue
+            if value is not item:
+                read[key] = value
+        return {**data, **read} if read else data
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's camelCase shape, without the fields that are ``None``."""

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from evaldag._compat.js import MISSING, camel, js_json, round_to_two_decimals
+from evaldag._scorer.transcript_shapes import described, is_messages
 from evaldag.errors import EvalDagError
-from evaldag.transcripts import extract_trajectory, is_agent_run_output
+from evaldag.transcripts import extract_trajectory
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 
@@ -69,25 +70,38 @@ def expected_step(step: Mapping[str, Any]) -> dict[str, Any]:
 def trajectory_dict(value: Any, what: str = "trajectory") -> dict[str, Any]:
     """``value`` as ``{"steps": [...], ...}`` with camelCase keys; raises on other shapes.
 
-    An agent's messages become their trajectory (``transcripts.extract_trajectory``).
+    An agent's messages (a message, or a list of them, as ``ScorerRun`` reads them) become their
+    trajectory (``transcripts.extract_trajectory``, Mastra's ``extractTrajectory``).
     """
-    if is_agent_run_output(value):
+    given = value
+    if is_messages(value):
         value = extract_trajectory(value)
     if hasattr(value, "model_dump"):
         value = value.model_dump(by_alias=True, exclude_unset=True)
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         value = {"steps": list(value)}
-    if not isinstance(value, Mapping) or not isinstance(value.get("steps"), Sequence):
+    steps = value.get("steps") if isinstance(value, Mapping) else None
+    if not isinstance(steps, Sequence) or isinstance(steps, str) or not all(map(_is_step, steps)):
         raise EvalDagError(
             "EVALDAG_INVALID_TRAJECTORY",
-            f"{what} must be a trajectory {{'steps': [...]}} or a list of steps, got "
-            f"{type(value).__name__}; each step is a dict such as "
+            f"{what} must be a trajectory {{'steps': [...]}}, a list of steps or an agent's "
+            f"messages, got {described(given)}; each step is a dict such as "
             "{'stepType': 'tool_call', 'name': 'search'}",
+            details={"field": what},
         )
     return {
         camel(key): [_plain_step(step) for step in item] if key == "steps" else item
         for key, item in value.items()
     }
+
+
+def _is_step(value: Any) -> bool:
+    """Whether ``value`` is a step: a dict (or model) with a name or a step type."""
+    if hasattr(value, "model_dump"):
+        return True
+    return isinstance(value, Mapping) and any(
+        key in value for key in ("name", "stepType", "step_type")
+    )
 
 
 def expected_step_matches(actual: Mapping[str, Any], expected: Mapping[str, Any]) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import extract_input_messages, extract_tool_calls, run_messages
 
@@ -54,6 +55,7 @@ def tool_call_accuracy(
         )
 
     def tool_calls(run: Any) -> dict[str, Any]:
+        checked_transcript(run.output, "tool_call_accuracy")
         inputs = extract_input_messages(run.input) if run.input is not None else []
         if not inputs or not run_messages(run.output, "assistant"):
             raise EvalDagError(

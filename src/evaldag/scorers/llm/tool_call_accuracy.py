@@ -15,6 +15,7 @@ from pydantic import Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
@@ -149,6 +150,7 @@ def tool_call_accuracy_llm(model: Any, *, available_tools: Sequence[Any]) -> Sco
     tools = "\n".join(_tool_line(tool, index) for index, tool in enumerate(available_tools))
 
     def tool_calls(run: Any) -> dict[str, Any]:
+        checked_transcript(run.output, "tool_call_accuracy_llm")
         inputs = extract_input_messages(run.input) if run.input is not None else []
         if not inputs or not run_messages(run.output, "assistant"):
             raise EvalDagError(
