@@ -102,7 +102,7 @@ def engine_seconds(scorers: list, runs: list) -> tuple[float, Any]:
     """Wall time of one columnar execution of all ``scorers`` over ``runs``."""
     import pandas as pd
 
-    from evaldag._graph.scorer_dag import scorers_driver
+    from evaldag._graph.drivers import scorers_driver
 
     dr = scorers_driver(scorers)
     start = time.perf_counter()

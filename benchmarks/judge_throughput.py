@@ -187,10 +187,10 @@ def judge_scorer(url: str, concurrency: int):
 
 def evaldag_path(scorer, calls: int, concurrency: int) -> int:
     from evaldag import ScorerRun
-    from evaldag._graph.scorer_dag import scorer_driver, scorer_outcomes
+    from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 
     runs = [ScorerRun(output=str(i)) for i in range(calls)]
-    outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=concurrency)
+    outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=concurrency)
     return sum(getattr(outcome, "score", None) == 1 for outcome in outcomes)
 
 

@@ -11,11 +11,11 @@ Judge calls in tests go through litellm over real HTTP to this server, never to 
         ...
         server.requests                                               # every request received
 
-In a test module, ``from judge_server import judge_server_fixture  # noqa: F401`` gives tests a
-fresh server as the ``judge_server`` fixture. ``Reply`` fields script anything else: latency,
-status and headers, usage, finish reason, a raw (malformed) body; ``rate_limited``,
-``server_error``, ``refused``, ``hanging`` and ``malformed_body`` are the common faults, and
-``max_in_flight`` says how many requests were answered at once.
+``tests/conftest.py`` gives every test module a fresh server as the ``judge_server`` fixture.
+``Reply`` fields script anything else: latency, status and headers, usage, finish reason, a raw
+(malformed) body; ``rate_limited``, ``server_error``, ``refused``, ``hanging`` and
+``malformed_body`` are the common faults, and ``max_in_flight`` says how many requests were
+answered at once.
 
 How a request is answered: the next scripted reply if any (``script``), else the first rule
 whose text occurs in the request's messages (``on``; its replies are used in order, the last one
@@ -394,8 +394,7 @@ def _error_response(status: int, message: str | None, headers: Mapping[str, str]
 
 @pytest.fixture(name="judge_server")
 def judge_server_fixture() -> Iterator[JudgeServer]:
-    """A fresh server per test, as fixture ``judge_server``: import ``judge_server_fixture``
-    into a test module (``from judge_server import judge_server_fixture  # noqa: F401``)."""
+    """A fresh server per test, as fixture ``judge_server`` (``tests/conftest.py`` registers it)."""
     with JudgeServer() as server:
         yield server
 

@@ -105,7 +105,7 @@ def test_run_writes_results_and_dot_dag(tmp_path):
     assert list(result.items["exact.score"]) == [1.0, 1.0, 0.0]
     dot = dag.read_text()
     assert dot.lstrip().startswith(("digraph", "//"))
-    assert "exact.generate_score" in dot
+    assert "exact.scored" in dot
     assert "check-matches.gate_result" in dot
     assert "verdict" in dot
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from judge_server import API_KEY, judge_server_fixture  # noqa: F401
+from judge_server import API_KEY
 
 from evaldag import EvalResult
 
@@ -69,7 +69,7 @@ def test_demo_on_a_fresh_machine(tmp_path):
     # the one transcript whose first tool call failed
     failed = result.items[result.items["check-no-tool-errors.score"] == 0]["id"].tolist()
     assert failed == ["agent-05"]
-    assert "completeness-scorer.generate_score" in (folder / "dag.dot").read_text()
+    assert "completeness-scorer.scored" in (folder / "dag.dot").read_text()
     page = (folder / "report.html").read_text()
     assert "Fernwood Outfitters support assistant" in page
     assert '<svg class="stages"' in page

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from judge_server import MODEL, judge_server_fixture  # noqa: F401 (the judge_server fixture)
+from judge_server import MODEL
 from pydantic import BaseModel, Field
 
 from evaldag import (

@@ -3,10 +3,7 @@
 import json
 
 import pytest
-from judge_server import (
-    API_KEY,
-    judge_server_fixture,  # noqa: F401 (the judge_server fixture)
-)
+from judge_server import API_KEY
 from pydantic import BaseModel
 
 from evaldag import Judge, PromptStep, ScorerRunError, create_scorer

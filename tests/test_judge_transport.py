@@ -15,7 +15,6 @@ from judge_server import (
     API_KEY,
     Reply,
     hanging,
-    judge_server_fixture,  # noqa: F401 (the judge_server fixture)
     malformed_body,
     rate_limited,
     refused,
@@ -23,7 +22,7 @@ from judge_server import (
 )
 
 from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer
-from evaldag._graph.scorer_dag import scorer_driver, scorer_outcomes
+from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.transport import BACKOFF_BASE_SECONDS
 
@@ -222,7 +221,7 @@ def test_max_concurrency_bounds_calls_in_flight(judge_server):
     judge_server.reply = Reply({"score": 1}, latency=0.15)
     scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=3))
     runs = [ScorerRun(output=str(i)) for i in range(12)]
-    outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=12)
+    outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=12)
     assert [o.score for o in outcomes] == [1] * 12
     assert 1 < judge_server.max_in_flight <= 3  # concurrent, and bounded
 
@@ -235,7 +234,7 @@ def test_the_limit_is_shared_by_scorers_running_in_parallel_threads(judge_server
     scores: list[pd.Series] = []
 
     def score(scorer):
-        outcomes = scorer_outcomes(scorer_driver(scorer), scorer, runs, concurrency=8)
+        outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=8)
         scores.append(pd.Series([o.score for o in outcomes]))
 
     threads = [threading.Thread(target=score, args=(s,)) for s in scorers]

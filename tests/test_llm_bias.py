@@ -3,7 +3,6 @@ what the judge is asked when the response holds no opinion."""
 
 from __future__ import annotations
 
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

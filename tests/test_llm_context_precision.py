@@ -4,7 +4,6 @@ replies, context from an extractor, verdicts put in context order, mean average 
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

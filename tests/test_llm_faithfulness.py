@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from judge_server import Reply, judge_server_fixture, refused  # noqa: F401 (fixture)
+from judge_server import refused
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

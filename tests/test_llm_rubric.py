@@ -4,7 +4,6 @@ rubric's sources, one verdict per criterion with the rubric's flags, the gate, t
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     assert_like_mastra,
     assert_scorer_like_mastra,

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from judge_server import JudgeServer, judge_server_fixture  # noqa: F401 (fixture)
+from judge_server import JudgeServer
 from llm_scorer_cases import SAMPLES
 
 from evaldag import Scorer

@@ -5,7 +5,7 @@ their ground truth, rubric and expected steps, summing the judge usage."""
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture, refused  # noqa: F401 (fixture)
+from judge_server import refused
 from llm_scorer_cases import SAMPLES
 
 import evaldag

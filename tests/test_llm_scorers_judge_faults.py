@@ -7,7 +7,7 @@ a refusal, two unusable replies, or one unusable reply before a good one.
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture, refused  # noqa: F401 (fixture)
+from judge_server import refused
 from llm_scorer_cases import SAMPLES
 
 from evaldag import EvalDagError, ScorerRunError, scorers

@@ -4,7 +4,6 @@ the two axes, the question cap, one answer per question, the source and the summ
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

@@ -7,7 +7,6 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     assert_like_mastra,
     assert_scorer_like_mastra,

@@ -3,7 +3,6 @@ and an empty response scoring 0 (not Mastra's unscaled 1)."""
 
 from __future__ import annotations
 
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

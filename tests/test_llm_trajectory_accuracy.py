@@ -4,7 +4,6 @@ judge replies (a right trajectory scores 1, not 0.9), the steps as text, expecta
 from __future__ import annotations
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evaldag import ScorerRun, scorers
-from evaldag._graph.scorer_dag import scorer_outcomes, scorers_driver
+from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 
 PAIRS = json.loads(
     (Path(__file__).parent / "fixtures" / "code_scorers" / "text-pairs.public.json").read_text()

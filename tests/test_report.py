@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from judge_server import judge_server_fixture  # noqa: F401
 
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
 from evaldag._report.html import report_html, write_report
@@ -157,7 +156,7 @@ def test_report_embeds_graphviz_svg_when_dot_exists(result):
     dag = page[page.index('<section id="dag">') :]
     assert '<svg class="stages"' in dag
     full = dag[dag.index('<div class="dag-full"><svg') :]
-    assert "exact.generate_reason" in full
+    assert "exact.reasoned" in full
     assert "DOT source" not in dag
 
 

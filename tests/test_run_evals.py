@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import evaldag
-from evaldag import EvalDagError, EvalResult, create_scorer, not_scorable, run_evals
+from evaldag import EvalDagError, EvalResult, PromptStep, create_scorer, not_scorable, run_evals
 from evaldag._eval.progress import ProgressBar
 
 
@@ -473,6 +473,7 @@ def test_dag_node_names_on_the_dot_source(tmp_path):
         scorers=[quality.with_threshold(0.5)],
         gates=[constant("has-answer", 1)],
         path=tmp_path / "dag.dot",
+        full=True,
     )
     source = graph.source
     for node in [
@@ -480,8 +481,8 @@ def test_dag_node_names_on_the_dot_source(tmp_path):
         "outputs",
         "runs",
         "quality.prepared_run",
-        "quality.preprocess",
-        "quality.generate_score",
+        "quality.preprocessed",
+        "quality.scored",
         "quality.average",
         "quality.threshold_result",
         "has-answer.gate_result",
@@ -494,7 +495,37 @@ def test_dag_node_names_on_the_dot_source(tmp_path):
         assert node in source, node
     assert (tmp_path / "dag.dot").read_text() == source
     result = run_evals(DATA, scorers=[quality])
-    assert "quality.generate_score" in result.visualize().source
+    assert "quality.scored" in result.visualize().source
+
+
+def test_the_default_picture_is_compact_scorers_as_boxes_listing_their_steps(tmp_path):
+    judged = create_scorer("judged").analyze(
+        PromptStep("label it", lambda: "Label", output_schema=dict)
+    )
+    quality = create_scorer("quality").preprocess(lambda: 1).generate_score(lambda: 1)
+    graph = evaldag.visualize(
+        scorers=[
+            quality.with_threshold({"min": 0.2, "max": 0.8}),
+            judged.generate_score(lambda: 1),
+        ],
+        gates=[constant("has-answer", 1)],
+    )
+    source = graph.source
+    for shown in [
+        'TITLE="quality.preprocessed"',
+        'TITLE="quality.scored"',
+        "quality.threshold_result",
+        "average in [0.2, 0.8]",
+        "has-answer.gate_result",
+        "LLM judge",
+        'TITLE="judged.analyzed"',
+        "verdict",
+    ]:
+        assert shown in source, shown
+    # a box per scorer, not a node per step: the full drawing has many more nodes
+    full = evaldag.visualize(scorers=[quality], gates=[constant("has-answer", 1)], full=True)
+    compact = evaldag.visualize(scorers=[quality], gates=[constant("has-answer", 1)])
+    assert compact.source.count("->") < full.source.count("->") / 2
 
 
 def test_data_columns_may_not_take_the_names_the_run_adds():

@@ -3,7 +3,6 @@
 import json
 
 import pandas as pd
-from judge_server import judge_server_fixture  # noqa: F401 (fixture)
 
 from evaldag import PromptStep, create_scorer, run_evals
 

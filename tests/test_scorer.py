@@ -19,7 +19,7 @@ from evaldag import (
     is_not_scorable,
     not_scorable,
 )
-from evaldag._graph.scorer_dag import scorer_outcomes, scorers_driver
+from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 
 
 def constant(value):
@@ -463,23 +463,22 @@ def test_each_step_is_a_named_hamilton_node():
         "runs",
         "concurrency",
         "quality.prepared_run",
-        "quality.preprocess",
-        "quality.analyze",
-        "quality.analyze_2",
-        "quality.generate_score",
-        "quality.generate_reason",
-        "quality.outcomes",
+        "quality.preprocessed",
+        "quality.analyzed",
+        "quality.analyzed_2",
+        "quality.scored",
+        "quality.reasoned",
         "quality",
     } <= names
-    upstream = {n.name for n in dr.what_is_upstream_of("quality.generate_score")}
-    assert {"quality.analyze_2", "quality.analyze", "quality.preprocess"} <= upstream
-    assert "quality.generate_reason" not in upstream
+    upstream = {n.name for n in dr.what_is_upstream_of("quality.scored")}
+    assert {"quality.analyzed_2", "quality.analyzed", "quality.preprocessed"} <= upstream
+    assert "quality.reasoned" not in upstream
 
 
 def test_visualize_returns_the_graph_and_writes_dot(tmp_path):
     graph = _quality().visualize(str(tmp_path / "dag.dot"))
-    assert "quality.generate_score" in graph.source
-    assert '"quality.analyze"' in graph.source and "#f6d7a7" in graph.source  # the LLM step
+    assert "quality.scored" in graph.source
+    assert '"quality.analyzed"' in graph.source and "#f6d7a7" in graph.source  # the LLM step
     assert (tmp_path / "dag.dot").read_text() == graph.source
 
 

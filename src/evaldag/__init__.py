@@ -32,7 +32,7 @@ _EXPORTS = {
     "EvalResult": "evaldag._results.eval_result",
     "GateResult": "evaldag._results.eval_result",
     "ThresholdResult": "evaldag._results.eval_result",
-    "ScorerWithThreshold": "evaldag._scorer.thresholds",
+    "ScorerWithThreshold": "evaldag._scorer.builder",
     "filter_run": "evaldag._scorer.run_filter",
     "checks": "evaldag.checks",
     "scorers": "evaldag.scorers",
@@ -56,11 +56,10 @@ if TYPE_CHECKING:
         NotScorableInfo,
         ScorerResult,
     )
-    from evaldag._scorer.builder import Scorer, create_scorer
+    from evaldag._scorer.builder import Scorer, ScorerWithThreshold, create_scorer
     from evaldag._scorer.run import ScorerRun
     from evaldag._scorer.run_filter import filter_run
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
-    from evaldag._scorer.thresholds import ScorerWithThreshold
     from evaldag.errors import EvalDagError, ScorerRunError
 
 

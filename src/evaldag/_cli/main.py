@@ -87,7 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--dag",
         metavar="FILE",
-        help="draw the eval's DAG: .png or .svg (needs Graphviz's 'dot'), or .dot",
+        help="draw the eval's DAG, each scorer a box listing its steps: .png or .svg (needs "
+        "Graphviz's 'dot'), or .dot",
+    )
+    run.add_argument(
+        "--full-dag",
+        action="store_true",
+        help="with --dag: draw every Hamilton node of the eval instead",
     )
     run.add_argument(
         "--concurrency",
@@ -299,6 +305,8 @@ def _run_command(args: argparse.Namespace) -> int:
         raise EvalDagError(
             "INVALID_CLI_OPTIONS", "--resume needs --out: the results file it resumes into"
         )
+    if args.full_dag and not args.dag:
+        raise EvalDagError("INVALID_CLI_OPTIONS", "--full-dag needs --dag: the file to draw")
     definition = eval_definition(args.eval)
     if args.dag:
         # Drawn first: a missing Graphviz shows up before any judge call is paid for.
@@ -307,6 +315,7 @@ def _run_command(args: argparse.Namespace) -> int:
             gates=definition.gates,
             target=definition.target,
             path=args.dag,
+            full=args.full_dag,
         )
     result = run_evals(
         args.data,
@@ -375,7 +384,7 @@ def summary_table(result: EvalResult, title: str) -> str:
 
 def _demo_command(args: argparse.Namespace) -> int:
     from evaldag._cli.demo import TITLE, demo_gates, demo_items, demo_scorers
-    from evaldag._eval.run_evals import run_evals
+    from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._report.html import write_report
 
     judge, judge_line = _demo_judge(args.judge, args.judge_api_base)
@@ -389,10 +398,11 @@ def _demo_command(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir)
     results_path = out_dir / "results.parquet"
     started = time.monotonic()
+    scorers, gates = demo_scorers(judge), demo_gates()
     result = run_evals(
         items,
-        scorers=demo_scorers(judge),
-        gates=demo_gates(),
+        scorers=scorers,
+        gates=gates,
         concurrency=args.concurrency,
         progress=sys.stderr.isatty(),
         # Judge calls take seconds: small batches move the progress bar item by item.
@@ -402,7 +412,7 @@ def _demo_command(args: argparse.Namespace) -> int:
     print(f"scored in {time.monotonic() - started:.1f} s\n")
     print(summary_table(result, TITLE))
     dag_path = out_dir / ("dag.png" if shutil.which("dot") else "dag.dot")
-    result.visualize(dag_path)
+    visualize(scorers=scorers, gates=gates, path=dag_path)
     report_path = write_report(result, out_dir / "report.html", title=TITLE)
     print(f"\nwrote to {out_dir.resolve()}:")
     print(f"  {results_path.name:<16} the items, scores, reasons and judge records (Parquet)")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._engine.concurrency import gather_limited, run_sync
+from evaldag._judge.transport import configured_litellm
 from evaldag._scorer.steps import is_async_callable
 from evaldag.errors import EvalDagError, error_message
 
@@ -23,8 +24,7 @@ class TargetFailure:
 
 def _model_target(model: str) -> Callable[..., Any]:
     async def answer(input: Any) -> str:
-        import litellm
-
+        litellm = configured_litellm()
         messages = input if isinstance(input, list) else [{"role": "user", "content": str(input)}]
         response = await litellm.acompletion(model=model, messages=messages)
         return response.choices[0].message.content

@@ -13,8 +13,6 @@ import pandas as pd
 
 from evaldag.errors import EvalDagError
 
-#: Dataset columns a scorer run reads; every other column is carried through untouched.
-RUN_FIELDS = ("input", "output", "ground_truth", "request_context", "expected_trajectory")
 #: Mastra's spelling of the same item fields.
 _MASTRA_KEYS = {
     "groundTruth": "ground_truth",

@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton.io.materialization import to
 
+from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.concurrency import run_sync
-from evaldag._engine.run_state import SCORER_COLUMNS
 from evaldag._engine.targets import TargetFailure, target_callable
 from evaldag._eval.checkpoint import Checkpoint
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.progress import ProgressBar
-from evaldag._graph.eval_dag import EvalPlan, eval_driver, eval_graph
+from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
-from evaldag._graph.scorer_dag import write_picture
-from evaldag._io.parquet import writable_path  # importing it registers the materializer
-from evaldag._judge.settings import RUN_CACHE
+from evaldag._graph.plan import EvalPlan, last_node
+from evaldag._graph.render import compact_picture, full_picture, write_picture
+from evaldag._io.parquet import writable_path
 from evaldag._results.eval_result import EvalResult
-from evaldag._scorer.builder import Scorer
-from evaldag._scorer.thresholds import ScorerWithThreshold, ThresholdSpec, validated_threshold
+from evaldag._scorer.builder import Scorer, ScorerWithThreshold
+from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -55,6 +55,15 @@ RESERVED_IDS = frozenset(
         "verdict",
         "usage",
         "eval_result",
+        "judge_cache",
+        "target",
+        # the graph's config keys
+        "plan",
+        "has_target",
+        "has_scorers",
+        "has_gates",
+        "has_thresholds",
+        "distributed",
     }
 )
 _FUNCTION_BATCH = 20_000
@@ -150,7 +159,7 @@ def _item_callbacks(
     values: dict[str, Any],
     plan: EvalPlan,
 ) -> None:
-    outcomes = {sid: values[f"{sid}.outcomes"] for sid in (s.id for s in plan.scorers)}
+    outcomes = {s.id: values[last_node(s)] for s in plan.scorers}
     outputs = values["outputs"]
     for label, row in batch.iterrows():
         scorer_results = {
@@ -221,6 +230,7 @@ def run_evals(
             writable_path(path, option)
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     _require_free_column_names(dataset, plan)
+    _require_read_columns(dataset, plan)
     size = _batch_size(plan, concurrency, batch_size)
     if executor is not None:
         _require_local_only_options_unset(
@@ -230,27 +240,33 @@ def run_evals(
             cache=cache is not None,
         )
         return _distributed_run(plan, dataset, executor, size, concurrency, out)
-    token = RUN_CACHE.set(cache)
-    try:
-        return _local_run(
-            plan,
-            dataset,
-            batch_size=size,
-            concurrency=concurrency,
-            on_item_complete=on_item_complete,
-            on_error=on_error,
-            progress=progress,
-            out=out,
-            checkpoint=checkpoint,
-        )
-    finally:
-        RUN_CACHE.reset(token)
+    return _local_run(
+        plan,
+        dataset,
+        run_inputs=_run_inputs(plan, cache),
+        batch_size=size,
+        concurrency=concurrency,
+        on_item_complete=on_item_complete,
+        on_error=on_error,
+        progress=progress,
+        out=out,
+        checkpoint=checkpoint,
+    )
+
+
+def _run_inputs(plan: EvalPlan, cache: bool | str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The graph's inputs that stay the same for every batch: the judge cache and the target."""
+    inputs: dict[str, Any] = {"judge_cache": cache}
+    if plan.target is not None:
+        inputs["target"] = plan.target
+    return inputs
 
 
 def _local_run(
     plan: EvalPlan,
     dataset: pd.DataFrame,
     *,
+    run_inputs: dict[str, Any],
     batch_size: int,
     concurrency: int,
     on_item_complete: Callable[..., Any] | None,
@@ -269,7 +285,7 @@ def _local_run(
     dr = eval_driver(plan)
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
-        wanted += [f"{s.id}.outcomes" for s in plan.scorers]
+        wanted += [last_node(s) for s in plan.scorers]
     bar = ProgressBar(len(dataset), enabled=progress)
     batches: list[pd.DataFrame] = []
     try:
@@ -277,7 +293,10 @@ def _local_run(
             batch = dataset.iloc[start : start + batch_size]
             items = saved.saved_items(start, batch) if saved is not None else None
             if items is None:
-                values = dr.execute(wanted, inputs={"dataset": batch, "concurrency": concurrency})
+                values = dr.execute(
+                    wanted,
+                    inputs={"dataset": batch, "concurrency": concurrency, **run_inputs},
+                )
                 if on_error == "raise":
                     _raise_first_failure(values, plan, completed=start)
                 items = values["batch_items"]
@@ -289,8 +308,9 @@ def _local_run(
             bar.advance(len(batch))
     finally:
         bar.close()
+    parquet = getattr(to, registered_parquet_writer())
     sinks = [
-        to.evaldag_parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
+        parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
         for name, path in (("results", out), ("checkpoint", checkpoint))
         if path is not None
     ]
@@ -298,7 +318,7 @@ def _local_run(
         *sinks,
         additional_vars=["eval_result"],
         overrides={"items": pd.concat(batches) if len(batches) > 1 else batches[0]},
-        inputs={"dag_dot": eval_graph(dr, plan).source},
+        inputs={"dag_dot": full_picture(dr, plan).source, **run_inputs},
     )
     if saved is not None:
         saved.finish()
@@ -317,6 +337,20 @@ def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
             f"Data columns {clashes} clash with columns the run adds to each item; rename them",
             details={"columns": clashes},
         )
+
+
+def _require_read_columns(dataset: pd.DataFrame, plan: EvalPlan) -> None:
+    """Every dataset column a scorer reads (``create_scorer(columns=...)``) is in the data."""
+    for scorer in plan.all_scorers:
+        missing = [c for c in scorer.columns if c not in dataset.columns]
+        if missing:
+            raise EvalDagError(
+                "INVALID_DATA_ITEM",
+                f"Scorer '{scorer.id}' reads the data column(s) {missing}, which the data does "
+                f"not have (its columns: {[str(c) for c in dataset.columns]}); add them or "
+                "configure the scorer to read another column",
+                details={"scorerId": scorer.id, "columns": missing},
+            )
 
 
 def _require_local_only_options_unset(**used: bool) -> None:
@@ -344,7 +378,8 @@ def _distributed_run(
             "data": dataset,
             "batch_size": batch_size,
             "concurrency": concurrency,
-            "dag_dot": eval_graph(dr, plan).source,
+            "dag_dot": full_picture(dr, plan).source,
+            **_run_inputs(plan, None),
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     if out is not None:
@@ -384,7 +419,7 @@ def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int)
                 details={"item": str(label), "completedItems": completed},
             )
     for scorer in plan.scorers:
-        for label, state in values[f"{scorer.id}.outcomes"].items():
+        for label, state in values[last_node(scorer)].items():
             if state.error is not None:
                 raise EvalDagError(
                     "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
@@ -405,13 +440,16 @@ def visualize(
     gates: Iterable[Scorer] = (),
     target: Any = None,
     path: str | os.PathLike[str] | None = None,
+    full: bool = False,
 ) -> graphviz.Digraph:
     """The DAG ``run_evals`` would run for this configuration, written to ``path`` if given.
 
-    PNG and SVG need Graphviz's ``dot`` program; a ``.dot`` path gets the DOT text.
+    The compact view shows each scorer as a box listing its steps, then the gates, thresholds
+    and verdict; ``full=True`` draws every Hamilton node. PNG and SVG need Graphviz's ``dot``
+    program; a ``.dot`` path gets the DOT text.
     """
     plan = _plan(scorers, gates, target)
-    digraph = eval_graph(eval_driver(plan), plan)
+    digraph = full_picture(eval_driver(plan), plan) if full else compact_picture(plan)
     if path is not None:
         write_picture(digraph, path)
     return digraph

@@ -1,41 +1,82 @@
-"""Where the verdict is computed: averages, gate results, threshold results (spec §6.5–§6.7).
+"""Where the verdict is decided: averages, gate and threshold results, verdict (spec §6.5–§6.7).
 
-These are the eval DAG's aggregation nodes; ``eval_graph`` instantiates them per scorer, gate
-and threshold with ``@parameterize``.
+::
+
+    items → <id>.average → <gate>.gate_result → gate_results ─────┐
+                         → <id>.threshold_result → threshold_results ─┴→ verdict → eval_result
+
+The functions are the nodes, written once. ``@resolve`` maps them over the ``plan`` config
+(one average per scorer and gate, one result per gate and threshold); whether gates,
+thresholds or plain scorers exist is ``@config.when``.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 import pandas as pd
+from hamilton.function_modifiers import (
+    ResolveAt,
+    config,
+    group,
+    inject,
+    parameterize,
+    resolve,
+    source,
+    value,
+)
 
 from evaldag._compat.js import js_total
-from evaldag._results.eval_result import GateResult, ScoreAverage, ThresholdResult, Verdict
+from evaldag._graph.plan import EvalPlan
+from evaldag._results.eval_result import (
+    EvalResult,
+    GateResult,
+    ScoreAverage,
+    ScorerUsage,
+    Summary,
+    ThresholdResult,
+    Verdict,
+)
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
 
-def average(scored: pd.DataFrame, errors_score_zero: bool) -> ScoreAverage:
-    """The mean of a scorer's scores, leaving out not-scorable items and failed ones.
+def _averages(plan: EvalPlan) -> parameterize:
+    gates = set(plan.gate_ids)
+    return parameterize(
+        **{
+            f"{s.id}.average": {"scorer_id": value(s.id), "errors_score_zero": value(s.id in gates)}
+            for s in plan.all_scorers
+        }
+    )
+
+
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_averages)
+def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> ScoreAverage:
+    """The scorer's mean score, leaving out not-scorable and failed items.
 
     For a gate (``errors_score_zero``) a failed item counts as 0, as in Mastra.
     """
-    failed = scored["error"].notna()
-    not_scorable = scored["not_scorable"].notna()
-    valid = scored["score"][~failed & ~not_scorable].dropna()
-    values = valid.tolist()
+    failed = items[f"{scorer_id}.error"].notna()
+    not_scorable = items[f"{scorer_id}.not_scorable"].notna()
+    values = items[f"{scorer_id}.score"][~failed & ~not_scorable].dropna().tolist()
     if errors_score_zero:
         values += [0.0] * int(failed.sum())
     return ScoreAverage(
-        mean=_mean(values),
+        scorer_id=scorer_id,
+        # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average
+        # of 0.20000000000000004 against 0.2 must come out the same.
+        mean=js_total(values) / len(values) if values else None,
         scored=len(values),
         not_scorable=int(not_scorable.sum()),
         errors=int(failed.sum()),
     )
 
 
-def _mean(values: list[float]) -> float | None:
-    # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average of
-    # 0.20000000000000004 against 0.2 must come out the same.
-    return js_total(values) / len(values) if values else None
+def _listed(nodes: Sequence[str]) -> group | value:
+    # @resolve runs even for a node that @config.when leaves out, and group() of nothing is an
+    # error: there the decorator gets an empty list it never uses.
+    return group(*[source(node) for node in nodes]) if nodes else value([])
 
 
 def _skipped(score_average: ScoreAverage) -> bool:
@@ -43,6 +84,17 @@ def _skipped(score_average: ScoreAverage) -> bool:
     return score_average.scored == 0 and score_average.not_scorable > 0
 
 
+def _gates(plan: EvalPlan) -> parameterize:
+    return parameterize(
+        **{
+            f"{gid}.gate_result": {"score_average": source(f"{gid}.average"), "gate_id": value(gid)}
+            for gid in plan.gate_ids
+        }
+    )
+
+
+@config.when(has_gates=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_gates)
 def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult | None:
     """The gate passes when its average is at least 1.0 (exact comparison, no tolerance)."""
     if _skipped(score_average):
@@ -51,6 +103,38 @@ def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult | None:
     return GateResult(id=gate_id, passed=score >= 1.0, score=score)
 
 
+def _gate_results(plan: EvalPlan) -> inject:
+    return inject(results=_listed([f"{gid}.gate_result" for gid in plan.gate_ids]))
+
+
+@config.when(has_gates=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_gate_results)
+def gate_results__gated(results: list[GateResult | None]) -> list[GateResult]:
+    """The gates that produced a result, in configuration order."""
+    return [r for r in results if r is not None]
+
+
+@config.when(has_gates=False)
+def gate_results__ungated() -> list[GateResult]:
+    """No gates configured."""
+    return []
+
+
+def _thresholds(plan: EvalPlan) -> parameterize:
+    return parameterize(
+        **{
+            f"{sid}.threshold_result": {
+                "score_average": source(f"{sid}.average"),
+                "scorer_id": value(sid),
+                "threshold": value(threshold),
+            }
+            for sid, threshold in plan.thresholds.items()
+        }
+    )
+
+
+@config.when(has_thresholds=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_thresholds)
 def threshold_result(
     score_average: ScoreAverage, scorer_id: str, threshold: ThresholdSpec
 ) -> ThresholdResult | None:
@@ -67,24 +151,139 @@ def threshold_result(
     )
 
 
-def scores(averages: dict[str, ScoreAverage]) -> dict[str, float]:
-    """Scorer id → average, for scorers with at least one numeric score."""
-    return {sid: a.mean for sid, a in averages.items() if a.mean is not None}
+def _threshold_results(plan: EvalPlan) -> inject:
+    return inject(results=_listed([f"{sid}.threshold_result" for sid in plan.thresholds]))
+
+
+@config.when(has_thresholds=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_threshold_results)
+def threshold_results__checked(results: list[ThresholdResult | None]) -> list[ThresholdResult]:
+    """The thresholds that produced a result, in configuration order."""
+    return [r for r in results if r is not None]
+
+
+@config.when(has_thresholds=False)
+def threshold_results__unchecked() -> list[ThresholdResult]:
+    """No thresholds configured."""
+    return []
+
+
+def _scorer_averages(plan: EvalPlan) -> inject:
+    return inject(averages=_listed([f"{sid}.average" for sid in plan.scorer_ids]))
+
+
+@config.when(has_scorers=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorer_averages)
+def scores__averaged(averages: list[ScoreAverage]) -> dict[str, float]:
+    """Scorer id → average, for scorers (not gates) with at least one numeric score."""
+    return {a.scorer_id: a.mean for a in averages if a.mean is not None}
+
+
+@config.when(has_scorers=False)
+def scores__gates_only() -> dict[str, float]:
+    """No scorers besides gates: no averages."""
+    return {}
+
+
+def _all_averages(plan: EvalPlan) -> inject:
+    return inject(averages=group(**{s.id: source(f"{s.id}.average") for s in plan.all_scorers}))
+
+
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_all_averages)
+def summary(items: pd.DataFrame, averages: dict[str, ScoreAverage]) -> Summary:
+    """Item count, and not-scorable and failed items per scorer."""
+    target_errors = int(items["target_error"].notna().sum()) if "target_error" in items else 0
+    return Summary(
+        total_items=len(items),
+        not_scorable={sid: a.not_scorable for sid, a in averages.items() if a.not_scorable},
+        errors={sid: a.errors for sid, a in averages.items() if a.errors},
+        target_errors=target_errors,
+    )
 
 
 def verdict(
-    gate_results: list[GateResult | None], threshold_results: list[ThresholdResult | None]
+    gate_results: list[GateResult], threshold_results: list[ThresholdResult]
 ) -> Verdict | None:
     """``failed`` if a gate failed, else ``scored`` if a threshold failed, else ``passed``.
 
     None when no gate or threshold produced a result.
     """
-    gates = [g for g in gate_results if g is not None]
-    thresholds = [t for t in threshold_results if t is not None]
-    if not gates and not thresholds:
+    if not gate_results and not threshold_results:
         return None
-    if not all(g.passed for g in gates):
+    if not all(g.passed for g in gate_results):
         return "failed"
-    if not all(t.passed for t in thresholds):
+    if not all(t.passed for t in threshold_results):
         return "scored"
     return "passed"
+
+
+def _scorer_ids(plan: EvalPlan) -> inject:
+    return inject(scorer_ids=value(tuple(s.id for s in plan.all_scorers)))
+
+
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorer_ids)
+def usage(items: pd.DataFrame, scorer_ids: tuple[str, ...]) -> dict[str, ScorerUsage]:
+    """Judge calls, tokens and cost per scorer, and in total."""
+    return _judge_usage(items, scorer_ids)
+
+
+def _judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, ScorerUsage]:
+    """Sum the judge records in ``items`` per scorer; ``total`` sums them all."""
+    totals: dict[str, dict[str, float]] = {}
+    for sid in scorer_ids:
+        calls = input_tokens = output_tokens = total_tokens = 0
+        cost = 0.0
+        for text in items[f"{sid}.judge"].dropna():
+            for executions in json.loads(text).values():
+                for execution in executions:
+                    calls += execution.get("modelCallCount", 0)
+                    tokens = execution.get("usage") or {}
+                    input_tokens += tokens.get("inputTokens") or 0
+                    output_tokens += tokens.get("outputTokens") or 0
+                    total_tokens += tokens.get("totalTokens") or (
+                        (tokens.get("inputTokens") or 0) + (tokens.get("outputTokens") or 0)
+                    )
+                    cost += (execution.get("cost") or {}).get("totalUsd") or 0.0
+        if calls:
+            totals[sid] = {
+                "calls": calls,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "total_tokens": total_tokens,
+                "cost_usd": cost,
+            }
+    if totals:
+        totals["total"] = {
+            key: sum(t[key] for t in totals.values()) for key in next(iter(totals.values()))
+        }
+    return {key: ScorerUsage(**value) for key, value in totals.items()}
+
+
+def _definitions(plan: EvalPlan) -> inject:
+    return inject(scorer_definitions=value(plan.definitions()))
+
+
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_definitions)
+def eval_result(
+    scores: dict[str, float],
+    summary: Summary,
+    gate_results: list[GateResult],
+    threshold_results: list[ThresholdResult],
+    verdict: Verdict | None,
+    items: pd.DataFrame,
+    usage: dict[str, ScorerUsage],
+    dag_dot: str,
+    scorer_definitions: list[dict],
+) -> EvalResult:
+    """Everything the run produced, with the scorers' definitions and the DAG's DOT text."""
+    return EvalResult(
+        scores=scores,
+        summary=summary,
+        gate_results=gate_results,
+        threshold_results=threshold_results,
+        verdict=verdict,
+        items=items,
+        usage=usage,
+        scorers=scorer_definitions,
+        dag_dot=dag_dot,
+    )

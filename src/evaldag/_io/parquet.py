@@ -7,28 +7,21 @@ Files are written to a temporary name and renamed, so a crash never leaves half 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
-import tempfile
-from collections.abc import Collection
+import secrets
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from hamilton import registry
-from hamilton.io.data_adapters import DataSaver
 
 from evaldag._compat.js import json_text
-from evaldag._results.eval_result import EvalResult
 from evaldag.errors import EvalDagError
 
 _METADATA_KEY = b"evaldag"
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 
 
 def _is_plain_column(values: pd.Series) -> bool:
@@ -85,9 +78,11 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
     )
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        # Created here with the usual mode (0o666 less the umask), then written by Arrow.
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as error:
         raise EvalDagError(
             "INVALID_OUTPUT_PATH",
@@ -98,10 +93,9 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     os.close(handle)
     try:
         pq.write_table(table, temporary)
-        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp made it private; give it the usual mode
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     return path
 
@@ -148,26 +142,3 @@ def _decoded(value: Any, is_json: bool) -> Any:
     if not isinstance(value, str):
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
     return json.loads(value) if is_json else value
-
-
-@dataclasses.dataclass
-class EvalResultParquetWriter(DataSaver):
-    """Hamilton materializer for an ``EvalResult``: ``to.evaldag_parquet(path=...)``."""
-
-    path: str
-
-    @classmethod
-    def applicable_types(cls) -> Collection[type]:
-        return [EvalResult]
-
-    def save_data(self, data: EvalResult) -> dict[str, Any]:
-        written = data.to_parquet(self.path)
-        return {"path": str(written), "rows": len(data.items)}
-
-    @classmethod
-    def name(cls) -> str:
-        return "evaldag_parquet"
-
-
-if EvalResultParquetWriter not in registry.SAVER_REGISTRY.get("evaldag_parquet", []):
-    registry.register_adapter(EvalResultParquetWriter)

@@ -8,7 +8,6 @@ only the fields the step sets win.
 from __future__ import annotations
 
 import os
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
@@ -185,14 +184,8 @@ def resolved_judge(step_judge: Any, scorer_judge: Any, where: str) -> Judge:
     return judge
 
 
-#: The cache setting of judges that set none, while ``run_evals(cache=...)`` runs.
-RUN_CACHE: ContextVar[bool | str | Path | None] = ContextVar("evaldag_run_cache", default=None)
-
-
 def cache_directory(setting: bool | str | Path | None) -> Path | None:
     """Where a judge's reply cache lives, or None when caching is off."""
-    if setting is None:
-        setting = RUN_CACHE.get()
     if setting is False:
         return None
     if isinstance(setting, str | Path):

@@ -26,6 +26,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import Any
 
 from evaldag._judge.cache import judge_cache, request_key
@@ -63,9 +64,16 @@ RETRY_AFTER_CAP_SECONDS = 120.0
 
 
 async def judged_value(
-    step: PromptStep, stage: StageName, scorer_judge: Any, prompt: str
+    step: PromptStep,
+    stage: StageName,
+    scorer_judge: Any,
+    prompt: str,
+    run_cache: bool | str | Path | None = None,
 ) -> tuple[Any, JudgeExecution]:
     """The judge's answer to ``prompt`` for ``stage`` and the record of how it was obtained.
+
+    ``run_cache`` is the run's reply cache setting (``run_evals(cache=...)``), used when the
+    judge sets none.
 
     preprocess/analyze give the object validated against ``output_schema`` as plain JSON data,
     as Mastra stores it: for a pydantic model its dict by alias, with unknown keys dropped and the
@@ -89,7 +97,7 @@ async def judged_value(
     contract = step_contract(step, stage)
     try:
         endpoint = await _endpoint(judge)
-        cache = judge_cache(cache_directory(judge.cache))
+        cache = judge_cache(cache_directory(run_cache if judge.cache is None else judge.cache))
     except JudgeError:
         raise
     except EvalDagError as error:  # the local judge is not installed, the cache cannot open

@@ -27,6 +27,7 @@ class _Model(BaseModel):
 class ScoreAverage(_Model):
     """A scorer's items summed up: the mean of its scores and what was left out of it."""
 
+    scorer_id: str
     mean: float | None = Field(description="Mean of the numeric scores; None when there are none.")
     scored: int = Field(description="Items whose score entered the mean.")
     not_scorable: int = 0
@@ -146,13 +147,13 @@ class EvalResult(BaseModel):
 
     def visualize(self, path: str | Path | None = None) -> graphviz.Source:
         """The DAG this result came from; written to ``path`` (.png, .svg, .dot) if given."""
-        from evaldag._graph.eval_dag import rendered_definitions
+        from evaldag._graph.render import stored_picture
 
         if self.dag_dot is None:
             raise EvalDagError(
                 "EVALDAG_NO_DAG", "This result carries no DAG; it was not made by run_evals"
             )
-        return rendered_definitions(self.dag_dot, path)
+        return stored_picture(self.dag_dot, path)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EvalResult):

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evaldag._compat.js import camel
+from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
+from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -21,8 +24,6 @@ if TYPE_CHECKING:
     from hamilton import driver
 
     from evaldag._results.scorer_result import ScorerResult
-    from evaldag._scorer.run import ScorerRun
-    from evaldag._scorer.thresholds import ScorerWithThreshold
 
 
 class Scorer:
@@ -37,6 +38,7 @@ class Scorer:
         type: Any = None,
         judge: Any = None,
         prepare_run: Callable[..., Any] | None = None,
+        columns: tuple[str, ...] = (),
         steps: tuple[Step, ...] = (),
     ) -> None:
         if not id or not isinstance(id, str):
@@ -62,6 +64,7 @@ class Scorer:
         self._type = type
         self._judge = judge
         self._prepare_run = prepare_run
+        self._columns = _checked_columns(id, columns)
         self._steps = steps
 
     id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
@@ -70,6 +73,11 @@ class Scorer:
     type = property(lambda self: self._type, doc="'agent', 'trajectory' or None.")
     judge = property(lambda self: self._judge, doc="Judge settings shared by prompt steps.")
     prepare_run = property(lambda self: self._prepare_run)
+    columns = property(
+        lambda self: self._columns,
+        doc="Dataset columns the scorer reads besides the run's fields; each item's value is "
+        "on the run under the column's name (``run.contexts``).",
+    )
     steps = property(lambda self: self._steps, doc="The steps, in call order.")
 
     def __repr__(self) -> str:
@@ -89,6 +97,7 @@ class Scorer:
             "type": self._type,
             "judge": self._judge,
             "prepare_run": self._prepare_run,
+            "columns": self._columns,
             "steps": self._steps,
         }
         return Scorer(self._id, **{**fields, **changes})
@@ -124,8 +133,6 @@ class Scorer:
         ``with_threshold(0.7)`` asks for an average of at least 0.7;
         ``with_threshold(min=0.3, max=0.8)`` for one within [0.3, 0.8] (inclusive).
         """
-        from evaldag._scorer.thresholds import ScorerWithThreshold, validated_threshold
-
         if minimum is not None and (min is not None or max is not None):
             raise EvalDagError(
                 "INVALID_SCORER_THRESHOLD",
@@ -164,9 +171,9 @@ class Scorer:
 
     @cached_property
     def _driver(self) -> driver.Driver:
-        from evaldag._graph.scorer_dag import scorer_driver
+        from evaldag._graph.drivers import scorers_driver
 
-        return scorer_driver(self)
+        return scorers_driver([self])
 
     def run(
         self,
@@ -177,13 +184,14 @@ class Scorer:
         request_context: Any = None,
         ground_truth: Any = None,
         expected_trajectory: Any = None,
+        **columns: Any,
     ) -> ScorerResult:
         """Score one run through the scorer's DAG.
 
+        ``columns`` give the values of the dataset columns the scorer reads (``columns=``).
+
         :return: the result; raises ``ScorerRunError`` (with the partial result) when a step fails.
         """
-        from evaldag._scorer.run import ScorerRun
-
         return self.run_one(
             ScorerRun(
                 input=input,
@@ -192,12 +200,13 @@ class Scorer:
                 request_context=request_context,
                 ground_truth=ground_truth,
                 expected_trajectory=expected_trajectory,
+                **columns,
             )
         )
 
     def run_one(self, run: ScorerRun) -> ScorerResult:
         """Score a ready-made :class:`~evaldag.ScorerRun` (``run`` with its fields as a model)."""
-        from evaldag._graph.scorer_dag import scorer_outcomes
+        from evaldag._graph.drivers import scorer_outcomes
 
         self.require_generate_score()
         outcome = scorer_outcomes(self._driver, self, [run], concurrency=1)[0]
@@ -211,9 +220,13 @@ class Scorer:
 
     def visualize(self, path: str | None = None) -> graphviz.Digraph:
         """The scorer's DAG as a graphviz object; also written to ``path`` (.png, .svg, .dot)."""
-        from evaldag._graph.scorer_dag import rendered
+        from evaldag._graph.plan import EvalPlan
+        from evaldag._graph.render import full_picture, write_picture
 
-        return rendered(self._driver, [self], path)
+        picture = full_picture(self._driver, EvalPlan(scorers=(self,)))
+        if path is not None:
+            write_picture(picture, path)
+        return picture
 
 
 def create_scorer(
@@ -224,6 +237,7 @@ def create_scorer(
     type: Any = None,
     judge: Any = None,
     prepare_run: Callable[..., Any] | None = None,
+    columns: tuple[str, ...] = (),
 ) -> Scorer:
     """A scorer with no steps yet; add them with ``.preprocess`` … ``.generate_reason``.
 
@@ -231,7 +245,37 @@ def create_scorer(
     :param type: ``'agent'`` or ``'trajectory'`` (routing hints, as in Mastra), or None.
     :param judge: default judge for prompt steps: a ``Judge``, a dict or a litellm model string.
     :param prepare_run: transforms each run before the steps, e.g. ``filter_run(...)``.
+    :param columns: dataset columns the steps read beside the run's fields, e.g.
+        ``("contexts",)``: ``run_evals`` puts each item's value on the run (``run.contexts``)
+        and refuses data without the column.
     """
     return Scorer(
-        id, name=name, description=description, type=type, judge=judge, prepare_run=prepare_run
+        id,
+        name=name,
+        description=description,
+        type=type,
+        judge=judge,
+        prepare_run=prepare_run,
+        columns=columns,
     )
+
+
+def _checked_columns(scorer_id: str, columns: Any) -> tuple[str, ...]:
+    if isinstance(columns, str) or not all(
+        isinstance(c, str) and c and c not in ScorerRun.model_fields for c in columns
+    ):
+        raise EvalDagError(
+            "EVALDAG_INVALID_COLUMNS",
+            f"columns= of scorer '{scorer_id}' must be a tuple of dataset column names other "
+            f"than the run's own fields ({', '.join(ScorerRun.model_fields)}), got {columns!r}",
+            details={"scorerId": scorer_id},
+        )
+    return tuple(columns)
+
+
+@dataclass(frozen=True)
+class ScorerWithThreshold:
+    """A scorer whose average is checked against ``threshold`` (see ``Scorer.with_threshold``)."""
+
+    scorer: Scorer
+    threshold: ThresholdSpec

@@ -9,12 +9,19 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from evaldag.errors import EvalDagError
 
 StageName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
 STAGES: tuple[StageName, ...] = ("preprocess", "analyze", "generate_score", "generate_reason")
+#: What a stage's node holds: the runs after that step (``<scorer id>.<value name>``).
+STAGE_VALUES: dict[str, str] = {
+    "preprocess": "preprocessed",
+    "analyze": "analyzed",
+    "generate_score": "scored",
+    "generate_reason": "reasoned",
+}
 
 #: The parameter names a step may declare, and what each receives.
 INJECTABLE = {
@@ -150,6 +157,36 @@ class Step:
     @property
     def kind(self) -> Literal["function", "prompt"]:
         return "prompt" if isinstance(self.definition, PromptStep) else "function"
+
+    @property
+    def value_name(self) -> str:
+        """The name of the value this step's node holds: ``analyzed``, ``analyzed_2``, …"""
+        return STAGE_VALUES[self.stage] + self.node_name[len(self.stage) :]
+
+
+class ScorerSpec(Protocol):
+    """What the engine and the graphs read from a scorer (``Scorer`` is the one implementation)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def judge(self) -> Any: ...
+
+    @property
+    def prepare_run(self) -> Callable[..., Any] | None: ...
+
+    @property
+    def columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
 
 
 def step_definition(definition: Any, stage: StageName) -> FunctionStep | PromptStep:

@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evaldag.errors import EvalDagError
 
-if TYPE_CHECKING:
-    from evaldag._scorer.builder import Scorer
-
 #: A threshold as Mastra writes it: a minimum, or a dict with ``min`` and/or ``max``.
 ThresholdSpec = float | dict[str, float]
-
-
-@dataclass(frozen=True)
-class ScorerWithThreshold:
-    """A scorer whose average is checked against ``threshold`` (see ``Scorer.with_threshold``)."""
-
-    scorer: Scorer
-    threshold: ThresholdSpec
 
 
 def _describe(value: Any) -> str:

@@ -1,0 +1,166 @@
+"""Columns of runs through a scorer's steps: prepare_run, then each step in call order.
+
+Sync function steps run in a plain loop; async function steps and prompt steps run
+concurrently across rows, at most ``concurrency`` at a time. The graphs call these from one
+node per step (``evaldag._graph.scorer_dag``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from evaldag._engine.concurrency import gather_limited, gc_paused, run_sync
+from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
+from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.steps import (
+    FunctionStep,
+    NotScorable,
+    PromptStep,
+    ScorerSpec,
+    Step,
+    is_async_callable,
+)
+from evaldag.errors import EvalDagError
+
+
+def initial_state(run: ScorerRun) -> RunState:
+    """A run about to enter the steps, with a fresh UUID4 ``run_id`` when it has none."""
+    if not run.run_id:
+        run = run.model_copy(update={"run_id": str(uuid.uuid4())})
+    return RunState(run)
+
+
+def prepared_states(
+    runs: Iterable[ScorerRun], scorer: ScorerSpec, concurrency: int
+) -> list[RunState]:
+    """Each run after the scorer's ``prepare_run`` (sync or async), ready for the steps."""
+    prepare_run = scorer.prepare_run
+    if prepare_run is None:
+        with gc_paused():
+            return [initial_state(run) for run in runs]
+
+    def prepared(run: ScorerRun) -> RunState:
+        try:
+            value = prepare_run(run)
+            if hasattr(value, "__await__"):  # a sync function that returned a coroutine
+                value = run_sync(_awaited(value))
+            return initial_state(as_run(value))
+        except Exception as error:
+            return RunState(run).failed(scorer, "prepare_run", error)
+
+    async def prepared_async(run: ScorerRun) -> RunState:
+        try:
+            return initial_state(as_run(await prepare_run(run)))
+        except Exception as error:
+            return RunState(run).failed(scorer, "prepare_run", error)
+
+    if is_async_callable(prepare_run):
+        return run_sync(gather_limited((prepared_async(run) for run in runs), concurrency))
+    with gc_paused():
+        return [prepared(run) for run in runs]
+
+
+def as_run(value: Any) -> ScorerRun:
+    """A prepare_run result as a ScorerRun; it may return a ScorerRun or a Mastra-shaped dict."""
+    if isinstance(value, ScorerRun):
+        return value
+    if isinstance(value, dict):
+        return ScorerRun.model_validate(value)
+    raise EvalDagError(
+        "EVALDAG_INVALID_PREPARED_RUN",
+        f"prepare_run must return a ScorerRun or a dict with an 'output' key, got "
+        f"{type(value).__name__}",
+    )
+
+
+def advanced_states(
+    states: Sequence[RunState],
+    scorer: ScorerSpec,
+    step: Step,
+    concurrency: int,
+    judge_cache: bool | str | Path | None = None,
+) -> list[RunState]:
+    """Each state after ``step``; finished states pass through untouched.
+
+    Sync function steps run in a plain loop. Async function steps and prompt steps run
+    concurrently across rows, at most ``concurrency`` at a time.
+
+    :param judge_cache: the run's reply cache, for judges that set none (see ``run_evals``).
+    """
+    definition = step.definition
+    if isinstance(definition, FunctionStep) and not definition.is_async:
+        return _advanced_sync(states, scorer, step, definition)
+    pending = [i for i, state in enumerate(states) if not state.done]
+    done = run_sync(
+        gather_limited(
+            (_advanced_async(states[i], scorer, step, judge_cache) for i in pending), concurrency
+        )
+    )
+    advanced = list(states)
+    for i, state in zip(pending, done, strict=True):
+        advanced[i] = state
+    return advanced
+
+
+def _advanced_sync(
+    states: Sequence[RunState], scorer: ScorerSpec, step: Step, definition: FunctionStep
+) -> list[RunState]:
+    # The hot loop of a columnar run: the common case (a plain value) is inlined, with the
+    # completed-steps tuples shared between rows; anything else goes through RunState.advanced.
+    fn = definition.fn
+    getters = tuple((name, STEP_INPUTS[name]) for name in definition.parameters)
+    stage, key, scores = step.stage, step.result_key, step.stage == "generate_score"
+    completed_after: dict[tuple[str, ...], tuple[str, ...]] = {}
+    advanced = []
+    with gc_paused():
+        for state in states:
+            if state.error is None and state.not_scorable is None:
+                try:
+                    value = fn(**{name: get(state) for name, get in getters})
+                    if type(value) is NotScorable or hasattr(value, "__await__"):
+                        if type(value) is not NotScorable:  # a sync function returned a coroutine
+                            value = run_sync(_awaited(value))
+                        state = state.advanced(step, value)
+                    else:
+                        if scores:
+                            value = validated_score(value)
+                        completed = completed_after.get(state.completed)
+                        if completed is None:
+                            completed = completed_after[state.completed] = (*state.completed, stage)
+                        state = RunState(
+                            state.run,
+                            {**state.results, key: value},
+                            state.prompts,
+                            state.judge,
+                            completed,
+                        )
+                except Exception as error:
+                    state = state.failed(scorer, stage, error)
+            advanced.append(state)
+    return advanced
+
+
+async def _advanced_async(
+    state: RunState, scorer: ScorerSpec, step: Step, judge_cache: bool | str | Path | None
+) -> RunState:
+    definition = step.definition
+    try:
+        if isinstance(definition, PromptStep):
+            from evaldag._judge.transport import judged_value
+
+            prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
+            value, execution = await judged_value(
+                definition, step.stage, scorer.judge, prompt, judge_cache
+            )
+            return state.advanced(step, value, prompt=prompt, execution=execution)
+        value = await _awaited(definition.fn(**state.inputs(definition.parameters)))
+        return state.advanced(step, value)
+    except Exception as error:
+        return state.failed(scorer, step.stage, error, getattr(error, "execution", None))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value if hasattr(value, "__await__") else value

@@ -1,0 +1,97 @@
+"""Hamilton drivers over the graph modules, and the Parquet materializer of an eval result."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from hamilton import driver, registry
+from hamilton.execution import executors
+from hamilton.execution.executors import TaskExecutor
+from hamilton.io.data_adapters import DataSaver
+
+from evaldag._graph import eval_dag, scorer_dag, verdict
+from evaldag._graph.plan import EvalPlan, last_node
+from evaldag._graph.scorer_dag import JudgeCacheSetting
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.steps import ScorerSpec
+
+if TYPE_CHECKING:
+    from evaldag._results.scorer_result import ScorerResult
+    from evaldag._scorer.run import ScorerRun
+    from evaldag.errors import ScorerRunError
+
+
+def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.Driver:
+    """One driver for the whole eval: every scorer and gate, items and the verdict.
+
+    :param executor: a Hamilton task executor (Dask, Ray) to run row batches on; the graph then
+        fans out over ``dataset: Parallelizable`` batches of the ``data`` input and collects
+        them into ``items``.
+    """
+    builder = (
+        driver.Builder()
+        .with_modules(eval_dag, scorer_dag, verdict)
+        .with_config(plan.config(distributed=executor is not None))
+    )
+    if executor is not None:
+        builder = (
+            builder.enable_dynamic_execution(allow_experimental_mode=True)
+            .with_local_executor(executors.SynchronousLocalTaskExecutor())
+            .with_remote_executor(executor)
+        )
+    return builder.build()
+
+
+def scorers_driver(scorers: Sequence[ScorerSpec]) -> driver.Driver:
+    """A driver over the DAGs of ``scorers``; its inputs are ``runs``, ``concurrency`` and
+    ``judge_cache``."""
+    plan = EvalPlan(scorers=tuple(scorers))
+    return driver.Builder().with_modules(scorer_dag).with_config(plan.config()).build()
+
+
+def scorer_outcomes(
+    dr: driver.Driver,
+    scorer: ScorerSpec,
+    runs: Sequence[ScorerRun],
+    *,
+    concurrency: int,
+    judge_cache: JudgeCacheSetting = None,
+) -> list[ScorerResult | ScorerRunError]:
+    """Run ``runs`` through ``scorer``'s nodes in ``dr``: one result or error per run."""
+    node = last_node(scorer)
+    inputs = {
+        "runs": pd.Series(list(runs), dtype=object),
+        "concurrency": concurrency,
+        "judge_cache": judge_cache,
+    }
+    return [state.outcome() for state in dr.execute([node], inputs=inputs)[node]]
+
+
+@dataclasses.dataclass
+class EvalResultParquetWriter(DataSaver):
+    """Hamilton materializer for an ``EvalResult``: ``to.evaldag_parquet(path=...)``."""
+
+    path: str
+
+    @classmethod
+    def applicable_types(cls) -> Collection[type]:
+        return [EvalResult]
+
+    def save_data(self, data: EvalResult) -> dict[str, Any]:
+        written = data.to_parquet(self.path)
+        return {"path": str(written), "rows": len(data.items)}
+
+    @classmethod
+    def name(cls) -> str:
+        return "evaldag_parquet"
+
+
+def registered_parquet_writer() -> str:
+    """Register the ``evaldag_parquet`` materializer with Hamilton (once); return its name."""
+    name = EvalResultParquetWriter.name()
+    if EvalResultParquetWriter not in registry.SAVER_REGISTRY.get(name, []):
+        registry.register_adapter(EvalResultParquetWriter)
+    return name

@@ -1,0 +1,72 @@
+"""What one eval's graph is built from: scorers (with thresholds), gates and a target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaldag._scorer.steps import ScorerSpec
+from evaldag._scorer.thresholds import ThresholdSpec
+
+
+def last_node(scorer: ScorerSpec) -> str:
+    """The name of the scorer's last step node: its runs as they end."""
+    return f"{scorer.id}.{scorer.steps[-1].value_name}"
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """The scorers, gates, thresholds and target of one eval; the graph's configuration."""
+
+    scorers: tuple[ScorerSpec, ...]
+    gates: tuple[ScorerSpec, ...] = ()
+    thresholds: dict[str, ThresholdSpec] = field(default_factory=dict)
+    target: Callable[..., Any] | None = None
+
+    @property
+    def all_scorers(self) -> tuple[ScorerSpec, ...]:
+        """Scorers, then gates: every scorer whose nodes the graph holds."""
+        return (*self.scorers, *self.gates)
+
+    @property
+    def gate_ids(self) -> tuple[str, ...]:
+        return tuple(g.id for g in self.gates)
+
+    @property
+    def scorer_ids(self) -> tuple[str, ...]:
+        """The ids of the scorers that are not gates."""
+        return tuple(s.id for s in self.scorers)
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """JSON-ready description of every scorer and gate, kept with the results."""
+        gate_ids = set(self.gate_ids)
+        return [
+            {
+                "id": s.id,
+                "name": s.name,
+                "description": s.description,
+                "role": "gate" if s.id in gate_ids else "scorer",
+                "threshold": self.thresholds.get(s.id),
+                "steps": [{"name": st.stage, "type": st.kind} for st in s.steps],
+            }
+            for s in self.all_scorers
+        ]
+
+    def config(self, *, distributed: bool = False) -> dict[str, Any]:
+        """The Hamilton config of the eval graph: this plan, and what ``@config.when`` tests."""
+        return {
+            "hamilton.enable_power_user_mode": True,  # per-scorer nodes come from @resolve
+            "plan": self,
+            "has_target": self.target is not None,
+            "has_scorers": bool(self.scorers),
+            "has_gates": bool(self.gates),
+            "has_thresholds": bool(self.thresholds),
+            "distributed": distributed,
+        }
+
+    def __repr__(self) -> str:  # shown by Hamilton where config values are listed
+        return (
+            f"EvalPlan(scorers={list(self.scorer_ids)}, gates={list(self.gate_ids)}, "
+            f"thresholds={sorted(self.thresholds)}, target={self.target is not None})"
+        )

@@ -1,0 +1,196 @@
+"""The house: no import cycles, Hamilton only in the graphs, small modules, imports change nothing.
+
+The import graph is read from the source (AST), so a function-level import counts as an edge;
+imports under ``if TYPE_CHECKING:`` do not, since they never run.
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "evaldag"
+MAX_LINES = 600
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imported_names(module: str, path: Path) -> set[str]:
+    """Every module name ``module`` imports, at any depth of its code."""
+    found: set[str] = set()
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return found
+
+
+NAMES = {module: _imported_names(module, path) for module, path in MODULES.items()}
+
+
+def _edges(module: str, names: set[str]) -> set[str]:
+    """The evaldag modules that importing ``names`` runs."""
+    edges = set()
+    for name in names:
+        parts = name.split(".")
+        # Importing a.b.c runs a and a.b too; a module's own packages are already running.
+        for end in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:end])
+            if prefix in MODULES and prefix != module and not module.startswith(prefix + "."):
+                edges.add(prefix)
+    return edges
+
+
+IMPORTS = {module: _edges(module, names) for module, names in NAMES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return components
+
+
+def test_the_import_graph_has_no_cycle():
+    assert _cycles(IMPORTS) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _modules_importing(package: str) -> list[str]:
+    return sorted(
+        m
+        for m, names in NAMES.items()
+        if any(n == package or n.startswith(package + ".") for n in names)
+    )
+
+
+def test_only_the_graphs_use_hamiltons_decorators():
+    users = _modules_importing("hamilton.function_modifiers")
+    assert users and all(m.startswith("evaldag._graph.") for m in users), users
+
+
+@pytest.mark.parametrize("layer", ["evaldag._scorer", "evaldag._engine", "evaldag._results"])
+def test_scorers_engine_and_results_run_without_hamilton(layer):
+    assert [m for m in _modules_importing("hamilton") if m.startswith(layer)] == []
+
+
+@pytest.mark.parametrize("layer", ["evaldag._engine", "evaldag._graph"])
+def test_engine_and_graphs_read_scorers_through_the_protocol(layer):
+    users = [
+        m
+        for m, edges in IMPORTS.items()
+        if m.startswith(layer) and edges & {"evaldag._scorer.builder"}
+    ]
+    assert users == []
+
+
+def test_no_temporary_modules():
+    assert [m for m, path in MODULES.items() if "create_temporary_module" in path.read_text()] == []
+
+
+def test_every_module_reads_at_once():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_importing_every_module_changes_nothing_global():
+    """No umask flip, no Hamilton adapter registered, no logging or litellm settings changed."""
+    probe = f"""
+import importlib, json, logging, os
+import hamilton.io.materialization  # Hamilton registers its own savers when first imported
+from hamilton import registry
+
+def state():
+    umask = os.umask(0o022); os.umask(umask)
+    loggers = {{n: (l.level, len(l.handlers)) for n, l in logging.root.manager.loggerDict.items()
+               if isinstance(l, logging.Logger)}}
+    return {{"umask": umask, "savers": sorted(registry.SAVER_REGISTRY),
+            "root": [logging.root.level, len(logging.root.handlers)],
+            "env": sorted(os.environ), "loggers": loggers}}
+
+os.umask(0o027)
+before = state()
+for name in {sorted(MODULES)!r}:
+    if name != "evaldag.__main__":
+        importlib.import_module(name)
+after = state()
+new_loggers = set(after["loggers"]) - set(before["loggers"])
+for name in new_loggers:  # loggers that libraries create at import are fine if left untouched
+    if not name.startswith("evaldag"):
+        after["loggers"].pop(name)
+print(json.dumps({{"before": before, "after": after}}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    states = json.loads(done.stdout.splitlines()[-1])
+    before, after = states["before"], states["after"]
+    for key in ("umask", "savers", "root", "env"):
+        assert after[key] == before[key], key
+    changed = {
+        name: level
+        for name, level in after["loggers"].items()
+        if before["loggers"].get(name, level) != level
+        or (name.startswith("evaldag") and level != [0, 0])
+    }
+    assert changed == {}
