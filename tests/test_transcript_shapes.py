@@ -765,6 +765,7 @@ def test_trajectory_scorers_extract_the_trajectory_of_messages():
             "None",
         ),
         ([{"role": "human", "content": "hi"}], "output[0].role", "'human'"),
+        ([{"type": "ai", "content": "hi"}], "output[0].type", "'ai'"),
         (
             [{"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}],
             "output[0].content[0]",

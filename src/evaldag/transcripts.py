@@ -10,6 +10,11 @@ so they stay cheap over large datasets. Beyond Mastra, which ignores them, strin
 messages: a string input is one user message, a string output one assistant message, and a string
 inside a list of messages is a message of that list's role (user for input and history, assistant
 for output). On Mastra-shaped data the results are Mastra's.
+
+Other transcript shapes (OpenAI chat messages, compact ``toolInvocations`` messages, values read
+back from Parquet) are read into Mastra's shape once, when a ``ScorerRun`` is made
+(``docs/transcripts.md``): scorers get them that way, and ``ScorerRun(output=...).output`` gives
+them so for a direct call of these helpers.
 """
 
 from __future__ import annotations

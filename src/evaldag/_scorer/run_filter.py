@@ -141,7 +141,10 @@ def filter_run(
 
     Messages are filtered in ``input.rememberedMessages`` and in ``output`` (when it is a list);
     ``inputMessages``, ``systemMessages`` and ``taggedSystemMessages`` are never touched, and
-    messages without a ``content.parts`` list (strings, string content) are always kept.
+    messages without a ``content.parts`` list (strings, Mastra's ``{id, role, content: str}``)
+    are always kept. Only parts are read, as in Mastra; as a ``prepare_run`` it gets the run as
+    ``ScorerRun`` read it (``docs/transcripts.md``), where chat and OpenAI messages have parts and
+    every tool call is in them.
 
     :param part_types: keep a message only if one of its parts' types starts with one of these
         (``'data-'`` keeps every data part; ``[]`` keeps only messages without parts).

@@ -228,6 +228,12 @@ def _canonical_message(
     if given_role == "tool":
         _join_tool_result(message, path, calls)
         return _JOINED
+    if given_role is None and message.get("type") is not None:
+        raise _malformed(
+            f"{path}.type",
+            f"is {message['type']!r} and the message has no role: messages that say who speaks "
+            "by a type (LangChain's 'human', 'ai') are not read; give a role",
+        )
     if (
         given_role in _MASTRA_ROLES
         and isinstance(content, str)

@@ -1,8 +1,9 @@
 """Trajectory scorers (code): accuracy against expected steps, and the unified trajectory score
 over accuracy, efficiency, blacklist and tool failures (Mastra's ``create*ScorerCode``).
 
-``run.output`` is the trajectory (``{"steps": [...]}`` or a list of steps); a dataset item's
-``run.expected_trajectory`` (a trajectory expectation: ``steps``, ``ordering``, budgets ...)
+``run.output`` is the trajectory (``{"steps": [...]}`` or a list of steps) or the agent's
+messages, whose tool calls become ``tool_call`` steps (Mastra's ``extractTrajectory``); a dataset
+item's ``run.expected_trajectory`` (a trajectory expectation: ``steps``, ``ordering``, budgets ...)
 overrides the scorer's own settings.
 """
 
