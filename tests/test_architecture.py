@@ -154,6 +154,7 @@ def test_every_module_reads_at_once():
     assert long == {}
 
 
+@pytest.mark.slow
 def test_importing_every_module_changes_nothing_global():
     """No umask flip, no Hamilton adapter registered, no logging or litellm settings changed."""
     probe = f"""

@@ -665,6 +665,7 @@ def test_cli_names_an_unwritable_out(length_eval, tmp_path):
     _cli_refused(code, stderr, "out")
 
 
+@pytest.mark.slow
 def test_cli_in_a_subprocess_prints_one_line_not_a_traceback(tmp_path):
     data = tmp_path / "data.jsonl"
     data.write_text('{"input": "q", "output": "a"}\n{"output": "no input"}\n')

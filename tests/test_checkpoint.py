@@ -47,6 +47,7 @@ def _start(tmp_path: Path, checkpoint: Path, log: Path, delay: float) -> subproc
     return subprocess.Popen([sys.executable, str(script), str(checkpoint), str(log), str(delay)])
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_repeats_no_finished_item(tmp_path):
     checkpoint, log = tmp_path / "run.parquet", tmp_path / "calls.log"
     parts = tmp_path / "run.parquet.partial"

@@ -58,6 +58,7 @@ def _evaldag(*args: str, cwd: Path, path: str | None = None) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("scorers", "gates", "code", "verdict"),
     [
@@ -77,6 +78,7 @@ def test_run_exit_code_follows_the_verdict(tmp_path, scorers, gates, code, verdi
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_run_configuration_error_exits_3_with_a_message_and_no_traceback(tmp_path):
     eval_file = _write_eval(tmp_path, scorers="exact, exact")
     done = _evaldag("run", eval_file, "--data", _write_data(tmp_path), cwd=tmp_path)
@@ -86,6 +88,7 @@ def test_run_configuration_error_exits_3_with_a_message_and_no_traceback(tmp_pat
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_run_writes_results_and_dot_dag(tmp_path):
     eval_file = _write_eval(
         tmp_path, scorers="exact.with_threshold(0.5)", gates="checks.matches(r'^[A-Z]')"
@@ -110,6 +113,7 @@ def test_run_writes_results_and_dot_dag(tmp_path):
     assert "verdict" in dot
 
 
+@pytest.mark.slow
 def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path):
     """Without Graphviz's ``dot`` on PATH a PNG cannot be drawn: exit 3 before any scoring."""
     eval_file = tmp_path / "eval.py"
@@ -137,6 +141,7 @@ def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path):
     assert not (tmp_path / "dag.png").exists()
 
 
+@pytest.mark.slow
 def test_run_eval_module_with_a_target(tmp_path):
     """EVAL as a module importable from the working directory; its target makes the outputs."""
     package = tmp_path / "evals"
@@ -289,6 +294,7 @@ scorers = [evaldag.create_scorer("slow").analyze(judged).generate_score(lambda: 
 """
 
 
+@pytest.mark.slow
 def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path):
     import signal
     import time

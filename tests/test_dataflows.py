@@ -408,6 +408,7 @@ def test_rag_answer_quality_names_missing_columns():
 # --- the __main__ smoke examples -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("dot") is None, reason="drawing dag.png needs Graphviz's dot")
 @pytest.mark.parametrize("name", NAMES)
 def test_main_block_draws_the_dag_and_runs_the_smoke_example(name, tmp_path):

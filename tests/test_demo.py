@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from judge_server import API_KEY
 
 from evaldag import EvalResult
@@ -35,6 +36,7 @@ def _demo(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
     )
 
 
+@pytest.mark.slow
 def test_demo_on_a_fresh_machine(tmp_path):
     """No Graphviz and no local judge: the LLM part is skipped with one line, dag.dot is
     written instead of dag.png, the demo exits 0 whatever its verdict."""
@@ -75,6 +77,7 @@ def test_demo_on_a_fresh_machine(tmp_path):
     assert '<svg class="stages"' in page
 
 
+@pytest.mark.slow
 def test_demo_with_a_judge(tmp_path, judge_server):
     def schema_names(word):
         return lambda request: word in json.dumps(request.response_format or {})

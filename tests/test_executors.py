@@ -34,6 +34,7 @@ def _same(a, b):
     return a.to_dict() == b.to_dict() and a.items[columns].equals(b.items[columns])
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_local_result():
     pytest.importorskip("distributed")
     local = run_evals(DATA, **_config())

@@ -3,6 +3,7 @@ leaves input and system messages alone, applies limits after filtering, and is i
 
 import copy
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,6 +91,7 @@ def _has_parts(message):
     return isinstance(message, dict) and isinstance(message.get("content"), dict)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(runs(), options)
 def test_filtering_only_removes_keeps_order_and_respects_limits(run, chosen):

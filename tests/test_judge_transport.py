@@ -46,6 +46,7 @@ def _waits(server, caplog) -> list[tuple[float, float]]:
     return list(zip(planned, [b - a for a, b in zip(times, times[1:], strict=False)], strict=True))
 
 
+@pytest.mark.slow
 def test_429_is_retried_after_retry_after_seconds(judge_server, caplog):
     judge_server.script(rate_limited(retry_after=1), {"score": 0.5})
     with caplog.at_level(logging.INFO, logger="evaldag._judge.transport"):
@@ -68,6 +69,7 @@ def test_retry_after_ms_header_is_honoured(judge_server, caplog):
     assert gap >= planned
 
 
+@pytest.mark.slow
 def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server, caplog):
     judge_server.script(server_error(500), server_error(503), malformed_body(), {"score": 1})
     with caplog.at_level(logging.INFO, logger="evaldag._judge.transport"):
@@ -128,6 +130,7 @@ def test_refusals_are_not_retried_and_name_model_and_url(judge_server, status, n
     assert API_KEY not in json.dumps(raised.value.result.to_dict())
 
 
+@pytest.mark.slow
 def test_timeout_is_retried_then_fails(judge_server):
     judge_server.reply = hanging(5)
     scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, timeout=0.3, max_retries=1))

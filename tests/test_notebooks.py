@@ -10,6 +10,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NAMES = ["quickstart.ipynb", "llm_judges.ipynb"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_without_errors(name):
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)

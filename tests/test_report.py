@@ -170,6 +170,7 @@ def test_report_is_self_contained(result, monkeypatch):
     assert "url(" not in page.replace("url(#arrow)", "")
 
 
+@pytest.mark.slow
 def test_report_command_reads_a_results_file(result, tmp_path):
     results = tmp_path / "run" / "results.parquet"
     result.to_parquet(results)
@@ -216,6 +217,7 @@ def _pixels_near(image, colour) -> int:
     return sum(count for count, pixel in image.getcolors(maxcolors=1 << 20) if _near(pixel, colour))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     CHROMIUM is None,
     reason="Debian's chromium package is not installed (apt-get install -y chromium); the "
