@@ -766,6 +766,7 @@ def test_trajectory_scorers_extract_the_trajectory_of_messages():
         ),
         ([{"role": "human", "content": "hi"}], "output[0].role", "'human'"),
         ([{"type": "ai", "content": "hi"}], "output[0].type", "'ai'"),
+        ([{"id": "m", "content": {"format": 2, "parts": []}}], "output[0].role", "None"),
         (
             [{"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}],
             "output[0].content[0]",
@@ -837,13 +838,14 @@ def test_a_check_on_a_value_that_is_no_transcript_fails_the_item_not_scores_it()
     with pytest.raises(ScorerRunError) as raised:
         checks.did_not_call("search").run(output={"steps": [{"name": "search"}]})
     assert raised.value.cause.id == "EVALDAG_INVALID_RUN_OUTPUT"
-    result = run_evals(
-        pd.DataFrame({"input": ["q"], "output": [{"answer": "Paris"}]}),
-        scorers=[checks.did_not_call("search")],
-        progress=False,
-    )
-    assert result.items["check-did-not-call.score"].isna().all()
-    assert "run.output must be a string" in result.items["check-did-not-call.error"][0]
+    data = pd.DataFrame({"input": ["q", "q"], "output": [{"answer": "Paris"}, "no tools"]})
+    try:
+        result = run_evals(data, scorers=[checks.did_not_call("search")], progress=False)
+    except EvalDagError as error:  # when failing items end the run: still not a score
+        assert "run.output must be a string, a message or a list" in str(error)
+    else:
+        assert result.items["check-did-not-call.score"].isna().tolist() == [True, False]
+        assert "run.output must be a string" in result.items["check-did-not-call.error"][0]
 
 
 @pytest.mark.parametrize(

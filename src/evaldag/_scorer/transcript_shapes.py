@@ -63,10 +63,10 @@ def canonical_transcript(value: Any, field: str) -> Any:
     kind = type(value)
     if kind in _SCALARS or (kind is list and _all_canonical(value)):
         return value
-    if kind is dict and field == "input" and any(key in value for key in _INPUT_LISTS):
-        return _canonical_agent_input(value)
     if _foreign(value):
         value = plain_data(value)
+    elif isinstance(value, BaseModel) and not isinstance(value, MastraModel):
+        value = _dumped(value) or value
     role = "user" if field == "input" else "assistant"
     if isinstance(value, MastraModel):
         return _model_with_calls_in_parts(value)
@@ -74,11 +74,8 @@ def canonical_transcript(value: Any, field: str) -> Any:
         if any(_message_like(item) for item in value):
             return _canonical_messages(value, role, field)
         return python_data(value)
-    if isinstance(value, BaseModel):
-        dumped = _dumped(value)
-        return _canonical_message(dumped, role, 0, field, {}) if dumped is not None else value
     if isinstance(value, Mapping):
-        if field == "input" and any(key in value for key in _INPUT_LISTS):
+        if field == "input" and not value.keys().isdisjoint(_INPUT_LISTS):
             return _canonical_agent_input(value)
         if _message_like(value):
             return _canonical_message(value, role, 0, field, {})
@@ -118,11 +115,16 @@ def plain_data(value: Any) -> Any:
 def is_messages(value: Any) -> bool:
     """Whether ``value`` is a message, or a list holding a message and only messages, strings
     and ``None``."""
-    if isinstance(value, list | tuple):
-        return any(map(_message_like, value)) and all(
-            item is None or isinstance(item, str) or _message_like(item) for item in value
-        )
-    return _message_like(value)
+    if not isinstance(value, list | tuple):
+        return _message_like(value)
+    found = False
+    for item in value:
+        if item is None or type(item) is str:
+            continue
+        if not _message_like(item):
+            return False
+        found = True
+    return found
 
 
 def checked_transcript(value: Any, reader: str, field: str = "run.output") -> Any:
@@ -174,6 +176,8 @@ def _all_canonical(messages: list[Any]) -> bool:
             content = message.get("content")
             if type(content) is not dict or type(content.get("parts", _NO_PARTS)) is not list:
                 return False
+            if message.get("role") not in _MASTRA_ROLES:
+                return False
             if content.get("toolInvocations") is not None and not _legacy_calls_in_parts(content):
                 return False
         elif type(message) is not Message or message.content.tool_invocations:
@@ -217,6 +221,12 @@ def _canonical_message(
         raise _malformed(path, f"is not a message: got {described(message)}")
     content = message.get("content")
     if isinstance(content, Mapping):
+        if message.get("role") not in _MASTRA_ROLES:
+            raise _malformed(
+                f"{path}.role",
+                f"is {message.get('role')!r}; a message with Mastra's content object "
+                "{format: 2, parts} has role user, assistant, system or signal",
+            )
         # From Parquet, parts arrive as a numpy array: then the whole message is Arrow's.
         if type(content.get("parts", [])) is not list or _foreign(content.get("toolInvocations")):
             message = plain_data(message)
@@ -439,12 +449,13 @@ def _legacy_calls_in_parts(content: Mapping[str, Any]) -> bool:
         return True
     if not isinstance(legacy, list):
         return False
-    part_ids = set()
-    for part in content.get("parts") or ():
-        if type(part) is dict and part.get("type") == "tool-invocation":
-            invocation = part.get("toolInvocation")
-            if type(invocation) is dict:
-                part_ids.add(invocation.get("toolCallId"))
+    part_ids = {
+        part["toolInvocation"].get("toolCallId")
+        for part in content.get("parts") or ()
+        if type(part) is dict
+        and part.get("type") == "tool-invocation"
+        and type(part.get("toolInvocation")) is dict
+    }
     for invocation in legacy:
         if type(invocation) is dict:
             call_id = invocation.get("toolCallId")
@@ -494,6 +505,8 @@ def _canonical_agent_input(value: Mapping[str, Any]) -> Any:
             continue
         if key not in _INPUT_LISTS:
             read = python_data(given)
+        elif kind is list and _all_canonical(given):
+            continue
         else:
             item = plain_data(given) if _foreign(given) else given
             if isinstance(item, list | tuple):
@@ -509,14 +522,14 @@ def _canonical_agent_input(value: Mapping[str, Any]) -> Any:
 
 
 def _message_like(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        return any(key in value for key in _MESSAGE_KEYS)
+    if type(value) is dict or isinstance(value, Mapping):
+        return "role" in value or "content" in value or any(key in value for key in _MESSAGE_KEYS)
     if isinstance(value, Message):
         return True
     return (
         isinstance(value, BaseModel)
         and not isinstance(value, MastraModel)
-        and ("role" in type(value).model_fields)
+        and "role" in type(value).model_fields
     )
 
 
