@@ -86,12 +86,15 @@ def _scorer(scorer_id="s"):
 DATA = pd.DataFrame({"input": ["a", "b", "c"], "output": ["x", "xx", "xxx"]})
 
 
+CALLS = []  # a global, not a closure: what a step closes over is part of the scorer's fingerprint
+
+
 def test_finished_checkpoint_is_reused(tmp_path):
-    calls = []
-    counting = create_scorer("s").generate_score(lambda run: calls.append(1) or 0.5)
+    CALLS.clear()
+    counting = create_scorer("s").generate_score(lambda run: CALLS.append(1) or 0.5)
     first = run_evals(DATA, scorers=[counting], checkpoint=tmp_path / "run.parquet")
     again = run_evals(DATA, scorers=[counting], checkpoint=tmp_path / "run.parquet")
-    assert len(calls) == 3
+    assert len(CALLS) == 3
     assert again == first
 
 

@@ -10,7 +10,15 @@ import pandas as pd
 import pytest
 
 import evaldag
-from evaldag import EvalDagError, EvalResult, PromptStep, create_scorer, not_scorable, run_evals
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    PromptStep,
+    UntrustworthyRunError,
+    create_scorer,
+    not_scorable,
+    run_evals,
+)
 from evaldag._eval.progress import ProgressBar
 
 
@@ -179,27 +187,31 @@ def test_average_is_plain_left_to_right_sum():
 
 
 def test_gate_passes_only_at_one():
+    # A gate scoring 2 is an error here, not a pass (tests/test_misconfiguration.py).
     result = run_evals(
         DATA,
-        gates=[
-            constant("ok", 1),
-            by_output("almost", {"a": 1, "b": 1, "c": 0.999}),
-            constant("two", 2),
-        ],
+        gates=[constant("ok", 1), by_output("almost", {"a": 1, "b": 1, "c": 0.999})],
     )
-    assert [(g.id, g.passed) for g in result.gate_results] == [
-        ("ok", True),
-        ("almost", False),
-        ("two", True),
-    ]
+    assert [(g.id, g.passed) for g in result.gate_results] == [("ok", True), ("almost", False)]
     assert result.verdict == "failed"
     assert result.scores == {}
 
 
-def test_gate_with_only_not_scorable_items_is_left_out():
-    result = run_evals(DATA, gates=[constant("ns", not_scorable())], scorers=[constant("s", 1)])
-    assert result.gate_results == []
-    assert result.verdict is None
+def test_gate_or_threshold_with_no_scorable_item_fails_and_says_why():
+    """Mastra leaves such a gate or threshold out, which can turn a red run green."""
+    result = run_evals(
+        DATA,
+        gates=[constant("ns", not_scorable())],
+        scorers=[constant("nothing", not_scorable()).with_threshold(0.5), constant("s", 1)],
+    )
+    (gate,) = result.gate_results
+    assert (gate.passed, gate.reason) == (False, "no item could be scored (3 not scorable)")
+    (threshold,) = result.threshold_results
+    assert (threshold.passed, threshold.reason) == (
+        False,
+        "no item could be scored (3 not scorable)",
+    )
+    assert result.verdict == "failed"
 
 
 def test_threshold_bounds_are_inclusive_and_verdict_is_scored():
@@ -251,7 +263,10 @@ def test_recovered_score_stays_in_the_row_but_out_of_the_average():
         raise ValueError("no reason")
 
     scorer = constant("s", 0.2).generate_reason(reason)
-    result = run_evals(DATA.head(1), scorers=[scorer, constant("t", 1)])
+    # failing on every item makes the run untrustworthy; the error keeps what was computed
+    with pytest.raises(UntrustworthyRunError) as raised:
+        run_evals(DATA.head(1), scorers=[scorer, constant("t", 1)])
+    result = raised.value.result
     row = result.items.iloc[0]
     assert row["s.score"] == 0.2
     assert row["s.error"] == "Scorer Run Failed: no reason"

@@ -26,7 +26,7 @@ import litellm
 import pytest
 from judge_server import JudgeServer, Reply
 
-from evaldag import EvalDagError, EvalResult, Judge, run_evals
+from evaldag import EvalDagError, EvalResult, Judge, UntrustworthyRunError, run_evals
 from evaldag._cli.main import main as cli_main
 from evaldag._report.html import report_html, write_report
 from evaldag.scorers import faithfulness
@@ -200,7 +200,10 @@ def test_a_refused_key_stays_out_of_the_errors(
     server.reset()
     server.reply = _refusal(key)
 
-    recorded = run_evals(DATA[:1], scorers=[scorer], out=tmp_path / "out.parquet")
+    with pytest.raises(UntrustworthyRunError) as untrustworthy:  # it failed on every item
+        run_evals(DATA[:1], scorers=[scorer], out=tmp_path / "out.parquet")
+    _clean_error("run_evals (every item failed)", untrustworthy.value)
+    recorded = untrustworthy.value.result
     assert _keys_received(server) == {key}
     assert "401" in recorded.items["faithfulness-scorer.error"].iloc[0]
     _clean_result("recorded 401", recorded)

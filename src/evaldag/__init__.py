@@ -14,6 +14,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "EvalDagError": "evaldag.errors",
     "ScorerRunError": "evaldag.errors",
+    "UntrustworthyRunError": "evaldag.errors",
     "ScorerRun": "evaldag._scorer.run",
     "ScorerResult": "evaldag._results.scorer_result",
     "JudgeExecution": "evaldag._results.scorer_result",
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from evaldag._scorer.run import ScorerRun
     from evaldag._scorer.run_filter import filter_run
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
-    from evaldag.errors import EvalDagError, ScorerRunError
+    from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
 
 
 def __getattr__(name: str) -> Any:

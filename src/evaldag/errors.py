@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evaldag._compat.js import camel
 
 if TYPE_CHECKING:
+    from evaldag._results.eval_result import EvalResult
     from evaldag._results.scorer_result import ScorerResult
 
 Category = Literal["UNKNOWN", "USER", "SYSTEM", "THIRD_PARTY"]
@@ -112,4 +113,19 @@ class ScorerRunError(EvalDagError):
         self.scorer_id = scorer_id
         self.failed_step = failed_step
         self.completed_steps = list(completed_steps)
+        self.result = result
+
+
+class UntrustworthyRunError(EvalDagError):
+    """The run finished, but its verdict cannot be trusted: the target or a scorer failed on
+    every item (or on more than ``max_error_share`` of them), which is a misconfiguration (a
+    judge that cannot be reached, a rejected key, an unknown model), not a measurement.
+
+    ``result`` holds everything the run computed; files it was asked to write are written.
+    """
+
+    def __init__(
+        self, message: str, *, result: EvalResult, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__("EVALDAG_RUN_UNTRUSTWORTHY", message, category="USER", details=details)
         self.result = result

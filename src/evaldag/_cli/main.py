@@ -10,6 +10,7 @@ exit 0 once their files are written, whatever the verdict, and 3 on an error. Ev
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
 import os
@@ -23,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from evaldag.errors import EvalDagError
+from evaldag.errors import EvalDagError, UntrustworthyRunError
 
 if TYPE_CHECKING:
     from evaldag._results.eval_result import EvalResult
@@ -108,6 +109,14 @@ def _parser() -> argparse.ArgumentParser:
         help="save finished batches beside --out as they complete, and after a crash score "
         "only what is missing (needs --out)",
     )
+    run.add_argument(
+        "--max-error-share",
+        type=_share,
+        default=1.0,
+        metavar="S",
+        help="exit 3 (an error, not a verdict) when a scorer or the target fails on more than "
+        "this share of the items (default: 1, only when it fails on every item)",
+    )
     run.set_defaults(command=_run_command)
 
     demo = commands.add_parser(
@@ -137,6 +146,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="base URL of an OpenAI-compatible server for --judge openai/<model> "
         "(vLLM, Ollama, LM Studio ...)",
+    )
+    demo.add_argument(
+        "--judge-api-key",
+        metavar="KEY",
+        help="the judge's API key (default: the provider's key variable, e.g. OPENAI_API_KEY); "
+        "for a local server that checks none, any text",
     )
     demo.add_argument(
         "--concurrency",
@@ -172,6 +187,16 @@ def _positive_int(text: str) -> int:
     return number
 
 
+def _share(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
+    return share
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``evaldag`` command line with ``argv`` (default: ``sys.argv[1:]``)."""
     # litellm would fetch its price table from the network at import; its bundled copy will do.
@@ -180,6 +205,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: Callable[[argparse.Namespace], int] = args.command
     try:
         return command(args)
+    except UntrustworthyRunError as error:
+        print(f"evaldag: error: {error.message}", file=sys.stderr)
+        out = getattr(args, "out", None)
+        if out:
+            print(
+                f"evaldag: the results are in {out}, every item's error included", file=sys.stderr
+            )
+        return EXIT_CONFIG
     except EvalDagError as error:
         print(f"evaldag: error: {error.message}", file=sys.stderr)
         return EXIT_CONFIG
@@ -222,12 +255,51 @@ def eval_definition(spec: str) -> EvalDefinition:
             "scorers = [evaldag.scorers.completeness()] at module level",
             details={"eval": spec},
         )
-    return EvalDefinition(
+    definition = EvalDefinition(
         name=Path(spec).name if spec.endswith(".py") else spec,
         scorers=_entries(spec, "scorers", [] if scorers is missing else scorers),
         gates=_entries(spec, "gates", [] if gates is missing else gates),
         target=getattr(module, "target", None),
     )
+    _require_known_names(spec, module, definition)
+    return definition
+
+
+#: The module-level names an eval file is read through.
+EVAL_NAMES = ("scorers", "gates", "target")
+
+
+def _require_known_names(spec: str, module: ModuleType, definition: EvalDefinition) -> None:
+    """A misspelt name (``gate``, ``scorer``, ``thresholds``) or a list of scorers that neither
+    ``scorers`` nor ``gates`` holds would be silently ignored: both are errors."""
+    from evaldag._scorer.builder import Scorer, ScorerWithThreshold
+
+    used = {id(entry) for entry in (*definition.scorers, *definition.gates)}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name in EVAL_NAMES or isinstance(value, ModuleType):
+            continue
+        close = difflib.get_close_matches(name.lower(), EVAL_NAMES, n=1, cutoff=0.7)
+        if name.lower() in ("threshold", "thresholds"):
+            hint = "a threshold goes with its scorer: scorers = [scorer.with_threshold(0.7)]"
+        elif close and (not callable(value) or (close[0] == "target" and not definition.target)):
+            # helper functions (target_fn, score_gate) are fine; a target left unset is not
+            hint = f"did you mean {close[0]}?"
+        elif (
+            isinstance(value, list | tuple)
+            and value
+            and all(
+                isinstance(v, Scorer | ScorerWithThreshold) and id(v) not in used for v in value
+            )
+        ):
+            hint = "its scorers are in neither scorers nor gates; add them to one of those"
+        else:
+            continue
+        raise EvalDagError(
+            "EVAL_UNKNOWN_NAME",
+            f"{spec} defines '{name}', which evaldag does not read ({hint}); an eval file "
+            f"is read through {', '.join(EVAL_NAMES)}",
+            details={"eval": spec, "name": name},
+        )
 
 
 def _entries(spec: str, name: str, value: Any) -> list[Any]:
@@ -325,6 +397,7 @@ def _run_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         out=None if args.resume else args.out,
         checkpoint=args.out if args.resume else None,
+        max_error_share=args.max_error_share,
     )
     print(summary_table(result, f"{definition.name} on {Path(args.data).name}"))
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
@@ -387,7 +460,7 @@ def _demo_command(args: argparse.Namespace) -> int:
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._report.html import write_report
 
-    judge, judge_line = _demo_judge(args.judge, args.judge_api_base)
+    judge, judge_line = _demo_judge(args.judge, args.judge_api_base, args.judge_api_key)
     items = demo_items()
     kinds = [item["kind"] for item in items]
     print(
@@ -426,7 +499,7 @@ def _demo_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
+def _demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple[Any, str]:
     """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
     from evaldag._judge.settings import LOCAL_MODEL, Judge
 
@@ -456,7 +529,8 @@ def _demo_judge(choice: str, api_base: str | None) -> tuple[Any, str]:
             "3 calls per item of about 4 s each on 2 idle cores, so several minutes; its "
             "verdicts are weak, the plumbing is real (--judge none skips it)"
         )
-    judge = Judge(choice, api_base=api_base) if api_base else Judge(choice)
+    settings = {"api_base": api_base, "api_key": api_key}
+    judge = Judge(choice, **{name: value for name, value in settings.items() if value})
     where = f" at {api_base}" if api_base else ""
     return judge, f"faithfulness: judged by {choice}{where}"
 

@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 
 from evaldag._io.parquet import read_results, write_results
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.fingerprint import rows_fingerprint
 from evaldag.errors import EvalDagError
 
 
@@ -25,11 +27,32 @@ def _fingerprint(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode()).hexdigest()
 
 
+def _differences(saved: dict[str, Any], definition: dict[str, Any]) -> list[str]:
+    """What differs between the run that saved a checkpoint and this one, in words."""
+    before = {d["id"]: d for d in saved.get("scorers", [])}
+    now = {d["id"]: d for d in definition["scorers"]}
+    found = [f"scorer '{sid}' is new" for sid in now if sid not in before]
+    found += [f"scorer '{sid}' is no longer given" for sid in before if sid not in now]
+    for sid in now.keys() & before.keys():
+        old, new = before[sid], now[sid]
+        if old.get("fingerprint") != new.get("fingerprint"):
+            found.append(f"scorer '{sid}' changed (its options, judge settings or step code)")
+        elif old != new:
+            found.append(f"scorer '{sid}' has another threshold or role")
+    if saved.get("batch_size") != definition["batch_size"]:
+        found.append(
+            f"the batch size was {saved.get('batch_size')}, now {definition['batch_size']} "
+            "(run with the same batch_size=, or the same concurrency when it is not set)"
+        )
+    return found or ["its definition"]
+
+
 class Checkpoint:
     """The saved batches of one eval run.
 
     :param path: where the finished run's results go; batches wait in ``<path>.partial/``.
-    :param definition: what makes two runs the same run (scorers, thresholds, batch size).
+    :param definition: what makes two runs the same run: ``scorers`` (their definitions, with
+        thresholds and fingerprints) and ``batch_size``.
     """
 
     def __init__(self, path: str | Path, definition: dict[str, Any]) -> None:
@@ -40,15 +63,17 @@ class Checkpoint:
         if manifest.exists():
             saved = json.loads(manifest.read_text())
             if saved["definition"] != self.definition:
+                differences = _differences(saved, definition)
                 raise EvalDagError(
                     "CHECKPOINT_MISMATCH",
-                    f"The checkpoint in '{self.parts}' was made by a run with other scorers, "
-                    "thresholds or batch size; delete it or use another checkpoint path",
-                    details={"checkpoint": str(self.path)},
+                    f"The checkpoint in '{self.parts}' was made by another run: "
+                    f"{'; '.join(differences)}. Run it as it was, or delete it or use another "
+                    "checkpoint path to start again",
+                    details={"checkpoint": str(self.path), "differences": differences},
                 )
         else:
             self.parts.mkdir(parents=True, exist_ok=True)
-            manifest.write_text(json.dumps({"definition": self.definition}))
+            manifest.write_text(json.dumps({"definition": self.definition, **definition}))
 
     def _part(self, start: int) -> Path:
         return self.parts / f"batch-{start:012d}.parquet"
@@ -59,25 +84,49 @@ class Checkpoint:
         if not part.exists():
             return None
         items, metadata = read_results(part)
-        if metadata["data"] != _batch_fingerprint(batch):
+        if metadata["data"] != rows_fingerprint(batch):
             raise EvalDagError(
                 "CHECKPOINT_MISMATCH",
-                f"The data of rows {start}–{start + len(batch) - 1} differs from the checkpoint "
-                f"'{self.parts}'; delete it or use another checkpoint path",
+                f"The data of rows {start}–{start + len(batch) - 1} (some column of them) "
+                f"differs from the checkpoint '{self.parts}'; run with the data it was made "
+                "with, or delete it or use another checkpoint path to start again",
                 details={"checkpoint": str(self.path), "row": start},
             )
         return items
 
     def save(self, start: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
         """Keep a finished batch's items."""
-        write_results(items, {"data": _batch_fingerprint(batch)}, self._part(start))
+        write_results(items, {"data": rows_fingerprint(batch)}, self._part(start))
 
     def finish(self) -> None:
         """The run is written in full: the saved batches are no longer needed."""
         shutil.rmtree(self.parts, ignore_errors=True)
 
 
-def _batch_fingerprint(batch: pd.DataFrame) -> str:
-    return _fingerprint(
-        [batch[column].tolist() for column in ("input", "output") if column in batch.columns]
-    )
+def finished_run(
+    path: str | Path, definition: dict[str, Any], dataset: pd.DataFrame
+) -> EvalResult | None:
+    """The results at ``path`` if an earlier run with this data and these scorers finished;
+    None when there are none yet (or the run is still partial)."""
+    target = Path(path)
+    if not target.exists() or target.with_name(target.name + ".partial").exists():
+        return None
+    result = EvalResult.read_parquet(target)
+    differences = []
+    if result.scorers != definition["scorers"]:
+        differences = [
+            d for d in _differences({"scorers": result.scorers}, definition) if "batch" not in d
+        ]
+    columns = [c for c in dataset.columns if c in result.items.columns]
+    if columns != list(dataset.columns) or rows_fingerprint(
+        result.items[columns].reset_index(drop=True)
+    ) != rows_fingerprint(dataset.reset_index(drop=True)):
+        differences.append("the data differs")
+    if differences:
+        raise EvalDagError(
+            "CHECKPOINT_MISMATCH",
+            f"'{target}' holds the finished results of another run: {'; '.join(differences)}; "
+            "delete it or use another checkpoint path to run again",
+            details={"checkpoint": str(target), "differences": differences},
+        )
+    return result

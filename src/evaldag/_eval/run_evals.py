@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -20,9 +19,10 @@ from hamilton.io.materialization import to
 from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.concurrency import run_sync
 from evaldag._engine.targets import TargetFailure, target_callable
-from evaldag._eval.checkpoint import Checkpoint
+from evaldag._eval.checkpoint import Checkpoint, finished_run
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.progress import ProgressBar
+from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan, last_node
@@ -84,7 +84,9 @@ def _scorer_entries(scorers: Iterable[Any]) -> tuple[list[Scorer], dict[str, Thr
                     "INVALID_SCORER_ENTRY",
                     f"scorers[{index}]['scorer'] must be a Scorer, got {type(scorer).__name__}",
                 )
-            thresholds[scorer.id] = validated_threshold(scorer.id, entry["threshold"])
+            thresholds[scorer.id] = validated_threshold(
+                scorer.id, entry["threshold"], scorer.max_score
+            )
             plain.append(scorer)
         elif isinstance(entry, Scorer):
             plain.append(entry)
@@ -189,6 +191,7 @@ def run_evals(
     checkpoint: str | os.PathLike[str] | None = None,
     executor: Any = None,
     cache: bool | str | os.PathLike[str] | None = None,
+    max_error_share: float = 1.0,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -215,8 +218,12 @@ def run_evals(
     :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),
         a ``dask.distributed.Client``, or ``"ray"`` (Hamilton's task executors); results are
         the same as a local run.
+    :param max_error_share: the share of items a scorer, gate or the target may fail on; above
+        it, or when one fails on every item, the run raises ``UntrustworthyRunError`` (carrying
+        the result, after writing ``out``) instead of returning a verdict.
     """
     plan = _plan(scorers, gates, target)
+    max_error_share = checked_share(max_error_share)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise EvalDagError(
             "INVALID_CONCURRENCY", f"concurrency must be an integer >= 1, got {concurrency!r}"
@@ -239,8 +246,9 @@ def run_evals(
             on_error=on_error == "raise",
             cache=cache is not None,
         )
-        return _distributed_run(plan, dataset, executor, size, concurrency, out)
-    return _local_run(
+        result = _distributed_run(plan, dataset, executor, size, concurrency, out)
+        return require_trustworthy(result, max_error_share)
+    result = _local_run(
         plan,
         dataset,
         run_inputs=_run_inputs(plan, cache),
@@ -252,6 +260,7 @@ def run_evals(
         out=out,
         checkpoint=checkpoint,
     )
+    return require_trustworthy(result, max_error_share)
 
 
 def _run_inputs(plan: EvalPlan, cache: bool | str | os.PathLike[str] | None) -> dict[str, Any]:
@@ -278,10 +287,11 @@ def _local_run(
     """The eval here: one execute() per batch, then the aggregation nodes over all items."""
     saved = None
     if checkpoint is not None:
-        finished = _finished_run(checkpoint, plan, dataset)
+        definition = {"scorers": plan.definitions(), "batch_size": batch_size}
+        finished = finished_run(checkpoint, definition, dataset)
         if finished is not None:
             return finished
-        saved = Checkpoint(checkpoint, {"scorers": plan.definitions(), "batch_size": batch_size})
+        saved = Checkpoint(checkpoint, definition)
     dr = eval_driver(plan)
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
@@ -384,27 +394,6 @@ def _distributed_run(
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     if out is not None:
         result.to_parquet(out)
-    return result
-
-
-def _finished_run(path: str | os.PathLike[str], plan: EvalPlan, dataset: pd.DataFrame):
-    """The results at ``path`` if an earlier run with this data and these scorers finished."""
-    target = Path(path)
-    if not target.exists() or target.with_name(target.name + ".partial").exists():
-        return None
-    result = EvalResult.read_parquet(target)
-    same_data = all(
-        column in result.items and result.items[column].tolist() == dataset[column].tolist()
-        for column in ("input", "output")
-        if column in dataset.columns
-    )
-    if result.scorers != plan.definitions() or not same_data:
-        raise EvalDagError(
-            "CHECKPOINT_MISMATCH",
-            f"'{target}' holds the results of a run with other data or scorers; delete it or "
-            "use another checkpoint path",
-            details={"checkpoint": str(target)},
-        )
     return result
 
 

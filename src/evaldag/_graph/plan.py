@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaldag._scorer.fingerprint import scorer_fingerprint
 from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import ThresholdSpec
 
@@ -49,6 +50,7 @@ class EvalPlan:
                 "role": "gate" if s.id in gate_ids else "scorer",
                 "threshold": self.thresholds.get(s.id),
                 "steps": [{"name": st.stage, "type": st.kind} for st in s.steps],
+                "fingerprint": scorer_fingerprint(s),
             }
             for s in self.all_scorers
         ]

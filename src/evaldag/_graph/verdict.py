@@ -79,9 +79,20 @@ def _listed(nodes: Sequence[str]) -> group | value:
     return group(*[source(node) for node in nodes]) if nodes else value([])
 
 
-def _skipped(score_average: ScoreAverage) -> bool:
-    # Mastra leaves out a gate or threshold whose items were all not scorable.
-    return score_average.scored == 0 and score_average.not_scorable > 0
+def _unscored(score_average: ScoreAverage) -> str | None:
+    # Mastra leaves out a gate or threshold whose items were all not scorable, which can turn a
+    # failing run green; here it fails, and says why.
+    if score_average.scored:
+        return None
+    counts = [
+        f"{count} {what}"
+        for count, what in (
+            (score_average.not_scorable, "not scorable"),
+            (score_average.errors, "failed"),
+        )
+        if count
+    ]
+    return f"no item could be scored ({', '.join(counts)})"
 
 
 def _gates(plan: EvalPlan) -> parameterize:
@@ -95,12 +106,13 @@ def _gates(plan: EvalPlan) -> parameterize:
 
 @config.when(has_gates=True)
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_gates)
-def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult | None:
-    """The gate passes when its average is at least 1.0 (exact comparison, no tolerance)."""
-    if _skipped(score_average):
-        return None
-    score = score_average.mean if score_average.mean is not None else 0.0
-    return GateResult(id=gate_id, passed=score >= 1.0, score=score)
+def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult:
+    """The gate passes when its average is at least 1.0 (exact comparison, no tolerance); a
+    gate that could score no item fails."""
+    unscored = _unscored(score_average)
+    if unscored:
+        return GateResult(id=gate_id, passed=False, score=0.0, reason=unscored)
+    return GateResult(id=gate_id, passed=score_average.mean >= 1.0, score=score_average.mean)
 
 
 def _gate_results(plan: EvalPlan) -> inject:
@@ -109,9 +121,9 @@ def _gate_results(plan: EvalPlan) -> inject:
 
 @config.when(has_gates=True)
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_gate_results)
-def gate_results__gated(results: list[GateResult | None]) -> list[GateResult]:
-    """The gates that produced a result, in configuration order."""
-    return [r for r in results if r is not None]
+def gate_results__gated(results: list[GateResult]) -> list[GateResult]:
+    """Every gate's result, in configuration order."""
+    return results
 
 
 @config.when(has_gates=False)
@@ -137,17 +149,20 @@ def _thresholds(plan: EvalPlan) -> parameterize:
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_thresholds)
 def threshold_result(
     score_average: ScoreAverage, scorer_id: str, threshold: ThresholdSpec
-) -> ThresholdResult | None:
-    """The scorer's average against its threshold; an item the scorer failed on fails it."""
-    if _skipped(score_average):
-        return None
-    average_score = score_average.mean if score_average.mean is not None else 0.0
+) -> ThresholdResult:
+    """The scorer's average against its threshold; an item the scorer failed on fails it, and
+    so does having no item it could score."""
+    unscored = _unscored(score_average)
+    average_score = 0.0 if unscored else score_average.mean
     return ThresholdResult(
         id=scorer_id,
-        passed=threshold_passed(average_score, threshold) and score_average.errors == 0,
+        passed=not unscored
+        and threshold_passed(average_score, threshold)
+        and score_average.errors == 0,
         average_score=average_score,
         threshold=threshold,
         errors=score_average.errors,
+        reason=unscored,
     )
 
 
@@ -157,9 +172,9 @@ def _threshold_results(plan: EvalPlan) -> inject:
 
 @config.when(has_thresholds=True)
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_threshold_results)
-def threshold_results__checked(results: list[ThresholdResult | None]) -> list[ThresholdResult]:
-    """The thresholds that produced a result, in configuration order."""
-    return [r for r in results if r is not None]
+def threshold_results__checked(results: list[ThresholdResult]) -> list[ThresholdResult]:
+    """Every threshold's result, in configuration order."""
+    return results
 
 
 @config.when(has_thresholds=False)

@@ -391,9 +391,17 @@ def _status(error: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
+def _missing_key(error: BaseException) -> bool:
+    """Whether the OpenAI client refused to call for want of a key (litellm reports it as 500)."""
+    text = str(error)
+    return "Missing credentials" in text or "api_key client option must be set" in text
+
+
 def _transient(error: BaseException) -> bool:
     """Whether ``error`` is a transport fault worth retrying: 408, 429, 5xx, timeouts, no route."""
     litellm = configured_litellm()
+    if _missing_key(error):
+        return False
     status = _status(error)
     return isinstance(error, litellm.Timeout | litellm.APIConnectionError) or (
         status is not None and (status in (408, 429) or status >= 500)
@@ -457,6 +465,17 @@ def _call_failure(
     name = type(error).__name__
     cause = JudgeCallError(name, status, detail)
     label = f"{status} {name}" if status is not None else name
+    if _missing_key(error):
+        return ExecutionFailure(
+            "EVALDAG_JUDGE_MISSING_KEY",
+            f"judge model {endpoint.model!r} at {endpoint.where} was not called: the client has "
+            "no API key. Give the judge api_key=... (for a local server that checks none, any "
+            "text, e.g. Judge(..., api_key='none')) or set the provider's key variable "
+            "(OPENAI_API_KEY for openai/ models)",
+            name=name,
+            category="USER",
+            cause=cause,
+        )
     if status is not None and not _transient(error):
         hint = _REFUSAL_HINTS.get(status, "the request is not retried")
         return ExecutionFailure(

@@ -40,6 +40,7 @@ class GateResult(_Model):
     id: str
     passed: bool
     score: float
+    reason: str | None = Field(default=None, description="Why it failed, beyond its score.")
 
 
 class ThresholdResult(_Model):
@@ -50,6 +51,7 @@ class ThresholdResult(_Model):
     average_score: float
     threshold: ThresholdSpec
     errors: int = Field(default=0, description="Failed items; any makes the threshold fail.")
+    reason: str | None = Field(default=None, description="Why it failed, beyond its average.")
 
 
 class Summary(_Model):
@@ -99,10 +101,14 @@ class EvalResult(BaseModel):
             summary["errors"] = dict(self.summary.errors)
         data: dict[str, Any] = {"scores": dict(self.scores), "summary": summary}
         if self.gate_results:
-            data["gateResults"] = [g.model_dump(by_alias=True) for g in self.gate_results]
+            data["gateResults"] = [
+                g.model_dump(by_alias=True, exclude_none=True) for g in self.gate_results
+            ]
         if self.threshold_results:
             data["thresholdResults"] = [
-                t.model_dump(by_alias=True, exclude={"errors"} if not t.errors else None)
+                t.model_dump(
+                    by_alias=True, exclude_none=True, exclude={"errors"} if not t.errors else None
+                )
                 for t in self.threshold_results
             ]
         if self.verdict is not None:

@@ -39,6 +39,7 @@ class Scorer:
         judge: Any = None,
         prepare_run: Callable[..., Any] | None = None,
         columns: tuple[str, ...] = (),
+        max_score: float = 1,
         steps: tuple[Step, ...] = (),
     ) -> None:
         if not id or not isinstance(id, str):
@@ -65,6 +66,7 @@ class Scorer:
         self._judge = judge
         self._prepare_run = prepare_run
         self._columns = _checked_columns(id, columns)
+        self._max_score = _checked_max_score(id, max_score)
         self._steps = steps
 
     id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
@@ -79,6 +81,12 @@ class Scorer:
         "on the run under the column's name (``run.contexts``).",
     )
     steps = property(lambda self: self._steps, doc="The steps, in call order.")
+
+    max_score = property(
+        lambda self: self._max_score,
+        doc="The top of the scorer's scale (1, or e.g. 10 for faithfulness(scale=10)); its "
+        "threshold's bounds lie from 0 to this.",
+    )
 
     def __repr__(self) -> str:
         steps = ", ".join(step.node_name for step in self._steps)
@@ -98,6 +106,7 @@ class Scorer:
             "judge": self._judge,
             "prepare_run": self._prepare_run,
             "columns": self._columns,
+            "max_score": self._max_score,
             "steps": self._steps,
         }
         return Scorer(self._id, **{**fields, **changes})
@@ -139,7 +148,7 @@ class Scorer:
                 f"with_threshold for scorer '{self._id}': give a minimum, or min=/max=, not both",
             )
         spec = minimum if minimum is not None else {"min": min, "max": max}
-        return ScorerWithThreshold(self, validated_threshold(self._id, spec))
+        return ScorerWithThreshold(self, validated_threshold(self._id, spec, self._max_score))
 
     def get_steps(self) -> list[dict[str, Any]]:
         """``[{name, type, description}]`` per step, as Mastra's ``getSteps()``."""
@@ -238,6 +247,7 @@ def create_scorer(
     judge: Any = None,
     prepare_run: Callable[..., Any] | None = None,
     columns: tuple[str, ...] = (),
+    max_score: float = 1,
 ) -> Scorer:
     """A scorer with no steps yet; add them with ``.preprocess`` … ``.generate_reason``.
 
@@ -248,6 +258,7 @@ def create_scorer(
     :param columns: dataset columns the steps read beside the run's fields, e.g.
         ``("contexts",)``: ``run_evals`` puts each item's value on the run (``run.contexts``)
         and refuses data without the column.
+    :param max_score: the top of the scorer's scale (default 1); thresholds are given on it.
     """
     return Scorer(
         id,
@@ -257,7 +268,23 @@ def create_scorer(
         judge=judge,
         prepare_run=prepare_run,
         columns=columns,
+        max_score=max_score,
     )
+
+
+def _checked_max_score(scorer_id: str, max_score: Any) -> float:
+    if (
+        isinstance(max_score, bool)
+        or not isinstance(max_score, int | float)
+        or not (0 < max_score < float("inf"))
+    ):
+        raise EvalDagError(
+            "EVALDAG_INVALID_MAX_SCORE",
+            f"max_score of scorer '{scorer_id}' must be a positive finite number (the top of its "
+            f"scale), got {max_score!r}",
+            details={"scorerId": scorer_id},
+        )
+    return float(max_score)
 
 
 def _checked_columns(scorer_id: str, columns: Any) -> tuple[str, ...]:

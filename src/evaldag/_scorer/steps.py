@@ -186,6 +186,9 @@ class ScorerSpec(Protocol):
     def columns(self) -> tuple[str, ...]: ...
 
     @property
+    def max_score(self) -> float: ...
+
+    @property
     def steps(self) -> tuple[Step, ...]: ...
 
 

@@ -20,13 +20,18 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _finite_unit(value: Any) -> bool:
+def _finite_within(value: Any, top: float) -> bool:
     return (
         isinstance(value, numbers.Real)
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and 0 <= value <= 1
+        and 0 <= value <= top
     )
+
+
+def _scale_words(max_score: float) -> str:
+    # Mastra's message for the usual scale; the scorer's own scale where it has another.
+    return "1" if max_score == 1 else f"{max_score:g} (the scorer's scale)"
 
 
 def _threshold_error(scorer_id: str, message: str, threshold: Any) -> EvalDagError:
@@ -37,14 +42,19 @@ def _threshold_error(scorer_id: str, message: str, threshold: Any) -> EvalDagErr
     )
 
 
-def validated_threshold(scorer_id: str, threshold: Any) -> ThresholdSpec:
-    """``threshold`` checked as Mastra does (spec §6.2), else ``INVALID_SCORER_THRESHOLD``."""
+def validated_threshold(scorer_id: str, threshold: Any, max_score: float = 1) -> ThresholdSpec:
+    """``threshold`` checked as Mastra does (spec §6.2), else ``INVALID_SCORER_THRESHOLD``.
+
+    Bounds lie on the scorer's own scale, from 0 to ``max_score`` (1 unless the scorer scores
+    on a larger scale, such as ``faithfulness(model, scale=10)``).
+    """
+    scale = _scale_words(max_score)
     if isinstance(threshold, numbers.Real) and not isinstance(threshold, bool):
-        if not _finite_unit(threshold):
+        if not _finite_within(threshold, max_score):
             raise _threshold_error(
                 scorer_id,
                 f'Minimum threshold for scorer "{scorer_id}" must be a finite number between 0 '
-                f"and 1, got {threshold}",
+                f"and {scale}, got {threshold}",
                 threshold,
             )
         return float(threshold)
@@ -71,12 +81,12 @@ def validated_threshold(scorer_id: str, threshold: Any) -> ThresholdSpec:
             threshold,
         )
     for key, bound in bounds.items():
-        if not _finite_unit(bound):
+        if not _finite_within(bound, max_score):
             label = "Minimum" if key == "min" else "Maximum"
             raise _threshold_error(
                 scorer_id,
                 f'{label} threshold for scorer "{scorer_id}" must be a finite number between 0 '
-                f"and 1, got {bound}",
+                f"and {scale}, got {bound}",
                 threshold,
             )
     if "min" in bounds and "max" in bounds and bounds["min"] > bounds["max"]:

@@ -1,0 +1,65 @@
+"""Whether a finished run measured anything: a target or scorer that failed on every item is a
+misconfiguration (a dead judge, a rejected key, an unknown model), not a verdict."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from evaldag._results.eval_result import EvalResult
+from evaldag.errors import EvalDagError, UntrustworthyRunError
+
+
+def checked_share(max_error_share: float) -> float:
+    """``max_error_share`` checked: a number from 0 to 1."""
+    if (
+        isinstance(max_error_share, bool)
+        or not isinstance(max_error_share, int | float)
+        or not 0 <= max_error_share <= 1
+        or math.isnan(max_error_share)
+    ):
+        raise EvalDagError(
+            "INVALID_MAX_ERROR_SHARE",
+            f"max_error_share must be a number from 0 to 1 (the share of items a scorer may fail "
+            f"on before the run is an error), got {max_error_share!r}",
+        )
+    return float(max_error_share)
+
+
+def _first(errors: pd.Series) -> tuple[str, str]:
+    failed = errors.dropna()
+    return str(failed.index[0]), str(failed.iloc[0])
+
+
+def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
+    """``result``, or an error when the target, or a scorer or gate, failed on every item or
+    on more than ``max_error_share`` of them; the error carries the result."""
+    items, total = result.items, result.summary.total_items
+    if total == 0:
+        return result
+    too_many = [
+        (sid, count)
+        for sid, count in result.summary.errors.items()
+        if count == total or count > max_error_share * total
+    ]
+    if result.summary.target_errors == total:
+        label, message = _first(items["target_error"])
+        raise UntrustworthyRunError(
+            f"The target failed on every item ({total}); first, on item {label}: {message}",
+            result=result,
+            details={"item": label, "targetErrors": total},
+        )
+    if not too_many:
+        return result
+    sid, count = too_many[0]
+    label, message = _first(items[f"{sid}.error"])
+    share = "every item" if count == total else f"{count} of {total} items"
+    others = [other for other, _ in too_many[1:]]
+    also = f" (so did {', '.join(others)})" if others else ""
+    raise UntrustworthyRunError(
+        f"Scorer '{sid}' failed on {share}{also}: its scores measure nothing. First error, on "
+        f"item {label}: {message}",
+        result=result,
+        details={"scorerId": sid, "errors": count, "items": total, "item": label, "also": others},
+    )
