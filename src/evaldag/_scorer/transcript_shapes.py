@@ -445,17 +445,18 @@ def _db_with_calls_in_parts(message: Mapping[str, Any]) -> Any:
 def _legacy_calls_in_parts(content: Mapping[str, Any]) -> bool:
     """Whether every call of the legacy ``toolInvocations`` (if any) is in ``parts`` too."""
     legacy = content.get("toolInvocations")
-    if legacy is None or (type(legacy) is list and not legacy):
+    if legacy is None:
         return True
-    if not isinstance(legacy, list):
+    if type(legacy) is not list:
         return False
-    part_ids = {
-        part["toolInvocation"].get("toolCallId")
-        for part in content.get("parts") or ()
-        if type(part) is dict
-        and part.get("type") == "tool-invocation"
-        and type(part.get("toolInvocation")) is dict
-    }
+    if not legacy:
+        return True
+    part_ids = set()
+    for part in content.get("parts") or ():
+        if type(part) is dict:
+            invocation = part.get("toolInvocation")
+            if type(invocation) is dict and part.get("type") == "tool-invocation":
+                part_ids.add(invocation.get("toolCallId"))
     for invocation in legacy:
         if type(invocation) is dict:
             call_id = invocation.get("toolCallId")
