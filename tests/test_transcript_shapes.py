@@ -697,6 +697,13 @@ def test_legacy_only_calls_join_parts_in_mastras_merge_order():
     assert merge_tool_invocations(read) == merge_tool_invocations(message)
 
 
+def test_a_scorers_own_data_is_not_read_as_messages():
+    output = {"content": "Paris", "sources": np.array(["doc-1"], dtype=object)}
+    assert ScorerRun(output=output).output == {"content": "Paris", "sources": ["doc-1"]}
+    documents = [{"content": "Paris is in France.", "score": 0.9}]
+    assert ScorerRun(input=documents, output="a").input is documents
+
+
 def test_numpy_and_arrow_values_become_python_data():
     steps = np.array([{"stepType": "tool_call", "name": "a", "toolArgs": None}], dtype=object)
     run = ScorerRun(
@@ -765,7 +772,11 @@ def test_trajectory_scorers_extract_the_trajectory_of_messages():
             "None",
         ),
         ([{"role": "human", "content": "hi"}], "output[0].role", "'human'"),
-        ([{"type": "ai", "content": "hi"}], "output[0].type", "'ai'"),
+        (
+            [{"role": "user", "content": "q"}, {"type": "ai", "content": "hi"}],
+            "output[1]",
+            "a dict with keys ['type', 'content']",
+        ),
         ([{"id": "m", "content": {"format": 2, "parts": []}}], "output[0].role", "None"),
         (
             [{"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}],
@@ -811,6 +822,8 @@ def test_input_messages_are_named_by_their_list():
     ("output", "described"),
     [
         ({"answer": "Paris", "score": 3}, "a dict with keys ['answer', 'score']"),
+        ({"content": "Paris", "sources": ["a"]}, "a dict with keys ['content', 'sources']"),
+        ([{"type": "ai", "content": "hi"}], "a list whose item 0 is a dict with keys ['type'"),
         ({"steps": [{"name": "search"}]}, "a dict with keys ['steps']"),
         ([{"stepType": "tool_call", "name": "search"}], "a list whose item 0 is a dict"),
         (42, "int"),

@@ -33,6 +33,21 @@ from evaldag.transcripts import merge_tool_invocations
 
 #: Keys that make a dict a message (of any accepted shape).
 _MESSAGE_KEYS = ("role", "content", "toolInvocations", "tool_invocations", "tool_calls", "parts")
+#: The keys a role-less (compact or UI) message may have.
+_ROLELESS_KEYS = frozenset(
+    {
+        *_MESSAGE_KEYS,
+        "id",
+        "text",
+        "reasoning",
+        "createdAt",
+        "threadId",
+        "resourceId",
+        "metadata",
+        "annotations",
+        "experimental_attachments",
+    }
+)
 #: Keys a message has only in a shape other than Mastra's ``{id, role, content: str}``.
 _FOREIGN_KEYS = (
     "toolInvocations",
@@ -238,12 +253,6 @@ def _canonical_message(
     if given_role == "tool":
         _join_tool_result(message, path, calls)
         return _JOINED
-    if given_role is None and message.get("type") is not None:
-        raise _malformed(
-            f"{path}.type",
-            f"is {message['type']!r} and the message has no role: messages that say who speaks "
-            "by a type (LangChain's 'human', 'ai') are not read; give a role",
-        )
     if (
         given_role in _MASTRA_ROLES
         and isinstance(content, str)
@@ -523,8 +532,12 @@ def _canonical_agent_input(value: Mapping[str, Any]) -> Any:
 
 
 def _message_like(value: Any) -> bool:
+    """Whether ``value`` is a message: a dict with a role, or a role-less (compact) one holding
+    message keys only; ``{"content": ..., "sources": [...]}`` is a scorer's own data."""
     if type(value) is dict or isinstance(value, Mapping):
-        return "role" in value or "content" in value or any(key in value for key in _MESSAGE_KEYS)
+        if "role" in value:
+            return True
+        return any(key in value for key in _MESSAGE_KEYS) and value.keys() <= _ROLELESS_KEYS
     if isinstance(value, Message):
         return True
     return (
