@@ -12,7 +12,10 @@ for the case, scripts the same replies on a :class:`~judge_server.JudgeServer` a
   failed execution);
 - for a failing case, the failed step, the completed steps and the snapshot.
 
-Deliberate deviations are passed in as ``deviations``: Mastra's value, ours, and why.
+Deliberate deviations are passed in as ``deviations``: Mastra's value, ours, and why. Our first
+step, when a scorer has it, is the check that a run has what it is judged against (a context,
+a ground truth; ``scorer_needing``): it is left out of the comparison of steps and completed
+steps, and a ``notScorable`` deviation says where it ends a run that Mastra scores or fails.
 """
 
 from __future__ import annotations
@@ -39,9 +42,11 @@ FORMAT_CODES = {"STRUCTURED_OUTPUT_OBJECT_UNDEFINED", "STRUCTURED_OUTPUT_SCHEMA_
 class Deviation:
     """Where our result for a case differs from Mastra's on purpose.
 
-    :param path: what differs: ``score``, ``analyzeStepResult``, ``judge.analyze.output`` ...
-    :param mastra: Mastra's value (checked, so the fixture and this note stay in step).
-    :param ours: our value.
+    :param path: what differs: ``score``, ``analyzeStepResult``, ``judge.analyze.output`` ...;
+        ``notScorable`` when we find the run not scorable (no judge call).
+    :param mastra: Mastra's value (checked, so the fixture and this note stay in step): for
+        ``notScorable``, its score or its error id.
+    :param ours: our value: for ``notScorable``, the start of the reason.
     :param why: the reason, as in ``docs/differences-from-mastra.md``.
     """
 
@@ -119,18 +124,25 @@ def _has(data: Mapping[str, Any], path: str) -> bool:
     return True
 
 
+def checks_first(scorer: Scorer | None) -> bool:
+    """Whether the scorer's first step is the check that a run has what it is judged against."""
+    if scorer is None or not scorer.steps:
+        return False
+    return (scorer.get_steps()[0]["description"] or "").startswith("Not scorable without")
+
+
 def assert_scorer_like_mastra(
     scorer: Scorer, mastra: Mapping[str, Any], added_steps: Sequence[int] = ()
 ) -> None:
     """Same id, name, description, type and steps; ``added_steps`` are indexes of our extra
-    (function) steps, left out of the comparison."""
+    (function) steps after the first check (if any), left out of the comparison."""
     assert (scorer.id, scorer.name, scorer.description, scorer.type) == (
         mastra["id"],
         mastra["name"],
         mastra["description"],
         mastra["type"],
     )
-    ours = scorer.get_steps()
+    ours = scorer.get_steps()[1:] if checks_first(scorer) else scorer.get_steps()
     for index in sorted(added_steps, reverse=True):
         assert ours[index]["type"] == "function"
         del ours[index]
@@ -161,10 +173,23 @@ def assert_like_mastra(
     outcome: ScorerResult | ScorerRunError,
     entry: Mapping[str, Any],
     deviations: Sequence[Deviation] = (),
+    scorer: Scorer | None = None,
 ) -> None:
-    """``outcome`` matches Mastra's answer for the case, up to the declared deviations."""
+    """``outcome`` matches Mastra's answer for the case, up to the declared deviations.
+
+    :param scorer: the scorer run, when its first step may be the check (see module docs).
+    """
     expected = entry["expected"]
     by_path = {deviation.path: deviation for deviation in deviations}
+    if "notScorable" in by_path:
+        deviation = by_path["notScorable"]
+        theirs = expected["result"]["score"] if expected["ok"] else expected["error"]["id"]
+        assert theirs == deviation.mastra, f"fixture changed: {theirs!r}"
+        assert isinstance(outcome, ScorerResult), outcome
+        assert outcome.score is None and outcome.not_scorable.step == "preprocess"
+        assert outcome.not_scorable.reason.startswith(deviation.ours), outcome.not_scorable
+        assert outcome.judge is None and outcome.preprocess_prompt is None  # no judge call
+        return
     if expected["ok"]:
         assert isinstance(outcome, ScorerResult), outcome
         ours = outcome.to_dict()
@@ -186,7 +211,8 @@ def assert_like_mastra(
     assert isinstance(outcome, ScorerRunError), outcome
     assert outcome.id == mastra["id"]
     assert camel(outcome.failed_step) == mastra["failedStep"]
-    assert [camel(step) for step in outcome.completed_steps] == mastra["completedSteps"]
+    completed = outcome.completed_steps[1:] if checks_first(scorer) else outcome.completed_steps
+    assert [camel(step) for step in completed] == mastra["completedSteps"]
     if mastra.get("result") is None:
         assert outcome.result is None
         assert outcome.message.startswith(mastra["message"])

@@ -97,10 +97,11 @@ def test_demo_with_a_judge(tmp_path, judge_server):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert f"faithfulness: judged by openai/mock-judge at {judge_server.url}" in out
-    assert "faithfulness-scorer      scorer     0.50      33" in out
-    assert "judge: 99 calls, 1,485 tokens, $0.0000" in out
+    # agent-07 answers without context (no tool result): not scorable, no judge call
+    assert "faithfulness-scorer      scorer     0.50      32             1" in out
+    assert "judge: 96 calls, 1,440 tokens, $0.0000" in out
     assert "verdict: SCORED" in out
-    assert len(judge_server.requests) == 99  # claims, verdicts and reason for 33 items
+    assert len(judge_server.requests) == 96  # claims, verdicts and reason for 32 items
 
     folder = tmp_path / "out"
     dag = "dag.png" if shutil.which("dot") else "dag.dot"
@@ -109,8 +110,8 @@ def test_demo_with_a_judge(tmp_path, judge_server):
     )
     result = EvalResult.read_parquet(folder / "results.parquet")
     assert result.scores["faithfulness-scorer"] == 0.5
-    assert result.usage["total"].calls == 99
-    assert set(result.items["faithfulness-scorer.reason"]) == {
+    assert result.usage["total"].calls == 96
+    assert set(result.items["faithfulness-scorer.reason"].dropna()) == {
         "The score is 0.5 because one of the two claims is supported."
     }
     page = (folder / "report.html").read_text()

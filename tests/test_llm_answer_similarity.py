@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from llm_scorer_cases import (
+    Deviation,
     assert_like_mastra,
     assert_scorer_like_mastra,
     parametrized_cases,
@@ -24,11 +25,25 @@ _OPTIONS = {
 }
 
 
+DEVIATIONS = {
+    "answer-similarity-missing-ground-truth": [
+        Deviation(
+            "notScorable",
+            "MASTR_SCORER_FAILED_TO_RUN_WORKFLOW_FAILED",
+            "no ground truth",
+            "a run without the ground truth the scorer requires is not scorable (no judge "
+            "call), not a failed run",
+        )
+    ],
+}
+
+
 @parametrized_cases("answer-similarity")
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     options = {_OPTIONS[key]: value for key, value in entry["case"].get("options", {}).items()}
     scorer = scorers.answer_similarity(judge_server.judge(), **options)
-    assert_like_mastra(replayed(scorer, entry, judge_server), entry)
+    outcome = replayed(scorer, entry, judge_server)
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
 
@@ -86,14 +101,13 @@ def test_a_non_string_ground_truth_is_shown_as_json(judge_server):
     assert '{"deadline":"June 30"}' in result.generate_reason_prompt
 
 
-def test_missing_ground_truth_fails_before_any_judge_call(judge_server):
+@pytest.mark.parametrize("ground_truth", ["", None, float("nan")])
+def test_a_missing_ground_truth_is_not_scorable_before_any_judge_call(judge_server, ground_truth):
     scorer = scorers.answer_similarity(judge_server.judge())
-    with pytest.raises(ScorerRunError) as raised:
-        scorer.run(input="q", output="An answer.", ground_truth="")
-    assert raised.value.failed_step == "preprocess"
-    assert raised.value.cause.id == "EVALDAG_MISSING_GROUND_TRUTH"
-    assert "require_ground_truth=False" in raised.value.message
-    assert raised.value.result is None
+    result = scorer.run(input="q", output="An answer.", ground_truth=ground_truth)
+    assert result.score is None
+    assert result.not_scorable.step == "preprocess"
+    assert result.not_scorable.reason.startswith("no ground truth")
     assert judge_server.requests == []
 
 

@@ -12,7 +12,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import EvalDagError, ScorerRunError, scorers
+from evaldag import EvalDagError, scorers
 
 _UNSORTED = [
     {"context_index": 2, "verdict": "Yes ", "reason": "Lists what to include."},
@@ -43,7 +43,7 @@ def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
         judge_server.judge(), context=options.get("context"), scale=options.get("scale", 1)
     )
     outcome = replayed(scorer, entry, judge_server)
-    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
@@ -101,16 +101,17 @@ def test_the_extractor_is_called_for_any_run(judge_server):
     assert seen[0] == ("plain question", "plain answer")
 
 
-def test_an_empty_extracted_context_fails_before_any_judge_call(judge_server):
+def test_an_empty_extracted_context_is_not_scorable_before_any_judge_call(judge_server):
     async def extract(run_input, run_output):
         return []
 
     scorer = scorers.context_precision(judge_server.judge(), context_extractor=extract)
-    with pytest.raises(ScorerRunError) as raised:
-        scorer.run(input="q", output="o")
-    assert raised.value.failed_step == "analyze"
-    assert raised.value.cause.id == "EVALDAG_NO_CONTEXT"
-    assert raised.value.message.startswith("Scorer Run Failed: No context available")
+    result = scorer.run(input="q", output="o")
+    assert result.score is None
+    assert result.not_scorable.step == "preprocess"
+    assert result.not_scorable.reason == (
+        "no context: the function given as context_extractor returned none for this run"
+    )
     assert judge_server.requests == []
 
 
@@ -119,7 +120,7 @@ def test_an_empty_extracted_context_fails_before_any_judge_call(judge_server):
     [
         ({}, "Either context or contextExtractor is required"),
         ({"context": []}, "Context array cannot be empty if provided"),
-        ({"context": "one"}, "context of context_precision(...) must be a list of strings"),
+        ({"context": 1}, "context of context_precision(...) must be a list of strings"),
         ({"context_extractor": "f"}, "context_extractor of context_precision(...) must be a"),
     ],
 )

@@ -29,6 +29,15 @@ DEVIATIONS = {
             "the ratio at 1 instead; the score is the same)",
         )
     ],
+    "context-recall-no-ground-truth": [
+        Deviation(
+            "notScorable",
+            0,
+            "no ground truth",
+            "a run without ground truth is not scorable (no judge call); Mastra asks the judge "
+            "about an empty reference answer and scores 0",
+        )
+    ],
 }
 #: Our extra step: analyze (function) after the judged analyze, one verdict per claim.
 ADDED_STEPS = (2,)
@@ -45,7 +54,7 @@ def _recall(case, judge):
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     scorer = _recall(entry["case"], judge_server.judge())
     outcome = replayed(scorer, entry, judge_server)
-    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
@@ -104,11 +113,14 @@ def test_zero_claims_scores_zero_and_still_asks_for_verdicts(judge_server):
     assert len(judge_server.requests) == 3
 
 
-def test_without_ground_truth_the_score_is_zero_whatever_the_judge_says(judge_server):
-    result = _scored(judge_server, ["A"], [_verdict("yes")], ground_truth=None)
-    assert result.score == 0
-    assert "<reference_answer>\n\n</reference_answer>" in result.preprocess_prompt
-    assert "(no reference answer was given)" in result.generate_reason_prompt
+@pytest.mark.parametrize("ground_truth", [None, "", float("nan")])
+def test_without_ground_truth_the_run_is_not_scorable_and_the_judge_not_asked(
+    judge_server, ground_truth
+):
+    result = _scored(judge_server, ["A"], [_verdict("yes")], ground_truth=ground_truth)
+    assert result.score is None
+    assert result.not_scorable.reason.startswith("no ground truth")
+    assert judge_server.requests == []
 
 
 def test_an_empty_response_is_not_read(judge_server):
@@ -130,7 +142,8 @@ def test_context_comes_from_the_extractor_sync_or_async(judge_server):
     result = scorer.run(input="the question", output="the answer", ground_truth="A.")
     assert "[0] Context for the question." in result.analyze_prompt
     assert "[0] Context for the question." in result.generate_reason_prompt
-    assert seen == [("the question", "the answer")] * 2  # analyze and generate_reason
+    # the check that there is a context, analyze and generate_reason
+    assert seen == [("the question", "the answer")] * 3
 
 
 def test_an_extractor_that_returns_no_list_fails_the_run(judge_server):
@@ -138,8 +151,9 @@ def test_an_extractor_that_returns_no_list_fails_the_run(judge_server):
     scorer = scorers.context_recall(judge_server.judge(), context_extractor=lambda i, o: "text")
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(input="q", output="o", ground_truth="A.")
-    assert raised.value.failed_step == "analyze"
+    assert raised.value.failed_step == "preprocess"  # before any judge call
     assert "the list context_extractor returned" in raised.value.cause.message
+    assert judge_server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -147,7 +161,7 @@ def test_an_extractor_that_returns_no_list_fails_the_run(judge_server):
     [
         ({}, "Either context or contextExtractor is required for Context Recall scoring"),
         ({"context": []}, "Context array cannot be empty if provided"),
-        ({"context": "one string"}, "context of context_recall(...) must be a list"),
+        ({"context": {"a": "b"}}, "context of context_recall(...) must be a list"),
         ({"context_extractor": "f"}, "context_extractor of context_recall(...) must be a"),
         ({"context": ["c"], "scale": 0}, "scale of context_recall(...) must be a number above 0"),
     ],

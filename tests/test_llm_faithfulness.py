@@ -44,7 +44,7 @@ def _faithfulness(case, judge):
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     scorer = _faithfulness(entry["case"], judge_server.judge())
     outcome = replayed(scorer, entry, judge_server)
-    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
@@ -103,23 +103,21 @@ def test_context_comes_from_tool_results_in_parts_and_legacy_invocations(judge_s
     assert '{"city":"Paris","temp":22}' in judge_server.requests[2].prompt
 
 
-def test_explicit_empty_context_is_used_and_tool_results_are_not(judge_server):
-    output = [
-        {
-            "role": "assistant",
-            "content": {
-                "parts": [{"type": "text", "text": "22 degrees."}],
-                "toolInvocations": [
-                    {"toolCallId": "c", "toolName": "t", "state": "result", "result": {"t": 22}}
-                ],
-            },
-        }
-    ]
+def test_an_explicit_empty_context_is_refused_when_the_scorer_is_built():
+    # Mastra judges every claim against nothing (score 0); no run could be scored.
+    with pytest.raises(EvalDagError) as raised:
+        scorers.faithfulness("openai/gpt-4o-mini", context=[])
+    assert raised.value.message.startswith("Context array cannot be empty if provided")
+
+
+def test_without_context_or_tool_results_the_run_is_not_scorable(judge_server):
     _claims_and_verdicts(judge_server, ["It is 22 degrees"], [_verdict("unsure")])
-    result = scorers.faithfulness(judge_server.judge(), context=[]).run(input="?", output=output)
-    assert result.score == 0
-    assert "(no context was given)" in result.analyze_prompt
-    assert '{"t":22}' not in result.analyze_prompt
+    result = scorers.faithfulness(judge_server.judge()).run(input="?", output="22 degrees.")
+    assert result.score is None
+    assert result.not_scorable.reason == (
+        "no context: the run's output has no tool results, and no context= was given"
+    )
+    assert judge_server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -271,10 +269,7 @@ def test_model_is_anything_judge_accepts(model):
         ({"model": 3}, "model of faithfulness(...)"),
         ({"model": "m", "scale": 0}, "scale of faithfulness(...) must be a number above 0"),
         ({"model": "m", "scale": float("nan")}, "scale of faithfulness"),
-        (
-            {"model": "m", "context": "just one string"},
-            "context of faithfulness(...) must be a list",
-        ),
+        ({"model": "m", "context": 3.5}, "context of faithfulness(...) must be a list"),
         ({"model": "m", "context": [1, 2]}, "context of faithfulness"),
     ],
 )

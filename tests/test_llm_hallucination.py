@@ -1,5 +1,5 @@
 """Hallucination through the loopback judge server: Mastra's answers for the same judge
-replies, context from get_context, one verdict per claim."""
+replies, context from a function or the tool results, one verdict per claim."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ DEVIATIONS = {
             "verdicts are read trimmed and case-insensitively: 'Yes' and 'YES' count",
         )
     ],
+    "hallucination-no-context": [
+        Deviation(
+            "notScorable",
+            1,
+            "no context",
+            "a run without context (none given, no tool results) is not scorable (no judge "
+            "call); Mastra judges every claim against nothing and scores 1",
+        )
+    ],
 }
 #: Our extra step: analyze (function) after the judged analyze, one verdict per claim.
 ADDED_STEPS = (2,)
@@ -35,7 +44,7 @@ def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
         judge_server.judge(), context=options.get("context"), scale=options.get("scale", 1)
     )
     outcome = replayed(scorer, entry, judge_server)
-    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
@@ -48,61 +57,79 @@ def _script(server, claims, verdicts):
     server.script({"claims": claims}, {"verdicts": verdicts}, "The score is explained.")
 
 
-def test_get_context_gets_what_it_names_for_each_step(judge_server):
+def test_a_context_function_gets_the_run_in_each_step_that_reads_the_context(judge_server):
     calls = []
 
-    def get_context(run, step, score):
-        calls.append((run.input, step, score))
-        return [f"Context for {step}."]
+    def context(run):
+        calls.append(run.input)
+        return [f"Context for {run.input}."]
 
     _script(judge_server, ["A"], [_verdict("no")])
-    result = scorers.hallucination(judge_server.judge(), get_context=get_context).run(
+    result = scorers.hallucination(judge_server.judge(), context=context).run(
         input="q", output="A."
     )
     assert result.score == 0
-    assert calls == [("q", "analyze", None), ("q", "generate_reason", 0.0)]
-    assert "<context>\nContext for analyze.\n</context>" in result.analyze_prompt
-    assert "<context>\nContext for generate_reason.\n</context>" in result.generate_reason_prompt
+    assert calls == ["q"] * 3  # the check that there is a context, analyze, generate_reason
+    assert "<context>\nContext for q.\n</context>" in result.analyze_prompt
+    assert "<context>\nContext for q.\n</context>" in result.generate_reason_prompt
 
 
-def test_async_get_context_with_results_wins_over_context(judge_server):
-    seen = []
-
-    async def get_context(results, **_):
-        seen.append(sorted(results))
+def test_an_async_context_function_is_awaited(judge_server):
+    async def context(run):
         return ["From the function."]
 
     _script(judge_server, ["A"], [_verdict("yes")])
-    result = scorers.hallucination(
-        judge_server.judge(), context=["Ignored."], get_context=get_context
-    ).run(input="q", output="A.")
+    result = scorers.hallucination(judge_server.judge(), context=context).run(
+        input="q", output="A."
+    )
     assert result.score == 1
     assert "From the function." in result.analyze_prompt
-    assert "Ignored." not in result.analyze_prompt
-    assert seen[0] == ["preprocess_step_result"]
-    assert "generate_score_step_result" in seen[1]
 
 
-def test_get_context_must_return_a_list_of_strings(judge_server):
+def test_get_context_is_gone():
+    # Mastra's getContext({run, results, score, step}) is context=lambda run: ... here.
+    with pytest.raises(TypeError, match="get_context"):
+        scorers.hallucination("openai/gpt-4o-mini", get_context=lambda run: ["c"])
+
+
+def test_a_context_function_must_return_a_list_of_strings(judge_server):
     _script(judge_server, ["A"], [_verdict("yes")])
-    scorer = scorers.hallucination(judge_server.judge(), get_context=lambda run: "one string")
+    scorer = scorers.hallucination(judge_server.judge(), context=lambda run: "one string")
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(input="q", output="A.")
-    assert raised.value.failed_step == "analyze"
-    assert "the list get_context returned of hallucination(...)" in raised.value.message
+    assert raised.value.failed_step == "preprocess"
+    assert "the list context returned of hallucination(...)" in raised.value.message
+    assert judge_server.requests == []
 
 
-def test_get_context_parameters_are_checked_when_the_scorer_is_built():
+def test_a_context_function_is_checked_when_the_scorer_is_built():
     with pytest.raises(EvalDagError) as raised:
-        scorers.hallucination("openai/gpt-4o-mini", get_context=lambda run, claims: [])
-    assert "unknown parameters ['claims']" in raised.value.message
+        scorers.hallucination("openai/gpt-4o-mini", context=lambda run, claims: [])
+    assert "context of hallucination(...) must be a function (run)" in raised.value.message
 
 
-def test_without_context_every_claim_is_checked_against_nothing(judge_server):
+def test_without_context_the_tool_results_are_the_context(judge_server):
+    output = [
+        {
+            "role": "assistant",
+            "content": "A. B.",
+            "toolInvocations": [
+                {"toolCallId": "c", "toolName": "t", "state": "result", "result": {"a": 1}}
+            ],
+        }
+    ]
+    _script(judge_server, ["A", "B"], [_verdict("no"), _verdict("yes")])
+    result = scorers.hallucination(judge_server.judge()).run(input="q", output=output)
+    assert result.score == 0.5
+    assert '<context>\n{"a":1}\n</context>' in result.analyze_prompt
+
+
+def test_without_context_or_tool_results_the_run_is_not_scorable(judge_server):
     _script(judge_server, ["A", "B"], [_verdict("yes"), _verdict("yes")])
     result = scorers.hallucination(judge_server.judge()).run(input="q", output="A. B.")
-    assert result.score == 1
-    assert "<context>\n(no context was given)\n</context>" in result.analyze_prompt
+    assert result.score is None
+    assert result.not_scorable.reason.startswith("no context")
+    assert judge_server.requests == []
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,12 @@ def _first_judged_step(scorer):
 
 
 def _completed_before(scorer, stage):
+    """The stages of the steps before the first judged one (a scorer may check a run's
+    context in a preprocess function step before its judged preprocess step)."""
     stages = [step.stage for step in scorer.steps]
-    return stages[: stages.index(stage)]
+    first_judged = next(i for i, step in enumerate(scorer.steps) if step.kind == "prompt")
+    assert stages[first_judged] == stage
+    return stages[:first_judged]
 
 
 @pytest.mark.parametrize("scorer_id", SCORERS)

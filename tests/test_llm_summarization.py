@@ -56,9 +56,11 @@ _OPTIONS = {"maxQuestions": "max_questions", "scale": "scale", "source": "source
 @parametrized_cases("summarization")
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     options = {_OPTIONS[key]: value for key, value in entry["case"].get("options", {}).items()}
+    if "source" in options:  # Mastra's fixed source text; a string here names a data column
+        options["source"] = [options["source"]]
     scorer = scorers.summarization(judge_server.judge(), **options)
     outcome = replayed(scorer, entry, judge_server)
-    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
+    assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()), scorer)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
@@ -157,20 +159,21 @@ def test_the_source_comes_from_the_extractor_sync_or_async(judge_server):
         return f"The document behind {run_input!r}."
 
     judge_server.script({"alignment": _claims(True), "questions": ["q?"]}, {"coverage": []}, "ok")
-    scorer = scorers.summarization(
-        judge_server.judge(), source="ignored", source_extractor=document
-    )
+    scorer = scorers.summarization(judge_server.judge(), source_extractor=document)
     result = scorer.run(input="doc-7", output="Summary.")
     assert "<source>\nThe document behind 'doc-7'.\n</source>" in result.preprocess_prompt
     assert "The document behind 'doc-7'." in result.generate_reason_prompt
 
 
 def test_an_extractor_that_returns_no_text_fails_the_run(judge_server):
-    scorer = scorers.summarization(judge_server.judge(), source_extractor=lambda i, o: ["a"])
+    scorer = scorers.summarization(judge_server.judge(), source_extractor=lambda i, o: 7)
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(input="q", output="o")
     assert raised.value.failed_step == "preprocess"
-    assert "must return the source text" in raised.value.cause.message
+    assert "the text source_extractor returned of summarization(...) must be a text or a list" in (
+        raised.value.cause.message
+    )
+    assert judge_server.requests == []
 
 
 @pytest.mark.parametrize(
@@ -198,7 +201,8 @@ def test_summary_text(output, summary):
         ({"max_questions": 0}, "maxQuestions must be at least 1 for Summarization scoring"),
         ({"max_questions": 2.5}, "max_questions of summarization(...) must be a whole number"),
         ({"scale": 0}, "scale of summarization(...) must be a number above 0"),
-        ({"source": ["a"]}, "source of summarization(...) must be the source text"),
+        ({"source": 5}, "source of summarization(...) must be a list of strings"),
+        ({"source": ["a"], "source_extractor": len}, "got both source and source_extractor"),
         ({"source_extractor": "f"}, "source_extractor of summarization(...) must be a function"),
     ],
 )

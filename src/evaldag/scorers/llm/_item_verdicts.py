@@ -156,7 +156,6 @@ def item_verdict_scorer(
     points: Mapping[str, float] = YES,
     item: str | None = None,
     missing: str | None = None,
-    required: Callable[[Any], bool] | None = None,
 ) -> Scorer:
     """``scorer`` with the item-verdict steps appended: items, verdicts, one verdict per item,
     score (the verdicts' points / verdicts × ``scale``, two decimals) and reason.
@@ -178,7 +177,6 @@ def item_verdict_scorer(
     :param item: what an item is (``'claim'``), for the one-verdict-per-item step.
     :param missing: the answer standing for a verdict the judge left out; when given, an analyze
         step keeps one verdict per item.
-    :param required: what a run needs to be scored; a run without it scores 0.
     """
     items_key = items.key if items is not None else None
     verdicts_key = verdicts.key
@@ -219,9 +217,7 @@ def item_verdict_scorer(
         description = step.description or DESCRIPTIONS[stage]
         return PromptStep(description, create_prompt, output_schema=step.answer)
 
-    def score(run: Any, analyze_step_result: Any) -> float:
-        if required is not None and not required(run):
-            return 0.0
+    def score(analyze_step_result: Any) -> float:
         judged_verdicts = analyze_step_result[verdicts_key]
         total = sum(points.get(answer(v.get(verdict)), 0.0) for v in judged_verdicts)
         return share(total, len(judged_verdicts), scale)

@@ -16,10 +16,14 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    reads: reuse one (``_item_verdicts.Claims``) only where they are the same.
 3. **The factory** ``name(model, *, option=default, ...) -> Scorer``: Mastra's options as
    keyword arguments with Mastra's defaults (no options dict that replaces the defaults),
-   checked when the scorer is built (:func:`positive_scale`, :func:`number_option`,
-   :func:`context_option`); then ``create_scorer(ID, name=..., description=..., type=...,
-   judge=scorer_judge(model, INSTRUCTIONS, "name"))`` with Mastra's id, name and description,
-   and the steps.
+   checked when the scorer is built (:func:`positive_scale`, :func:`number_option`); then
+   ``create_scorer(ID, name=..., description=..., type=..., judge=scorer_judge(model,
+   INSTRUCTIONS, "name"))`` with Mastra's id, name and description, and the steps. A scorer
+   that judges against a context reads it through one option, ``context=`` (a list, a data
+   column name or a function of the run: ``_retrieval.run_context``), passes its
+   ``columns=`` to ``create_scorer``, and wraps the new scorer in :func:`scorer_needing`,
+   which makes a run without a context (or without the ground truth it needs) not scorable
+   before any judge call; the judged steps then read ``await context_of(run)``.
 4. **An item-verdict scorer** (the judge lists items, gives a verdict per item, the score is
    the share of ``yes``: faithfulness, hallucination, answer relevancy, context recall, bias,
    toxicity) adds its steps with ``_item_verdicts.item_verdict_scorer(create_scorer(...),
@@ -28,7 +32,7 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    factory fills ``$input``, ``$output``, ``$items``, ``$item_count``, ``$verdicts``,
    ``$score`` and ``$scale``, and ``texts={"context": context_text}`` fills the scorer's own
    placeholders. The scoring rule is ``points`` (what each answer counts; ``yes`` 1 by
-   default) and ``required`` (what a run needs to score above 0). With ``item="claim",
+   default). With ``item="claim",
    missing="unsure"`` it adds, after the judged analyze step, one that keeps one verdict per
    item: a matching answer is left untouched (Mastra's result), otherwise the verdicts are cut
    or padded with ``missing`` and ``verdictCountMismatch`` is recorded in the analyze result,
@@ -38,7 +42,7 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    run and step results by parameter name (``run``, ``preprocess_step_result``, ...) and
    return ``TEMPLATE.render(...)``; the user's and the assistant's texts come from
    :func:`user_text` and :func:`assistant_text`, the reference answer from
-   :func:`ground_truth_text`, retrieved context from ``_retrieval``. When the judge must
+   :func:`ground_truth_text`, the context from ``_retrieval``. When the judge must
    answer once per item, a function step after the judged one cuts or pads its answers
    (``_item_verdicts.aligned_verdicts``) and records ``verdictCountMismatch``. :func:`share`
    is ``count / total × scale`` with Mastra's two-decimal rounding.
@@ -57,13 +61,15 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
+from evaldag._scorer.steps import NotScorable, not_scorable
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
     effective_role,
@@ -72,6 +78,10 @@ from evaldag.transcripts import (
     merge_tool_invocations,
     run_messages,
 )
+
+if TYPE_CHECKING:
+    from evaldag._scorer.builder import Scorer
+    from evaldag.scorers.llm._retrieval import RunContext
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -157,23 +167,28 @@ def assistant_text(run: Any) -> str:
     return get_assistant_message(run.output) or ""
 
 
+def missing_value(value: Any) -> bool:
+    """Whether a data value is missing: None, NaN or pandas' NA (an empty DataFrame cell)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def has_ground_truth(run: Any) -> bool:
+    """Whether the run has a ground truth: neither missing nor JavaScript-falsy (``''``, 0)."""
+    return not missing_value(run.ground_truth) and js_truthy(run.ground_truth)
+
+
 def ground_truth_text(run: Any) -> str:
     """The run's ground truth as text: a string as it is, anything else as JSON; ``''`` when
-    there is none (JavaScript-falsy)."""
-    ground_truth = run.ground_truth
-    if not js_truthy(ground_truth):
+    there is none (see :func:`has_ground_truth`)."""
+    if not has_ground_truth(run):
         return ""
+    ground_truth = run.ground_truth
     return ground_truth if isinstance(ground_truth, str) else json_text(ground_truth)
 
 
 async def awaited(value: Any) -> Any:
     """What a user's function returned, awaited when it is awaitable (an async function's)."""
     return await value if inspect.isawaitable(value) else value
-
-
-def context_lines(pieces: Sequence[str]) -> str:
-    """The context pieces one per line; ``'(no context was given)'`` when there are none."""
-    return "\n".join(pieces) if pieces else "(no context was given)"
 
 
 def tool_result_context(run_output: Any) -> list[str]:
@@ -191,6 +206,44 @@ def tool_result_context(run_output: Any) -> list[str]:
         and invocation.get("state") == "result"
         and "result" in invocation
     ]
+
+
+# --- what a run is judged against ---------------------------------------------------------------
+
+
+def scorer_needing(
+    scorer: Scorer, *, context: RunContext | None = None, ground_truth: bool = False
+) -> Scorer:
+    """``scorer`` (with no steps yet) with a first preprocess step that ends a run lacking what
+    it is judged against as not scorable, before any judge call; ``scorer`` itself when nothing
+    can be lacking (a fixed context, no ground truth needed).
+
+    The step's result is None, which the next preprocess step replaces.
+
+    :param context: the scorer's context (or source); a run for which it finds no text is not
+        scorable.
+    :param ground_truth: whether a run without a ground truth (:func:`has_ground_truth`) is not
+        scorable.
+    """
+    context = None if context is None or context.fixed else context
+    if context is None and not ground_truth:
+        return scorer
+
+    async def preprocess(run: Any) -> NotScorable | None:
+        if ground_truth and not has_ground_truth(run):
+            return not_scorable(
+                "no ground truth: the run has no ground_truth (the reference answer) to judge "
+                "against"
+            )
+        if context is not None and not await context.found(run):
+            return not_scorable(context.missing)
+        return None
+
+    needs = " and ".join(
+        what for what, needed in (("context", context), ("ground truth", ground_truth)) if needed
+    )
+    preprocess.description = f"Not scorable without its {needs}"
+    return scorer.preprocess(preprocess)
 
 
 # --- options -----------------------------------------------------------------------------------
@@ -245,24 +298,6 @@ def number_option(
             details={"option": name, "value": repr(value)},
         )
     return float(value)
-
-
-def context_option(context: Any, factory: str, name: str = "context") -> list[str] | None:
-    """A context option: None, or a list of strings (one per context piece)."""
-    if context is None:
-        return None
-    if (
-        isinstance(context, str | bytes)
-        or not isinstance(context, Sequence)
-        or not all(isinstance(piece, str) for piece in context)
-    ):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"{name} of {factory}(...) must be a list of strings, one per context piece, e.g. "
-            f"{name}=['Paris is the capital of France.'], got {context!r:.120}",
-            details={"option": name},
-        )
-    return list(context)
 
 
 # --- verdicts and scores -----------------------------------------------------------------------

@@ -13,20 +13,21 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from evaldag._compat.js import js_truthy, round_to_two_decimals
+from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
-from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     assistant_text,
     ground_truth_text,
+    has_ground_truth,
     json_text,
     number_option,
     numbered,
     positive_scale,
     scorer_judge,
+    scorer_needing,
 )
 
 INSTRUCTIONS = """\
@@ -176,8 +177,12 @@ def answer_similarity(
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param require_ground_truth: a run without ground truth fails (before any judge call);
-        when False, it scores 0.
+    :param require_ground_truth: a run without ground truth is not scorable (no judge call);
+        when False, it is judged against an empty reference and scores 0.
+
+    Steps: preprocess (not scorable without ground truth, when it is required), preprocess
+    (judge: the units of the response and of the reference), analyze (judge: matches),
+    generate_score, generate_reason (judge).
     """
     factory = "answer_similarity"
     threshold = number_option(semantic_threshold, "semantic_threshold", factory, minimum=0)
@@ -189,13 +194,6 @@ def answer_similarity(
     points = {"exact": 1 + bonus, "semantic": threshold, "partial": threshold / 2}
 
     def units_prompt(run: Any) -> str:
-        if require_ground_truth and not js_truthy(run.ground_truth):
-            raise EvalDagError(
-                "EVALDAG_MISSING_GROUND_TRUTH",
-                "Answer Similarity Scorer requires ground truth to be provided: give the run a "
-                "ground_truth (the reference answer), or build the scorer with "
-                "answer_similarity(model, require_ground_truth=False) to score such runs 0",
-            )
         return UNITS_PROMPT.render(output=assistant_text(run), ground_truth=ground_truth_text(run))
 
     def matches_prompt(preprocess_step_result: Any) -> str:
@@ -206,7 +204,7 @@ def answer_similarity(
 
     def similarity_score(run: Any, analyze_step_result: Any) -> float:
         matches = (analyze_step_result or {}).get("matches") or []
-        if not js_truthy(run.ground_truth) or not matches:
+        if not has_ground_truth(run) or not matches:
             return 0.0
         total = sum(points.get(match["matchType"], -missing) for match in matches)
         similarity = total / (len(matches) * (1 + bonus))
@@ -215,7 +213,7 @@ def answer_similarity(
         return round_to_two_decimals(min(max(similarity, 0.0), 1.0) * scale)
 
     def reason_prompt(run: Any, analyze_step_result: Any, score: Any) -> str:
-        if not js_truthy(run.ground_truth):
+        if not has_ground_truth(run):
             return NO_GROUND_TRUTH_REASON_PROMPT.render(score=f"{score:g}")
         return REASON_PROMPT.render(
             scale=f"{scale:g}",
@@ -226,13 +224,16 @@ def answer_similarity(
         )
 
     return (
-        create_scorer(
-            "answer-similarity-scorer",
-            name="Answer Similarity Scorer",
-            description="Evaluates how similar an agent output is to a ground truth answer for "
-            "CI/CD testing",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        scorer_needing(
+            create_scorer(
+                "answer-similarity-scorer",
+                name="Answer Similarity Scorer",
+                description="Evaluates how similar an agent output is to a ground truth answer "
+                "for CI/CD testing",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+            ),
+            ground_truth=require_ground_truth,
         )
         .preprocess(
             PromptStep(

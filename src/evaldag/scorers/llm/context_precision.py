@@ -20,7 +20,7 @@ from evaldag.scorers.llm._retrieval import (
     indexed,
     piece_verdicts,
     pieces_prompt,
-    retrieval_context,
+    run_context,
 )
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
@@ -30,6 +30,7 @@ from evaldag.scorers.llm._shared import (
     positive_scale,
     said_yes,
     scorer_judge,
+    scorer_needing,
     user_text,
 )
 
@@ -137,7 +138,7 @@ def _mean_average_precision(verdicts: Sequence[Any]) -> float:
 def context_precision(
     model: Any,
     *,
-    context: list[str] | None = None,
+    context: list[str] | str | Callable[[Any], Any] | None = None,
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
 ) -> Scorer:
@@ -145,19 +146,22 @@ def context_precision(
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param context: the retrieved context, one string per piece, in rank order.
-    :param context_extractor: ``f(input, output) -> list[str]`` giving a run's context; called
-        for every run (and by each step that needs the context). It wins over ``context``.
+    :param context: the retrieved context in rank order (required): a list of strings (the same
+        pieces for every run), the name of a data column holding each run's list of strings
+        (``'contexts'``), or a function of the run (sync or async) returning it. A run whose
+        context holds no text is not scorable (no judge call).
+    :param context_extractor: Mastra's form of a function: ``f(input, output)`` is
+        ``context=lambda run: f(run.input, run.output)``; give one of the two.
     :param scale: the score of a perfectly ranked context.
 
-    Steps: analyze (judge: one verdict per piece), analyze (verdicts put in piece order, one per
+    Steps: preprocess (not scorable without a context; only when it is not a fixed list),
+    analyze (judge: one verdict per piece), analyze (verdicts put in piece order, one per
     piece; a missing one counts as not useful and a mismatch is recorded in
-    ``verdictCountMismatch``), generate_score, generate_reason (judge). A run whose context is
-    empty fails at analyze, before any judge call.
+    ``verdictCountMismatch``), generate_score, generate_reason (judge).
     """
     factory = "context_precision"
-    context_of = retrieval_context(
-        context, context_extractor, factory=factory, scoring="Context Precision"
+    context_of = run_context(
+        context, extractor=context_extractor, factory=factory, scoring="Context Precision"
     )
     scale = positive_scale(scale, factory)
 
@@ -176,13 +180,17 @@ def context_precision(
         )
 
     return (
-        create_scorer(
-            "context-precision-scorer",
-            name="Context Precision Scorer",
-            description="A scorer that evaluates the relevance and precision of retrieved "
-            "context nodes for generating expected outputs",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        scorer_needing(
+            create_scorer(
+                "context-precision-scorer",
+                name="Context Precision Scorer",
+                description="A scorer that evaluates the relevance and precision of retrieved "
+                "context nodes for generating expected outputs",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=context_of.columns,
+            ),
+            context=context_of,
         )
         .analyze(
             PromptStep(

@@ -2,8 +2,8 @@
 
 Mastra's ``createContextRecallScorer`` (id ``context-recall-scorer``): the judge lists the claims
 of the run's ground truth (the reference answer), then says of each whether the retrieved
-context supports it (``yes``) or not (``no``). Score = supported claims / claims × scale; 0 when
-the run has no ground truth. The response itself is not judged.
+context supports it (``yes``) or not (``no``). Score = supported claims / claims × scale. A run
+without ground truth or without context is not scorable. The response itself is not judged.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._compat.js import js_truthy
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
-from evaldag.scorers.llm._retrieval import indexed, retrieval_context
+from evaldag.scorers.llm._retrieval import indexed, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
     ground_truth_text,
     positive_scale,
     scorer_judge,
+    scorer_needing,
 )
 
 INSTRUCTIONS = """\
@@ -107,10 +107,6 @@ pieces), and what information it is missing. Take the score as given; do not rec
 Start with "The score is $score because".""")
 
 
-NO_CONTEXT = "(no context was retrieved)"
-NO_REFERENCE = "(no reference answer was given)"
-
-
 class Claims(BaseModel):
     """The claims of the reference answer."""
 
@@ -130,14 +126,10 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def _has_ground_truth(run: Any) -> bool:
-    return js_truthy(run.ground_truth)
-
-
 def context_recall(
     model: Any,
     *,
-    context: list[str] | None = None,
+    context: list[str] | str | Callable[[Any], Any] | None = None,
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
 ) -> Scorer:
@@ -145,34 +137,42 @@ def context_recall(
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param context: the retrieved context, one string per piece.
-    :param context_extractor: ``f(input, output) -> list[str]`` (sync or async) giving a run's
-        context; called for every run by each step that needs it. It wins over ``context``.
+    :param context: the retrieved context (required): a list of strings (the same pieces for
+        every run), the name of a data column holding each run's list of strings
+        (``'contexts'``), or a function of the run (sync or async) returning it.
+    :param context_extractor: Mastra's form of a function: ``f(input, output)`` is
+        ``context=lambda run: f(run.input, run.output)``; give one of the two.
     :param scale: the score when the context holds every claim.
 
-    Each run needs ``ground_truth`` (the reference answer; not a string: its JSON); without it
-    the judge is still asked and the score is 0. Steps: preprocess (judge: the ground truth's
-    claims), analyze (judge: one verdict per claim), analyze (one verdict per claim kept: extra
-    ones dropped, a missing one counts as unsupported, a mismatch is recorded in
-    ``verdictCountMismatch``), generate_score, generate_reason (judge).
+    Each run needs ``ground_truth`` (the reference answer; not a string: its JSON) and a context
+    with text; a run without either is not scorable (no judge call). Steps: preprocess (not
+    scorable without them), preprocess (judge: the ground truth's claims), analyze (judge: one
+    verdict per claim), analyze (one verdict per claim kept: extra ones dropped, a missing one
+    counts as unsupported, a mismatch is recorded in ``verdictCountMismatch``),
+    generate_score, generate_reason (judge).
     """
     factory = "context_recall"
-    context_of = retrieval_context(
-        context, context_extractor, factory=factory, scoring="Context Recall"
+    context_of = run_context(
+        context, extractor=context_extractor, factory=factory, scoring="Context Recall"
     )
     scale = positive_scale(scale, factory)
 
     async def context_text(run: Any) -> str:
-        return indexed(await context_of(run)) or NO_CONTEXT
+        return indexed(await context_of(run))
 
     return item_verdict_scorer(
-        create_scorer(
-            "context-recall-scorer",
-            name="Context Recall Scorer",
-            description="A scorer that evaluates how well retrieved context covers the claims in "
-            "a ground-truth reference answer",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        scorer_needing(
+            create_scorer(
+                "context-recall-scorer",
+                name="Context Recall Scorer",
+                description="A scorer that evaluates how well retrieved context covers the "
+                "claims in a ground-truth reference answer",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=context_of.columns,
+            ),
+            context=context_of,
+            ground_truth=True,
         ),
         items=JudgedStep(
             CLAIMS_PROMPT, Claims, "Extract atomic claims from the ground-truth answer"
@@ -187,11 +187,10 @@ def context_recall(
         ),
         texts={
             "ground_truth": ground_truth_text,
-            "reference": lambda run: ground_truth_text(run) or NO_REFERENCE,
+            "reference": ground_truth_text,
             "context": context_text,
         },
         item="claim",
         missing="no",
-        required=_has_ground_truth,
         scale=scale,
     )

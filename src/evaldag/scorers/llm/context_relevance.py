@@ -18,13 +18,14 @@ from evaldag._compat.js import js_total, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._options import ScorerOptions, options_model
-from evaldag.scorers.llm._retrieval import piece_verdicts, pieces_prompt, retrieval_context
+from evaldag.scorers.llm._retrieval import piece_verdicts, pieces_prompt, run_context
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     json_text,
     positive_scale,
     scorer_judge,
+    scorer_needing,
     user_text,
 )
 
@@ -144,7 +145,7 @@ def _missing_evaluation(index: int, piece: str) -> dict[str, Any]:
 def context_relevance(
     model: Any,
     *,
-    context: list[str] | None = None,
+    context: list[str] | str | Callable[[Any], Any] | None = None,
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
     penalties: ContextRelevancePenalties | dict[str, float] | None = None,
@@ -153,23 +154,26 @@ def context_relevance(
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param context: the retrieved context, one string per piece.
-    :param context_extractor: ``f(input, output) -> list[str]`` (sync or async) giving a run's
-        context; called for every run by each step that needs it. It wins over ``context``.
+    :param context: the retrieved context (required): a list of strings (the same pieces for
+        every run), the name of a data column holding each run's list of strings
+        (``'contexts'``), or a function of the run (sync or async) returning it. A run whose
+        context holds no text is not scorable (no judge call).
+    :param context_extractor: Mastra's form of a function: ``f(input, output)`` is
+        ``context=lambda run: f(run.input, run.output)``; give one of the two.
     :param scale: the score of a fully relevant, fully used context.
     :param penalties: ``unused_high_relevance_context`` (0.1 per piece),
         ``missing_context_per_item`` (0.15) and ``max_missing_context_penalty`` (0.5), as a
         dict (Mastra's camelCase keys work too) or :class:`ContextRelevancePenalties`; keys
         left out keep their defaults.
 
-    Steps: analyze (judge: one evaluation per piece), analyze (one evaluation per piece, in
-    piece order: a missing one counts as relevance ``none``, a mismatch is recorded in
-    ``verdictCountMismatch``), generate_score, generate_reason (judge). A run whose extractor
-    returns no context fails at analyze, before any judge call.
+    Steps: preprocess (not scorable without a context; only when it is not a fixed list),
+    analyze (judge: one evaluation per piece), analyze (one evaluation per piece, in piece
+    order: a missing one counts as relevance ``none``, a mismatch is recorded in
+    ``verdictCountMismatch``), generate_score, generate_reason (judge).
     """
     factory = "context_relevance"
-    context_of = retrieval_context(
-        context, context_extractor, factory=factory, scoring="Context Relevance"
+    context_of = run_context(
+        context, extractor=context_extractor, factory=factory, scoring="Context Relevance"
     )
     scale = positive_scale(scale, factory)
     rates = options_model(ContextRelevancePenalties, penalties, "penalties", factory)
@@ -198,13 +202,17 @@ def context_relevance(
         )
 
     return (
-        create_scorer(
-            "context-relevance-scorer",
-            name="Context Relevance (LLM)",
-            description="Evaluates how relevant and useful the provided context was for "
-            "generating the agent response",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        scorer_needing(
+            create_scorer(
+                "context-relevance-scorer",
+                name="Context Relevance (LLM)",
+                description="Evaluates how relevant and useful the provided context was for "
+                "generating the agent response",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=context_of.columns,
+            ),
+            context=context_of,
         )
         .analyze(
             PromptStep(

@@ -3,25 +3,26 @@
 Mastra's ``createFaithfulnessScorer`` (id ``faithfulness-scorer``): the judge lists the claims
 of the response, then gives each a verdict against the context (``yes`` supported, ``no``
 contradicted, ``unsure`` not in the context or speculative). Score = supported claims / claims
-× scale. The context is ``context=`` or, when that is None, the JSON of the run's tool results.
+× scale. The context is ``context=`` (pieces, a data column or a function of the run) or, when
+that is None, the JSON of the run's tool results; a run without context is not scorable.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, item_verdict_scorer
+from evaldag.scorers.llm._retrieval import TOOL_RESULTS, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
-    context_lines,
-    context_option,
     positive_scale,
     scorer_judge,
-    tool_result_context,
+    scorer_needing,
 )
 
 INSTRUCTIONS = """\
@@ -132,40 +133,49 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def faithfulness(model: Any, *, context: list[str] | None = None, scale: float = 1) -> Scorer:
+def faithfulness(
+    model: Any,
+    *,
+    context: list[str] | str | Callable[[Any], Any] | None = None,
+    scale: float = 1,
+) -> Scorer:
     """Share of the response's claims that the context supports, times ``scale``.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param context: the context to check claims against, one string per piece; ``[]`` is an
-        empty context. When None, the context is the JSON of each tool result in the run's
-        output (from message parts and legacy ``toolInvocations``).
+    :param context: the context to check claims against: a list of strings (the same pieces for
+        every run), the name of a data column holding each run's list of strings
+        (``'contexts'``), or a function of the run (sync or async) returning it. When None, the
+        context is the JSON of each tool result in the run's output (from message parts and
+        legacy ``toolInvocations``). A run whose context holds no text is not scorable (no
+        judge call).
     :param scale: the score of a fully supported response.
 
-    Steps: preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one
-    verdict per claim kept: if the judge gave more or fewer, the analyze result says so in
+    Steps: preprocess (not scorable without a context; only when it is not a fixed list),
+    preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one verdict per
+    claim kept: if the judge gave more or fewer, the analyze result says so in
     ``verdictCountMismatch`` and a missing verdict counts as unsupported), generate_score
     (supported / claims × scale, two decimals), generate_reason (judge).
     """
-    fixed_context = context_option(context, "faithfulness")
-    scale = positive_scale(scale, "faithfulness")
-
-    def context_text(run: Any) -> str:
-        pieces = fixed_context if fixed_context is not None else tool_result_context(run.output)
-        return context_lines(pieces)
-
+    factory = "faithfulness"
+    context_of = run_context(context, factory=factory, default=TOOL_RESULTS)
+    scale = positive_scale(scale, factory)
     return item_verdict_scorer(
-        create_scorer(
-            "faithfulness-scorer",
-            name="Faithfulness Scorer",
-            description="A scorer that evaluates the faithfulness of an LLM output to an input",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, "faithfulness"),
+        scorer_needing(
+            create_scorer(
+                "faithfulness-scorer",
+                name="Faithfulness Scorer",
+                description="A scorer that evaluates the faithfulness of an LLM output to an input",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=context_of.columns,
+            ),
+            context=context_of,
         ),
         items=JudgedStep(CLAIMS_PROMPT, Claims),
         verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
         reason=JudgedStep(REASON_PROMPT),
-        texts={"context": context_text},
+        texts={"context": context_of.text_of},
         item="claim",
         missing="unsure",
         scale=scale,

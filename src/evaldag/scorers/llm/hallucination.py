@@ -3,8 +3,9 @@
 Mastra's ``createHallucinationScorer`` (id ``hallucination-scorer``): the judge lists the claims
 of the response, then says of each whether it is a hallucination (``yes``: it contradicts the
 context or asserts what the context does not support) or not (``no``). Score = hallucinated
-claims / claims × scale; higher is worse. The context is ``context=``, or what ``get_context``
-returns for the run.
+claims / claims × scale; higher is worse. The context is ``context=`` (pieces, a data column or
+a function of the run) or, when that is None, the JSON of the run's tool results, as for
+faithfulness; a run without context is not scorable.
 """
 
 from __future__ import annotations
@@ -15,16 +16,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag.errors import EvalDagError
-from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, by_name, item_verdict_scorer
+from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, item_verdict_scorer
+from evaldag.scorers.llm._retrieval import TOOL_RESULTS, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
-    awaited,
     choice,
-    context_lines,
-    context_option,
     positive_scale,
     scorer_judge,
+    scorer_needing,
 )
 
 INSTRUCTIONS = """\
@@ -143,57 +142,46 @@ class Verdicts(BaseModel):
 def hallucination(
     model: Any,
     *,
-    context: list[str] | None = None,
-    get_context: Callable[..., Any] | None = None,
+    context: list[str] | str | Callable[[Any], Any] | None = None,
     scale: float = 1,
 ) -> Scorer:
     """Share of the response's claims that the context does not back, times ``scale``.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
-    :param context: the context, one string per piece; None is an empty context (nothing is
-        read from tool results).
-    :param get_context: a function (sync or async) returning the context for a run; it takes any
-        of ``run``, ``results`` (the step results so far), ``score`` and ``step``
-        (``'analyze'`` or ``'generate_reason'``) by name, and is called once for each of those
-        two steps. It wins over ``context``.
+    :param context: the context to check claims against: a list of strings (the same pieces for
+        every run), the name of a data column holding each run's list of strings
+        (``'contexts'``), or a function of the run (sync or async) returning it (Mastra's
+        ``getContext``, given the run only). When None, the context is the JSON of each tool
+        result in the run's output, as for faithfulness. A run whose context holds no text is
+        not scorable (no judge call).
     :param scale: the score of a response whose every claim is a hallucination.
 
-    Steps: preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one
-    verdict per claim kept; a mismatch is recorded in ``verdictCountMismatch`` and a missing
-    verdict counts as a hallucination), generate_score, generate_reason (judge).
+    Steps: preprocess (not scorable without a context; only when it is not a fixed list),
+    preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one verdict per
+    claim kept; a mismatch is recorded in ``verdictCountMismatch`` and a missing verdict counts
+    as a hallucination), generate_score, generate_reason (judge).
     """
-    fixed = context_option(context, "hallucination") or []
-    if get_context is not None and not callable(get_context):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"get_context of hallucination(...) must be a function, got "
-            f"{type(get_context).__name__}",
-        )
-    read = (
-        None if get_context is None else by_name(get_context, "get_context of hallucination(...)")
-    )
-    scale = positive_scale(scale, "hallucination")
-
-    async def context_text(run: Any, results: Any, score: Any, step: str) -> str:
-        lines = fixed
-        if read is not None:
-            lines = await awaited(read(run=run, results=results, score=score, step=step))
-            lines = context_option(lines, "hallucination", "the list get_context returned") or []
-        return context_lines(lines)
-
+    factory = "hallucination"
+    context_of = run_context(context, factory=factory, default=TOOL_RESULTS)
+    scale = positive_scale(scale, factory)
     return item_verdict_scorer(
-        create_scorer(
-            "hallucination-scorer",
-            name="Hallucination Scorer",
-            description="A scorer that evaluates the hallucination of an LLM output to an input",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, "hallucination"),
+        scorer_needing(
+            create_scorer(
+                "hallucination-scorer",
+                name="Hallucination Scorer",
+                description="A scorer that evaluates the hallucination of an LLM output to an "
+                "input",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=context_of.columns,
+            ),
+            context=context_of,
         ),
         items=JudgedStep(CLAIMS_PROMPT, Claims, "Extract all claims from the given output"),
         verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
         reason=JudgedStep(REASON_PROMPT),
-        texts={"context": context_text},
+        texts={"context": context_of.text_of},
         item="claim",
         missing="yes",
         scale=scale,

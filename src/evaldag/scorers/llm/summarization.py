@@ -5,7 +5,9 @@ summary's claims, each marked supported or not by the source, and writes up to
 ``max_questions`` yes-questions the source answers; a second call, which never sees the source,
 says which questions the summary answers. Score = min(supported claims / claims, answered
 questions / questions) × scale, so a summary passes neither by being faithful but empty nor
-by being thorough but wrong; 0 when there are no claims or no questions.
+by being thorough but wrong; 0 when there are no claims or no questions. The source is
+``source=`` (pieces, a data column or a function of the run) or, when that is None, the user's
+message; a run without a source is not scorable.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._item_verdicts import aligned_verdicts
+from evaldag.scorers.llm._retrieval import RunContext, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
-    awaited,
     json_text,
     numbered,
     positive_scale,
     scorer_judge,
+    scorer_needing,
     user_text,
 )
 from evaldag.transcripts import extract_agent_response_messages, get_assistant_message
@@ -164,6 +167,16 @@ class Coverage(BaseModel):
     coverage: list[Answer]
 
 
+#: The source without ``source=``: the user's message.
+USER_TEXT = RunContext(
+    user_text,
+    "the run's user message",
+    "no source: the run has no user message to summarize, and no source= was given",
+    {"option": "source"},
+    text=True,
+)
+
+
 def summary_text(run_output: Any) -> str:
     """The summary: the last assistant message with text, or the output's text."""
     if isinstance(run_output, list):
@@ -181,7 +194,7 @@ def summarization(
     model: Any,
     *,
     scale: float = 1,
-    source: str | None = None,
+    source: list[str] | str | Callable[[Any], Any] | None = None,
     source_extractor: Callable[[Any, Any], Any] | None = None,
     max_questions: int = DEFAULT_MAX_QUESTIONS,
 ) -> Scorer:
@@ -190,13 +203,19 @@ def summarization(
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
         dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param scale: the score of a faithful summary that answers every question.
-    :param source: the text summarized; by default the run's user message.
-    :param source_extractor: ``f(input, output) -> str`` (sync or async) giving a run's source;
-        called for every run by each step that needs it. It wins over ``source``.
+    :param source: the text summarized: a list of strings (the same text for every run, its
+        pieces one per line), the name of a data column holding each run's text (a string or a
+        list of strings), or a function of the run (sync or async) returning it. When None,
+        the run's user message. A run whose source holds no text is not scorable (no judge
+        call). Unlike Mastra's ``source``, a string names a column: a fixed text is
+        ``source=['...']``.
+    :param source_extractor: Mastra's form of a function: ``f(input, output)`` is
+        ``source=lambda run: f(run.input, run.output)``; give one of the two.
     :param max_questions: the most questions the judge writes and that count (at least 1).
 
     The summary is the last assistant message with text (a turn that only called tools is
-    skipped). Steps: preprocess (judge: claims checked against the source, and questions),
+    skipped). Steps: preprocess (not scorable without a source; only when it is not a fixed
+    list), preprocess (judge: claims checked against the source, and questions),
     analyze (judge: which questions the summary answers), analyze (one answer per counted
     question: extra ones dropped, a missing one counts as unanswered, a mismatch is recorded in
     ``verdictCountMismatch``), generate_score, generate_reason (judge).
@@ -210,39 +229,21 @@ def summarization(
             f"summarization(...) must be a whole number >= 1, got {max_questions!r}",
             details={"option": "max_questions"},
         )
-    if source is not None and not isinstance(source, str):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"source of {factory}(...) must be the source text (a string), got "
-            f"{type(source).__name__}",
-            details={"option": "source"},
-        )
-    if source_extractor is not None and not callable(source_extractor):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"source_extractor of {factory}(...) must be a function (input, output) -> str, got "
-            f"{type(source_extractor).__name__}",
-            details={"option": "source_extractor"},
-        )
-
-    async def source_of(run: Any) -> str:
-        if source_extractor is None:
-            return source if source is not None else user_text(run)
-        text = await awaited(source_extractor(run.input, run.output))
-        if not isinstance(text, str):
-            raise EvalDagError(
-                "EVALDAG_INVALID_SCORER_OPTION",
-                f"source_extractor of {factory}(...) must return the source text (a string), "
-                f"got {type(text).__name__}",
-            )
-        return text
+    source_of = run_context(
+        source,
+        option="source",
+        extractor=source_extractor,
+        factory=factory,
+        default=USER_TEXT,
+        text=True,
+    )
 
     def counted(preprocess_step_result: Any) -> list[str]:
         return list(preprocess_step_result["questions"])[:max_questions]
 
     async def source_prompt(run: Any) -> str:
         return SOURCE_PROMPT.render(
-            source=await source_of(run),
+            source=await source_of.text_of(run),
             summary=summary_text(run.output),
             max_questions=str(max_questions),
         )
@@ -286,7 +287,7 @@ def summarization(
             scale=f"{scale:g}",
             alignment_score=f"{round_to_two_decimals(faithfulness):g}",
             coverage_score=f"{round_to_two_decimals(coverage):g}",
-            source=await source_of(run),
+            source=await source_of.text_of(run),
             summary=summary_text(run.output),
             score=f"{score:g}",
             unsupported=json_text(
@@ -306,13 +307,17 @@ def summarization(
         )
 
     return (
-        create_scorer(
-            "summarization-scorer",
-            name="Summarization Scorer",
-            description="A scorer that evaluates whether a summary stays faithful to its source "
-            "text and preserves the information the source states",
-            type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
+        scorer_needing(
+            create_scorer(
+                "summarization-scorer",
+                name="Summarization Scorer",
+                description="A scorer that evaluates whether a summary stays faithful to its "
+                "source text and preserves the information the source states",
+                type="agent",
+                judge=scorer_judge(model, INSTRUCTIONS, factory),
+                columns=source_of.columns,
+            ),
+            context=source_of,
         )
         .preprocess(
             PromptStep(
