@@ -698,3 +698,80 @@ def test_cli_in_a_subprocess_prints_one_line_not_a_traceback(tmp_path):
     )
     assert done.stderr.splitlines() == [expected]
     _nothing_left(out)
+
+
+# --- files evaldag writes (issue 15) ----------------------------------------------------------
+
+SMALL = pd.DataFrame({"input": ["q1", "q2"], "output": ["a", "bb"]})
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_an_output_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(EvalDagError, match="not a regular file") as raised:
+        run_evals(SMALL, scorers=[LENGTH], out=fifo)
+    assert raised.value.id == "INVALID_OUTPUT_PATH"
+    assert fifo.is_fifo()  # still the FIFO it was
+    (tmp_path / "data.jsonl").write_text('{"input": "q", "output": "a"}\n')
+    eval_file = tmp_path / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    code, err = _cli(eval_file, tmp_path / "data.jsonl", "--out", str(fifo))
+    _cli_refused(code, err, "not a regular file")
+    assert fifo.is_fifo()
+
+
+def test_the_output_may_not_be_the_data_file(tmp_path):
+    data = tmp_path / "data.parquet"
+    SMALL.to_parquet(data)
+    before = data.read_bytes()
+    with pytest.raises(EvalDagError, match="is the data file"):
+        run_evals(data, scorers=[LENGTH], out=data)
+    assert data.read_bytes() == before
+
+
+def test_a_picture_goes_into_new_folders_and_leaves_nothing_else(tmp_path):
+    import evaldag
+
+    target = tmp_path / "new" / "folder" / "dag.dot"
+    evaldag.visualize(scorers=[LENGTH], path=target)
+    assert target.read_text().startswith("digraph")
+    assert sorted(p.name for p in target.parent.iterdir()) == ["dag.dot"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path):
+    from evaldag._io.files import atomic_write
+
+    def broken(temporary: Path) -> None:
+        temporary.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(EvalDagError, match="No space left on device") as raised:
+        atomic_write(tmp_path / "out.html", broken)
+    assert raised.value.category == "SYSTEM"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_integer_beyond_64_bits_in_a_carried_column_is_written(tmp_path):
+    frame = SMALL.assign(big=[2**70] + [1])
+    run_evals(frame, scorers=[LENGTH], out=tmp_path / "r.parquet")
+    assert EvalResult.read_parquet(tmp_path / "r.parquet").items["big"].iloc[0] == 2**70
+
+
+def test_an_empty_checkpoint_manifest_says_which_file(tmp_path):
+    checkpoint = tmp_path / "run.parquet"
+    manifest = tmp_path / "run.parquet.partial" / "run.json"
+    manifest.parent.mkdir()
+    manifest.write_text("")
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(SMALL, scorers=[LENGTH], checkpoint=checkpoint)
+    assert raised.value.id == "CHECKPOINT_UNREADABLE"
+    assert str(manifest) in raised.value.message
+
+
+@pytest.mark.parametrize("scorer_id", ["a:b", "ends\\", "new\nline"])
+def test_ids_that_break_pictures_and_columns_are_refused(scorer_id):
+    scorer = create_scorer(scorer_id).generate_score(lambda: 1)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(SMALL, scorers=[scorer])
+    assert raised.value.id == "INVALID_SCORER_ID"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from evaldag._io.files import atomic_write_text
 from evaldag._io.parquet import read_results, write_results
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.fingerprint import rows_fingerprint
@@ -47,6 +48,22 @@ def _differences(saved: dict[str, Any], definition: dict[str, Any]) -> list[str]
     return found or ["its definition"]
 
 
+def _manifest(path: Path) -> dict[str, Any]:
+    """The saved run's definition, or an error naming the file when it cannot be read."""
+    try:
+        saved = json.loads(path.read_text())
+        if isinstance(saved, dict) and "definition" in saved:
+            return saved
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    raise EvalDagError(
+        "CHECKPOINT_UNREADABLE",
+        f"The checkpoint's '{path}' is empty or not what evaldag wrote; delete its folder "
+        f"'{path.parent}' to start the run again",
+        details={"checkpoint": str(path)},
+    )
+
+
 class Checkpoint:
     """The saved batches of one eval run.
 
@@ -61,7 +78,7 @@ class Checkpoint:
         self.definition = _fingerprint(definition)
         manifest = self.parts / "run.json"
         if manifest.exists():
-            saved = json.loads(manifest.read_text())
+            saved = _manifest(manifest)
             if saved["definition"] != self.definition:
                 differences = _differences(saved, definition)
                 raise EvalDagError(
@@ -72,8 +89,7 @@ class Checkpoint:
                     details={"checkpoint": str(self.path), "differences": differences},
                 )
         else:
-            self.parts.mkdir(parents=True, exist_ok=True)
-            manifest.write_text(json.dumps({"definition": self.definition, **definition}))
+            atomic_write_text(manifest, json.dumps({"definition": self.definition, **definition}))
 
     def _part(self, start: int) -> Path:
         return self.parts / f"batch-{start:012d}.parquet"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
@@ -67,6 +69,9 @@ RESERVED_IDS = frozenset(
     }
 )
 _FUNCTION_BATCH = 20_000
+#: Characters an id may not hold: '.' separates node names, Graphviz reads ':' as a port and
+#: '\' as an escape.
+_UNSAFE_ID = re.compile(r"[.:\\\x00-\x1f\x7f]")
 
 
 def _scorer_entries(scorers: Iterable[Any]) -> tuple[list[Scorer], dict[str, ThresholdSpec]]:
@@ -104,11 +109,12 @@ def _checked_ids(scorers: list[Scorer], gates: list[Scorer]) -> None:
     for role, group in (("scorers", scorers), ("gates", gates)):
         for index, scorer in enumerate(group):
             where = f"{role}[{index}]"
-            if scorer.id in RESERVED_IDS or "." in scorer.id:
+            if scorer.id in RESERVED_IDS or _UNSAFE_ID.search(scorer.id):
                 raise EvalDagError(
                     "INVALID_SCORER_ID",
-                    f"{where} has id '{scorer.id}', which names a node of the eval graph or "
-                    "contains '.'; give the scorer another id",
+                    f"{where} has id {scorer.id!r}, which names a node of the eval graph or "
+                    "contains '.', ':', '\\' or a control character (node names, result "
+                    "columns and pictures are built from ids); give the scorer another id",
                     details={"scorerId": scorer.id},
                 )
             if scorer.id in seen:
@@ -206,7 +212,9 @@ def run_evals(
     :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item.
     :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
         ``"raise"`` stops at the first scorer error, as Mastra does.
-    :param progress: show a progress bar (default: on a terminal, for runs over a second).
+    :param progress: show progress: items done, rate and failed items (default: a bar on a
+        terminal for runs over a second; elsewhere, as in CI logs, a line every 5 % of the
+        items or 30 s for runs over 5 s).
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
         judges or a target are involved).
     :param out: write the results to this Parquet file (a materializer node of the DAG).
@@ -235,6 +243,13 @@ def run_evals(
     for option, path in (("out", out), ("checkpoint", checkpoint)):
         if path is not None:
             writable_path(path, option)
+            if isinstance(data, str | os.PathLike) and Path(path).resolve() == Path(data).resolve():
+                raise EvalDagError(
+                    "INVALID_OUTPUT_PATH",
+                    f"{option}='{path}' is the data file: writing the results would overwrite "
+                    "the data; give another path",
+                    details={"option": option, "path": str(path)},
+                )
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     _require_free_column_names(dataset, plan)
     _require_read_columns(dataset, plan)
@@ -297,6 +312,7 @@ def _local_run(
     if on_item_complete is not None or on_error == "raise":
         wanted += [last_node(s) for s in plan.scorers]
     bar = ProgressBar(len(dataset), enabled=progress)
+    error_columns = [f"{s.id}.error" for s in plan.all_scorers]
     batches: list[pd.DataFrame] = []
     try:
         for start in range(0, len(dataset), batch_size):
@@ -315,7 +331,7 @@ def _local_run(
                 if on_item_complete is not None:
                     _item_callbacks(on_item_complete, batch, values, plan)
             batches.append(items)
-            bar.advance(len(batch))
+            bar.advance(len(batch), errors=int(items[error_columns].notna().any(axis=1).sum()))
     finally:
         bar.close()
     parquet = getattr(to, registered_parquet_writer())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evaldag._graph.plan import EvalPlan
+from evaldag._io.files import atomic_write_bytes, atomic_write_text, writable_target
 from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
@@ -155,8 +156,7 @@ def write_picture(
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower()
     if fmt == "dot" or fmt == "gv":
-        target.write_text(digraph.source)
-        return target
+        return atomic_write_text(target, digraph.source)
     import graphviz
 
     if fmt not in graphviz.FORMATS:
@@ -173,5 +173,5 @@ def write_picture(
             category="SYSTEM",
             details={"path": str(target)},
         )
-    rendered_path = digraph.render(outfile=str(target), format=fmt, cleanup=True, engine="dot")
-    return Path(rendered_path)
+    writable_target(target)  # refused before Graphviz runs
+    return atomic_write_bytes(target, digraph.pipe(format=fmt, engine="dot"))

@@ -2,7 +2,7 @@
 
 Columns holding nested values (step results, judge records, agent-run messages) are stored as
 JSON text and decoded on read, since Arrow cannot infer one type for dicts of varying shape.
-Files are written to a temporary name and renamed, so a crash never leaves half a file.
+Files are written whole or not at all (``evaldag._io.files``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaldag._compat.js import json_text
+from evaldag._io.files import atomic_write
 from evaldag.errors import EvalDagError
 
 _METADATA_KEY = b"evaldag"
 
 
+_INT64 = range(-(2**63), 2**63)
+
+
 def _is_plain_column(values: pd.Series) -> bool:
-    """Whether Arrow stores the column as it is: strings, or numbers, or booleans, and None."""
+    """Whether Arrow stores the column as it is: strings, or numbers that fit 64 bits, or
+    booleans, and None."""
     kinds = {type(value) for value in values if value is not None}
-    return kinds <= {str} or kinds <= {int, float} or kinds <= {bool}
+    if kinds <= {int, float}:
+        return all(value in _INT64 for value in values if type(value) is int)
+    return kinds <= {str} or kinds <= {bool}
 
 
 def _cell_text(value: Any) -> str | None:
@@ -45,6 +51,8 @@ def writable_path(path: str | os.PathLike[str], option: str) -> Path:
         problem = "is empty"
     elif target.is_dir():
         problem = "is a directory"
+    elif target.exists() and not target.is_file():
+        problem = "exists and is not a regular file (a device, a FIFO or a socket)"
     else:
         parent = next((p for p in target.parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
@@ -78,26 +86,7 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
     )
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Created here with the usual mode (0o666 less the umask), then written by Arrow.
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as error:
-        raise EvalDagError(
-            "INVALID_OUTPUT_PATH",
-            f"Cannot write results to '{path}': {error.strerror or error}",
-            details={"path": str(path)},
-            cause=error,
-        ) from error
-    os.close(handle)
-    try:
-        pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return path
+    return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
 
 
 def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
