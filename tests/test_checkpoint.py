@@ -116,3 +116,66 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, change):
 def test_out_writes_results_through_the_materializer(tmp_path):
     result = run_evals(DATA, scorers=[_scorer()], out=tmp_path / "results.parquet")
     assert EvalResult.read_parquet(tmp_path / "results.parquet") == result
+
+
+JUDGED_SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import pandas as pd
+    from evaldag import Judge, PromptStep, create_scorer, run_evals
+
+    class Label(dict):
+        pass
+
+    judge = Judge("openai/mock-judge", api_base=sys.argv[2], api_key="k", instructions="Grade.")
+    scorer = (
+        create_scorer("judged", judge=judge)
+        .analyze(PromptStep("label", lambda run: f"Label item {run.input}", output_schema={
+            "type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]
+        }))
+        .generate_score(PromptStep("score", lambda run: f"Score item {run.input}"))
+    )
+    data = pd.DataFrame({"input": [str(i) for i in range(30)], "output": ["o"] * 30})
+    run_evals(data, scorers=[scorer], concurrency=4, batch_size=10,
+              checkpoint=sys.argv[1], progress=False)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_repeats_no_judge_call_that_had_completed(tmp_path, judge_server):
+    """SIGKILL in the middle of a batch, then resume: one judge call per item and step."""
+    from judge_server import Reply
+
+    judge_server.on("Label item", Reply({"label": "ok"}, latency=0.1))
+    judge_server.on("Score item", Reply({"score": 1}, latency=0.1))
+    script = tmp_path / "judged_job.py"
+    script.write_text(JUDGED_SCRIPT)
+    checkpoint = tmp_path / "run.parquet"
+    command = [sys.executable, str(script), str(checkpoint), judge_server.url]
+    job = subprocess.Popen(command)
+    deadline = time.monotonic() + 90
+    parts = tmp_path / "run.parquet.partial"
+    # killed once the second batch has judge calls done but is not finished
+    while time.monotonic() < deadline and not (
+        len(list(parts.glob("batch-*.parquet"))) == 1 and len(judge_server.requests) >= 26
+    ):
+        assert job.poll() is None, "the job ended before it could be killed"
+        time.sleep(0.01)
+    os.kill(job.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    job.wait()
+    assert not checkpoint.exists()
+    assert subprocess.run(command, timeout=120).returncode == 0
+    first_sent: dict[str, float] = {}
+    repeated = []
+    for request in judge_server.requests:
+        if request.prompt in first_sent:
+            repeated.append(request.prompt)
+        first_sent.setdefault(request.prompt, request.time)
+    assert len(first_sent) == 60  # 30 items x 2 prompt steps
+    # Only calls still waiting for their 0.1 s reply when the job was killed are made again.
+    assert len(repeated) <= 4
+    assert all(first_sent[prompt] > killed - 0.15 for prompt in repeated), repeated
+    result = EvalResult.read_parquet(checkpoint)
+    assert result.scores == {"judged": 1.0} and result.summary.total_items == 30

@@ -2,9 +2,11 @@
 
 ``run_evals(..., checkpoint="run.parquet")`` keeps finished batches in ``run.parquet.partial/``
 (one Parquet file per batch, each written atomically, so a killed process leaves only whole
-files). A second run with the same data and scorers loads those batches instead of scoring them
-again — no judge call is repeated for a finished item — and at the end writes ``run.parquet``
-and removes the folder.
+files), and every judge reply as it arrives (a reply cache in ``judge-replies/``, for judges that
+set no cache of their own). A second run with the same data and scorers loads the finished
+batches instead of scoring them again and takes the journaled replies of the unfinished one, so
+no judge call that had completed is made again; at the end it writes ``run.parquet`` and removes
+the folder.
 """
 
 from __future__ import annotations
@@ -90,6 +92,11 @@ class Checkpoint:
                 )
         else:
             atomic_write_text(manifest, json.dumps({"definition": self.definition, **definition}))
+
+    @property
+    def replies(self) -> Path:
+        """The journal of judge replies (a reply cache) for judges that keep none of their own."""
+        return self.parts / "judge-replies"
 
     def _part(self, start: int) -> Path:
         return self.parts / f"batch-{start:012d}.parquet"

@@ -307,6 +307,9 @@ def _local_run(
         if finished is not None:
             return finished
         saved = Checkpoint(checkpoint, definition)
+        if run_inputs["judge_cache"] is None:
+            # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
+            run_inputs = {**run_inputs, "judge_cache": saved.replies}
     dr = eval_driver(plan)
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
