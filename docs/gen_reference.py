@@ -1,7 +1,7 @@
 """Regenerate the reference parts of the docs from the code.
 
-- ``docs/api.md``: every public name of ``evaldag``, ``evaldag.scorers`` and ``evaldag.checks``,
-  from their signatures and docstrings;
+- ``docs/api.md``: every public name of ``evaldag``, ``evaldag.scorers``, ``evaldag.checks``,
+  ``evaldag.messages`` and ``evaldag.transcripts``, from their signatures and docstrings;
 - ``docs/cli.md``: the ``--help`` text of each ``evaldag`` command, between the
   ``<!-- help: ... -->`` markers (the prose around them is written by hand).
 
@@ -26,28 +26,35 @@ from pydantic import BaseModel
 
 API_FILE = Path(__file__).with_name("api.md")
 CLI_FILE = Path(__file__).with_name("cli.md")
-MODULES = ("evaldag", "evaldag.scorers", "evaldag.checks")
+MODULES = (
+    "evaldag",
+    "evaldag.scorers",
+    "evaldag.checks",
+    "evaldag.messages",
+    "evaldag.transcripts",
+)
 HEADER = """\
 # API reference
 
 Generated from the code's signatures and docstrings by `docs/gen_reference.py`; do not edit
 by hand.
 Everything listed here is imported from the package (`evaldag`, `evaldag.scorers`,
-`evaldag.checks`), never from a private module. See `concepts.md` for how the parts fit together.
+`evaldag.checks`, `evaldag.messages`, `evaldag.transcripts`), never from a private module.
+See `concepts.md` for how the parts fit together.
 """
 _ROLE = re.compile(r":\w+:`~?([\w.]+)`")
 _FIELD = re.compile(r"^:(param|return|raises?)\s*([^:]*):\s*(.*)$")
 
 
 def public_names(module: ModuleType) -> list[str]:
-    """The names a module exports: ``__all__``, else its own public functions."""
+    """The names a module exports: ``__all__``, else its own public classes and functions."""
     names = getattr(module, "__all__", None)
     if names is None:
         names = [
             name
             for name, value in vars(module).items()
             if not name.startswith("_")
-            and inspect.isfunction(value)
+            and (inspect.isfunction(value) or inspect.isclass(value))
             and value.__module__ == module.__name__
         ]
     return sorted(names, key=lambda name: (not name[0].isupper(), name.lower()))
@@ -121,7 +128,8 @@ def _members(cls: type) -> list[tuple[str, Any]]:
     """Public methods and properties defined by ``cls`` itself (not inherited from a base)."""
     members = []
     for name, value in vars(cls).items():
-        if name.startswith("_") or name in ("model_config", "model_fields"):
+        # pydantic's hooks (model_config, model_post_init ...) are not the class's own API
+        if name.startswith(("_", "model_")):
             continue
         if isinstance(value, property | staticmethod | classmethod) or inspect.isfunction(value):
             members.append((name, value))
@@ -140,7 +148,8 @@ def class_section(name: str, cls: type) -> list[str]:
         base = next(b.__name__ for b in cls.__mro__[1:] if issubclass(b, BaseModel))
         if base not in ("BaseModel", "_Model", "_CamelModel", "MastraModel"):
             lines += [f"A `{base}` with these fields as well.", ""]
-        lines += [*_model_fields(cls), ""]
+        if cls.model_fields:
+            lines += [*_model_fields(cls), ""]
     for member, value in _members(cls):
         if isinstance(value, property):
             lines += [f"#### `{name}.{member}` (property)", "", docstring_markdown(value), ""]

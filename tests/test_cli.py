@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from evaldag import EvalResult, checks, create_scorer, run_evals
-from evaldag._cli.main import main, summary_table
+from evaldag._cli.main import main
+from evaldag._cli.summary import summary_table
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))

@@ -399,57 +399,20 @@ def _run_command(args: argparse.Namespace) -> int:
         checkpoint=args.out if args.resume else None,
         max_error_share=args.max_error_share,
     )
-    print(summary_table(result, f"{definition.name} on {Path(args.data).name}"))
+    _print_summary(result, f"{definition.name} on {Path(args.data).name}")
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
     for label, path in written:
         print(f"{label}: {path}")
     return _VERDICT_EXITS[result.verdict]
 
 
-def summary_table(result: EvalResult, title: str) -> str:
-    """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
-    from evaldag._report.summary import (
-        outcome_word,
-        requirement_text,
-        scorer_summaries,
-        verdict_explanation,
-    )
+def _print_summary(result: EvalResult, title: str) -> None:
+    from evaldag._cli.summary import summary_table, where_it_failed
 
-    rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
-    for s in scorer_summaries(result):
-        outcome = outcome_word(s)
-        rows.append(
-            (
-                s.id,
-                s.role,
-                "-" if s.mean is None else f"{s.mean:.2f}",
-                str(s.scored),
-                str(s.not_scorable),
-                str(s.errors),
-                requirement_text(s.requirement, s.role),
-                outcome if s.passed is not False else outcome.upper(),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {2, 3, 4, 5, 6}
-    lines = [f"{title}: {result.summary.total_items:,} items", ""]
-    for row in rows:
-        cells = [
-            cell.rjust(width) if index in numeric else cell.ljust(width)
-            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  " + "  ".join(cells).rstrip())
-    lines.append("")
-    if result.summary.target_errors:
-        lines.append(f"target failed on {result.summary.target_errors} items")
-    total = result.usage.get("total")
-    if total is not None:
-        lines.append(
-            f"judge: {total.calls:,} calls, {total.total_tokens:,} tokens, ${total.cost_usd:.4f}"
-        )
-    verdict = result.verdict.upper() if result.verdict else "none"
-    lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
-    return "\n".join(lines)
+    print(summary_table(result, title))
+    failures = where_it_failed(result)
+    if failures:
+        print(failures)
 
 
 # --- demo --------------------------------------------------------------------------------------
@@ -477,13 +440,12 @@ def _demo_command(args: argparse.Namespace) -> int:
         scorers=scorers,
         gates=gates,
         concurrency=args.concurrency,
-        progress=sys.stderr.isatty(),
         # Judge calls take seconds: small batches move the progress bar item by item.
         batch_size=4 if judge is not None else None,
         out=results_path,
     )
     print(f"scored in {time.monotonic() - started:.1f} s\n")
-    print(summary_table(result, TITLE))
+    _print_summary(result, TITLE)
     dag_path = out_dir / ("dag.png" if shutil.which("dot") else "dag.dot")
     visualize(scorers=scorers, gates=gates, path=dag_path)
     report_path = write_report(result, out_dir / "report.html", title=TITLE)

@@ -1,16 +1,30 @@
-"""A one-line progress bar on the terminal, for runs that last more than a second."""
+"""A run's progress: a tqdm bar on a terminal, a plain line now and then anywhere else (CI logs,
+files), where a bar's carriage returns would pile up as one unreadable line."""
 
 from __future__ import annotations
 
 import sys
-import time
+from time import monotonic
 from typing import TextIO
+
+from tqdm import tqdm
+
+#: On a terminal, a run shorter than this shows no bar (unless forced).
+TERMINAL_DELAY = 1.0
+#: Elsewhere, a run shorter than this prints no line (unless forced): quick runs stay quiet.
+LOG_DELAY = 5.0
+#: Elsewhere, a line each time this share of the items is done ...
+LOG_STEP = 0.05
+#: ... or this many seconds have passed since the last line, whichever comes first.
+LOG_INTERVAL = 30.0
 
 
 class ProgressBar:
-    """Items done out of the total, with rate and time left; silent when not on a terminal.
+    """Items done out of the total, their rate and how many failed so far.
 
-    :param enabled: True or False to force it; None shows it only on a TTY.
+    :param enabled: True shows it from the first batch, False never; None shows it on a
+        terminal for runs over a second, elsewhere (a CI log) for runs over 5 seconds.
+    :param stream: where it goes (default: stderr); a bar on a terminal, else lines.
     """
 
     def __init__(
@@ -18,31 +32,62 @@ class ProgressBar:
     ) -> None:
         self.total = total
         self.done = 0
+        self.errors = 0
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
+        self.enabled = enabled is not False
         self.forced = enabled is True
-        self.started = time.monotonic()
-        self.shown = False
-
-    def advance(self, count: int) -> None:
-        """Record ``count`` more finished items and redraw."""
-        self.done += count
-        elapsed = time.monotonic() - self.started
-        if not self.enabled or (elapsed < 1.0 and not self.forced):
-            return
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        left = (self.total - self.done) / rate if rate > 0 else 0.0
-        width = 30
-        filled = int(width * self.done / self.total) if self.total else width
-        bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(
-            f"\r[{bar}] {self.done}/{self.total} items  {rate:,.0f}/s  {left:,.0f}s left "
+        self.started = monotonic()
+        self.logged: tuple[int, float] | None = None  # items done and time at the last line
+        on_terminal = getattr(self.stream, "isatty", lambda: False)()
+        self.bar = (
+            tqdm(
+                total=total,
+                file=self.stream,
+                desc="scoring",
+                unit=" items",
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} items "
+                "[{elapsed}<{remaining}, {rate_fmt}{postfix}]",
+                delay=0 if self.forced else TERMINAL_DELAY,
+                dynamic_ncols=True,
+            )
+            if self.enabled and on_terminal
+            else None
         )
-        self.stream.flush()
-        self.shown = True
+
+    def advance(self, count: int, errors: int = 0) -> None:
+        """Record ``count`` more finished items, ``errors`` of them failed, and show it."""
+        self.done += count
+        self.errors += errors
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.errors:,} with errors", refresh=False)
+            self.bar.update(count)
+        elif self.enabled and self._line_due():
+            self.logged = (self.done, monotonic())
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+
+    def _line_due(self) -> bool:
+        now = monotonic()
+        if self.logged is None:
+            return self.forced or now - self.started >= LOG_DELAY
+        done, at = self.logged
+        return (
+            self.done == self.total
+            or self.done - done >= LOG_STEP * self.total
+            or now - at >= LOG_INTERVAL
+        )
+
+    def line(self) -> str:
+        """``scoring: 40/100 items (40%), 12.5 items/s, 2 with errors, 3 s elapsed``."""
+        elapsed = monotonic() - self.started
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        share = self.done / self.total if self.total else 1.0
+        return (
+            f"scoring: {self.done:,}/{self.total:,} items ({share:.0%}), {rate:,.1f} items/s, "
+            f"{self.errors:,} with errors, {elapsed:,.0f} s elapsed"
+        )
 
     def close(self) -> None:
-        """End the line the bar was drawn on."""
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the bar's line on a terminal."""
+        if self.bar is not None:
+            self.bar.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from evaldag._report.failing import id_column, item_ids, requirement_gaps, scorer_scale
 from evaldag._report.summary import ScorerSummary
 from evaldag._report.text import escaped, number_text, short_id
 from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
@@ -23,45 +24,75 @@ def items_section(items: pd.DataFrame, summaries: list[ScorerSummary]) -> str:
     """The section of the worst items, or ``''`` for a run without items."""
     if items.empty:
         return ""
-    order = _worst_first(items, summaries)[:WORST_ITEMS]
-    label_column = next((c for c in ("id", "item_id", "name") if c in items.columns), None)
+    order = worst_first(items, summaries)[:WORST_ITEMS]
+    gaps = _gaps(items, summaries)
+    ids = item_ids(items)
+    named = id_column(items) is not None
     blocks = "".join(
-        _item_block(items.loc[label], label, label_column, summaries, opened=rank == 0)
+        _item_block(
+            items.loc[label],
+            ids[label] if named else f"item {label}",
+            gaps.loc[label],
+            summaries,
+            opened=rank == 0,
+        )
         for rank, label in enumerate(order)
     )
     return (
         '<section id="items"><h2>Items to look at</h2>'
-        f'<p class="muted small">The {len(order)} items that fared worst: failed gates first, then '
-        "scorer errors, then the lowest average score. Open one to see its answer, tool calls, "
-        "each scorer's reason and the judge's records.</p>"
+        f'<p class="muted small">The {len(order)} items furthest from passing: those failing a '
+        "gate first, then by how far they fall short of the gates and thresholds, each in its "
+        "direction (above a maximum is short too) and on its scorer's scale, an error counting "
+        "as the whole scale; then the items that fail nothing, closest to failing first. Open "
+        "one to see its answer, tool calls, each scorer's reason and the judge's records.</p>"
         f"{blocks}</section>"
     )
 
 
-def _worst_first(items: pd.DataFrame, summaries: list[ScorerSummary]) -> list[Any]:
+def worst_first(items: pd.DataFrame, summaries: list[ScorerSummary]) -> list[Any]:
+    """The items' index labels, furthest from passing first.
+
+    Items failing more gates come first (a failed gate fails the run). Then those that fall
+    short of a gate or threshold, by how far in all (each gap a share of its scorer's scale); then
+    those that fail nothing, by their summed margin, the smallest first; items no requirement
+    applies to come last. Ties go to scorer errors, then to the lowest average of the scorers
+    without a requirement.
+    """
+    gaps = _gaps(items, summaries)
     gate_ids = [s.id for s in summaries if s.role == "gate"]
-    scorer_ids = [s.id for s in summaries if s.role == "scorer"]
-    failed_gates = sum(
-        ((items[f"{g}.score"].fillna(0) < 1) | items[f"{g}.error"].notna()).astype(int)
-        for g in gate_ids
-    )
-    errors = sum(items[f"{s}.error"].notna().astype(int) for s in [*scorer_ids, *gate_ids])
-    if scorer_ids:
-        valid = pd.concat(
-            [items[f"{s}.score"].where(items[f"{s}.error"].isna()) for s in scorer_ids], axis=1
-        )
-        mean = valid.mean(axis=1, skipna=True).fillna(1.0)
-    else:
-        mean = pd.Series(1.0, index=items.index)
+    shortfall = gaps.clip(lower=0).sum(axis=1)
+    plain = [s.id for s in summaries if s.requirement is None]
+    scores = [items[f"{s}.score"].where(items[f"{s}.error"].isna()) for s in plain]
     ranking = pd.DataFrame(
         {
-            "gates": pd.Series(failed_gates, index=items.index) if gate_ids else 0,
-            "errors": pd.Series(errors, index=items.index) if scorer_ids or gate_ids else 0,
-            "mean": mean,
-        }
+            "gates": (gaps[gate_ids] > 0).sum(axis=1),
+            "distance": shortfall.where(shortfall > 0, gaps.sum(axis=1, min_count=1)),
+            "errors": sum(items[f"{s.id}.error"].notna().astype(int) for s in summaries),
+            "mean": pd.concat(scores, axis=1).mean(axis=1) if plain else float("nan"),
+        },
+        index=items.index,
     )
-    ranked = ranking.sort_values(["gates", "errors", "mean"], ascending=[False, False, True])
+    ranked = ranking.sort_values(
+        ["gates", "distance", "errors", "mean"],
+        ascending=[False, False, False, True],
+        na_position="last",
+        kind="stable",
+    )
     return list(ranked.index)
+
+
+def _gaps(items: pd.DataFrame, summaries: list[ScorerSummary]) -> pd.DataFrame:
+    """Each item's gap to each gate's and threshold's requirement, as a share of its scale."""
+    return pd.DataFrame(
+        {
+            s.id: requirement_gaps(items, s.id, s.requirement)
+            / scorer_scale(items, s.id, s.requirement)
+            for s in summaries
+            if s.requirement is not None
+        },
+        index=items.index,
+        dtype=float,
+    )
 
 
 def _tone(score: float | None) -> str:
@@ -72,15 +103,14 @@ def _tone(score: float | None) -> str:
 
 def _item_block(
     row: pd.Series,
-    label: Any,
-    label_column: str | None,
+    name: Any,
+    gaps: pd.Series,
     summaries: list[ScorerSummary],
     *,
     opened: bool,
 ) -> str:
-    name = row[label_column] if label_column else f"item {label}"
     question = _clipped(_input_text(row.get("input")), 140)
-    chips = "".join(_chip(row, s) for s in summaries)
+    chips = "".join(_chip(row, s, gaps.get(s.id)) for s in summaries)
     details = "".join(_scorer_detail(row, s) for s in summaries)
     output_text = _output_text(row.get("output"))
     tools = _tool_list(row.get("output"))
@@ -95,7 +125,7 @@ def _item_block(
     )
 
 
-def _chip(row: pd.Series, summary: ScorerSummary) -> str:
+def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
     sid = summary.id
     error = row.get(f"{sid}.error")
     if isinstance(error, str):
@@ -109,9 +139,8 @@ def _chip(row: pd.Series, summary: ScorerSummary) -> str:
             f"{escaped(short_id(sid))} n/a</span>"
         )
     score = _score(row, sid)
-    tone = _tone(score)
-    if summary.role == "gate":
-        tone = "good" if score is not None and score >= 1 else "bad"
+    # Against a requirement, its direction decides: a high hallucination score is bad.
+    tone = _tone(score) if gap is None or math.isnan(gap) else "bad" if gap > 0 else "good"
     return (
         f'<span class="chip chip-{tone}" title="{escaped(sid)}">{escaped(short_id(sid))} '
         f"{number_text(score)}</span>"

@@ -51,7 +51,8 @@ def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
         else:
             threshold = thresholds.get(sid)
             mean = result.scores.get(sid)
-            requirement = definition.get("threshold")
+            # a stored result without scorer definitions still has its threshold results
+            requirement = threshold.threshold if threshold else definition.get("threshold")
             passed = threshold.passed if threshold is not None else None
         summaries.append(
             ScorerSummary(

@@ -1,0 +1,108 @@
+"""What ``evaldag run`` and ``evaldag demo`` print about a run: the summary table, and where
+each failed gate and missed threshold failed."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from evaldag._report.failing import bounds, failing_items, ids_source, item_ids
+from evaldag._report.summary import (
+    outcome_word,
+    requirement_text,
+    scorer_summaries,
+    verdict_explanation,
+)
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.thresholds import ThresholdSpec
+
+#: How many of a gate's or threshold's failing items are named; the rest are counted.
+NAMED_ITEMS = 5
+
+
+def summary_table(result: EvalResult, title: str) -> str:
+    """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
+    rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
+    for s in scorer_summaries(result):
+        outcome = outcome_word(s)
+        rows.append(
+            (
+                s.id,
+                s.role,
+                "-" if s.mean is None else f"{s.mean:.2f}",
+                str(s.scored),
+                str(s.not_scorable),
+                str(s.errors),
+                requirement_text(s.requirement, s.role),
+                outcome if s.passed is not False else outcome.upper(),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {2, 3, 4, 5, 6}
+    lines = [f"{title}: {result.summary.total_items:,} items", ""]
+    for row in rows:
+        cells = [
+            cell.rjust(width) if index in numeric else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  " + "  ".join(cells).rstrip())
+    lines.append("")
+    if result.summary.target_errors:
+        lines.append(f"target failed on {result.summary.target_errors} items")
+    total = result.usage.get("total")
+    if total is not None:
+        lines.append(
+            f"judge: {total.calls:,} calls, {total.total_tokens:,} tokens, ${total.cost_usd:.4f}"
+        )
+    verdict = result.verdict.upper() if result.verdict else "none"
+    lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
+    return "\n".join(lines)
+
+
+def where_it_failed(result: EvalResult) -> str:
+    """A line per failed gate and missed threshold naming the items that pulled it down, worst
+    first, and why when it is more than its items; ``''`` when none failed."""
+    failed: list[tuple[str, ThresholdSpec, str | None]] = [
+        *((g.id, 1.0, g.reason) for g in result.gate_results if not g.passed),
+        *((t.id, t.threshold, t.reason) for t in result.threshold_results if not t.passed),
+    ]
+    if not failed:
+        return ""
+    items = result.items
+    ids = item_ids(items)
+    width = max(len(sid) for sid, _, _ in failed)
+    lines = [f"where it failed (items named by {ids_source(items)}; worst first):"]
+    for sid, requirement, reason in failed:
+        parts = [reason] if reason else []
+        failing = failing_items(items, sid, requirement)
+        if len(failing):
+            parts.append(_failing_text(items, ids, sid, requirement, failing.index))
+        text = "; ".join(parts) or "no single item falls short, only the average"
+        lines.append(f"  {sid.ljust(width)}  {text}")
+    return "\n".join(lines)
+
+
+def _failing_text(
+    items: pd.DataFrame, ids: pd.Series, sid: str, requirement: ThresholdSpec, labels: pd.Index
+) -> str:
+    """``3 of 10 items below 1.00 or in error: q7 (error), q2 (0.00), q9 (0.50)``."""
+    errors = items[f"{sid}.error"]
+    named = [
+        f"{ids[label]} (error)"
+        if pd.notna(errors[label])
+        else f"{ids[label]} ({items.at[label, f'{sid}.score']:.2f})"
+        for label in labels[:NAMED_ITEMS]
+    ]
+    more = len(labels) - len(named)
+    if more:
+        named.append(f"and {more} more")
+    low, high = bounds(requirement)
+    short = (
+        f"outside {low:.2f} to {high:.2f}"
+        if low is not None and high is not None
+        else f"below {low:.2f}"
+        if low is not None
+        else f"above {high:.2f}"
+    )
+    in_error = " or in error" if errors[labels].notna().any() else ""
+    count = f"{len(labels)} of {len(items):,} items"
+    return f"{count} {short}{in_error}: {', '.join(named)}"

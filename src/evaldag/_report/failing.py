@@ -1,0 +1,78 @@
+"""Which items keep a gate or threshold from passing, and how far: what the CLI's "where it
+failed" lines and the report's ranking of items share, with the ids that name items."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from evaldag._scorer.thresholds import ThresholdSpec
+
+#: The column that names items. Mastra's dataset items and most eval sets (the demo's too) use
+#: it; other common columns (``name``, ``question``) need not be unique, so they are not used.
+ID_COLUMN = "id"
+
+
+def id_column(items: pd.DataFrame) -> str | None:
+    """``id`` when the data has that column with a value for every item, else None."""
+    if ID_COLUMN in items.columns and items[ID_COLUMN].notna().all():
+        return ID_COLUMN
+    return None
+
+
+def item_ids(items: pd.DataFrame) -> pd.Series:
+    """Each item's id: its ``id`` value, else its row's index label."""
+    column = id_column(items)
+    if column is not None:
+        return items[column]
+    return pd.Series(items.index, index=items.index)
+
+
+def ids_source(items: pd.DataFrame) -> str:
+    """What ``item_ids`` are, in words."""
+    if id_column(items) is not None:
+        return f"the data's '{ID_COLUMN}' column"
+    if items.index.equals(pd.RangeIndex(len(items))):
+        return "their row number in the data, counting from 0"
+    return "the data's index label"
+
+
+def bounds(requirement: ThresholdSpec) -> tuple[float | None, float | None]:
+    """The lowest and highest average ``requirement`` allows (a number is a minimum)."""
+    if isinstance(requirement, dict):
+        return requirement.get("min"), requirement.get("max")
+    return float(requirement), None
+
+
+def scorer_scale(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> float:
+    """The top of the scorer's scale: 1, unless its bounds or scores go higher."""
+    # A result does not record a scorer's max_score; its scores and bounds lie within it.
+    scores = pd.to_numeric(items[f"{scorer_id}.score"], errors="coerce").dropna()
+    return max(1.0, *(b for b in bounds(requirement) if b is not None), *scores.nlargest(1))
+
+
+def requirement_gaps(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> pd.Series:
+    """How far each item's score is from meeting ``requirement``, on the scorer's scale.
+
+    Above 0 the item falls short by that much (below a minimum, or above a maximum: lower is
+    better there); at or below 0 it meets the requirement with that much to spare. An item the
+    scorer failed on is the whole scale short (for a gate, the same as a score of 0); one it
+    could not score is NaN. A gate's requirement is 1.0.
+    """
+    score = pd.to_numeric(items[f"{scorer_id}.score"], errors="coerce")
+    failed = items[f"{scorer_id}.error"].notna()
+    score = score.where(items[f"{scorer_id}.not_scorable"].isna() & ~failed)
+    low, high = bounds(requirement)
+    below = low - score if low is not None else None
+    above = score - high if high is not None else None
+    if below is not None and above is not None:
+        gaps = below.where(below > above, above)
+    else:
+        gaps = below if below is not None else above
+    return gaps.mask(failed, scorer_scale(items, scorer_id, requirement)).astype(float)
+
+
+def failing_items(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> pd.Series:
+    """The gaps of the items that fall short of ``requirement``, worst first (then in data
+    order), indexed by their row labels."""
+    gaps = requirement_gaps(items, scorer_id, requirement)
+    return gaps[gaps > 0].sort_values(ascending=False, kind="stable")
