@@ -3,7 +3,10 @@
 import json
 
 import pytest
-from judge_server import API_KEY
+from judge_server import (
+    API_KEY,
+    judge_server_on_each_transport,  # noqa: F401 (tests run on both)
+)
 from pydantic import BaseModel
 
 from evaldag import Judge, PromptStep, ScorerRunError, create_scorer
@@ -162,3 +165,25 @@ def test_request_key_ignores_credentials_only():
     assert key != request_key({**request, "max_tokens": 10})
     assert key != request_key({**request, "temperature": 1})
     assert key != request_key({**request, "api_base": "http://elsewhere/v1"})
+
+
+@pytest.mark.parametrize("bad", ["not json {", '["a", "list"]', '{"content": 3}'])
+def test_a_row_that_is_not_a_reply_is_dropped_counted_and_asked_again(judge_server, tmp_path, bad):
+    import sqlite3
+
+    from evaldag import run_evals
+
+    judge_server.on("Score", {"score": 0.5})
+    judge = judge_server.judge(instructions=INSTRUCTIONS, cache=tmp_path)
+    scorer = create_scorer("cached", judge=judge).generate_score(
+        PromptStep("score", lambda run: f"Score {run.output}")
+    )
+    scorer.run(output="x")
+    with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+        connection.execute("UPDATE replies SET reply = ?", (bad,))
+    result = run_evals([{"input": "q", "output": "x"}], scorers=[scorer])
+    assert result.scores == {"cached": 0.5}  # the call was made again
+    assert len(judge_server.requests) == 2
+    assert result.summary.judge_cache_rows_dropped == 1
+    again = run_evals([{"input": "q", "output": "x"}], scorers=[scorer])
+    assert len(judge_server.requests) == 2 and again.summary.judge_cache_rows_dropped == 0

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import evaldag
 from evaldag import ScorerRun, checks, filter_run, run_evals, scorers
 from evaldag.errors import EvalDagError, ScorerRunError
 from evaldag.messages import Message, as_run_input, as_run_output
@@ -879,3 +880,26 @@ def test_a_trajectory_scorer_refuses_values_that_are_neither_trajectory_nor_mess
     assert raised.value.cause.id == "EVALDAG_INVALID_TRAJECTORY"
     assert raised.value.cause.details == {"field": "run.output"}
     assert described in raised.value.cause.message
+
+
+def test_an_unreadable_row_is_refused_before_any_scorer_runs_naming_the_row():
+    scored = []
+    counting = evaldag.create_scorer("counting").generate_score(lambda: scored.append(1) or 1)
+    orphan = [{"role": "tool", "content": "r", "tool_call_id": "nope"}]
+    data = [{"input": "a", "output": "fine"}] * 3 + [{"input": "b", "output": orphan}]
+    with pytest.raises(evaldag.EvalDagError) as raised:
+        evaldag.run_evals(data, scorers=[counting], batch_size=1)
+    assert raised.value.message.startswith("Row 3: output[0].tool_call_id is 'nope'")
+    assert raised.value.details["row"] == "3" and scored == []
+
+
+def test_a_target_output_evaldag_cannot_read_is_that_items_target_error():
+    orphan = [{"role": "tool", "content": "r", "tool_call_id": "nope"}]
+    result = evaldag.run_evals(
+        [{"input": "good"}, {"input": "bad"}],
+        gates=[evaldag.checks.used_no_tools()],
+        target=lambda input: "plain answer" if input == "good" else orphan,
+    )
+    errors = result.items["target_error"]
+    assert errors.isna().tolist() == [True, False]
+    assert "the target returned an output evaldag cannot read" in errors.iloc[1]

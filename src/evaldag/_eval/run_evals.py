@@ -30,9 +30,11 @@ from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import compact_picture, full_picture, write_picture
 from evaldag._io.parquet import writable_path
+from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
+from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ RESERVED_IDS = frozenset(
         "usage",
         "eval_result",
         "judge_cache",
+        "judge_cache_rows_dropped",
         "target",
         # the graph's config keys
         "plan",
@@ -253,6 +256,7 @@ def run_evals(
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     _require_free_column_names(dataset, plan)
     _require_read_columns(dataset, plan)
+    _require_readable_transcripts(dataset)
     size = _batch_size(plan, concurrency, batch_size)
     if executor is not None:
         _require_local_only_options_unset(
@@ -314,6 +318,7 @@ def _local_run(
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [last_node(s) for s in plan.scorers]
+    dropped_before = dropped_rows()
     bar = ProgressBar(len(dataset), enabled=progress)
     error_columns = [f"{s.id}.error" for s in plan.all_scorers]
     batches: list[pd.DataFrame] = []
@@ -347,7 +352,11 @@ def _local_run(
         *sinks,
         additional_vars=["eval_result"],
         overrides={"items": pd.concat(batches) if len(batches) > 1 else batches[0]},
-        inputs={"dag_dot": full_picture(dr, plan).source, **run_inputs},
+        inputs={
+            "dag_dot": full_picture(dr, plan).source,
+            "judge_cache_rows_dropped": dropped_rows() - dropped_before,
+            **run_inputs,
+        },
     )
     if saved is not None:
         saved.finish()
@@ -366,6 +375,25 @@ def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
             f"Data columns {clashes} clash with columns the run adds to each item; rename them",
             details={"columns": clashes},
         )
+
+
+def _require_readable_transcripts(dataset: pd.DataFrame) -> None:
+    """Every input and output is a text or a transcript evaldag reads: checked before any
+    scorer runs, so a bad row late in the data costs no judge call. Errors name the row."""
+    for field in ("input", "output"):
+        if field not in dataset.columns:
+            continue
+        for label, value in dataset[field].items():
+            if type(value) is str or value is None:
+                continue
+            try:
+                canonical_transcript(value, field)
+            except EvalDagError as error:
+                raise EvalDagError(
+                    "INVALID_DATA_ITEM",
+                    f"Row {label!r}: {error.message}",
+                    details={**error.details, "row": str(label), "column": field},
+                ) from error
 
 
 def _require_read_columns(dataset: pd.DataFrame, plan: EvalPlan) -> None:

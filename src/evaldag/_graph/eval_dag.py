@@ -27,6 +27,8 @@ from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure, target_outputs
 from evaldag._graph.plan import EvalPlan
 from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.transcript_shapes import canonical_transcript
+from evaldag.errors import EvalDagError
 
 #: Dataset columns a run reads beside input and output; other columns are carried through.
 _RUN_FIELDS = ("ground_truth", "request_context", "expected_trajectory")
@@ -47,7 +49,20 @@ def outputs__target(dataset: pd.DataFrame, target: Callable, concurrency: int) -
         else [None] * len(dataset)
     )
     produced = target_outputs(target, dataset["input"].tolist(), contexts, concurrency)
-    return pd.Series(produced, index=dataset.index, dtype=object)
+    return pd.Series([_readable(o) for o in produced], index=dataset.index, dtype=object)
+
+
+def _readable(output: Any) -> Any:
+    """A target's output, or a TargetFailure when it is no text or transcript evaldag reads."""
+    if isinstance(output, TargetFailure) or type(output) is str:
+        return output
+    try:
+        canonical_transcript(output, "output")
+    except EvalDagError as error:
+        return TargetFailure(
+            f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"
+        )
+    return output
 
 
 def _read_columns(plan: EvalPlan) -> inject:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -18,6 +19,8 @@ from typing import Any
 
 from evaldag._judge.settings import is_secret_setting
 from evaldag.errors import EvalDagError
+
+logger = logging.getLogger(__name__)
 
 FILE_NAME = "judge-cache.sqlite3"
 
@@ -62,14 +65,24 @@ class JudgeCache:
                 cause=error,
             ) from error
         self._lock = threading.Lock()
+        #: Rows dropped because they held no reply (see ``get``).
+        self.dropped = 0
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The reply stored under ``key``, or None."""
+        """The reply stored under ``key``, or None; a row that is not a stored reply (corrupt
+        or written by something else) is dropped and counted, and the call is made again."""
         with self._lock:
             row = self._connection.execute(
                 "SELECT reply FROM replies WHERE key = ?", (key,)
             ).fetchone()
-        return None if row is None else json.loads(row[0])
+            if row is None:
+                return None
+            reply = _stored_reply(row[0])
+            if reply is None:
+                self._connection.execute("DELETE FROM replies WHERE key = ?", (key,))
+                self.dropped += 1
+                logger.warning("judge cache %s: dropped a row that is not a reply", self.path)
+        return reply
 
     def put(self, replies: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
         """Store ``(key, reply)`` pairs, replacing older replies under the same keys."""
@@ -85,6 +98,28 @@ class JudgeCache:
     def __len__(self) -> int:
         with self._lock:
             return self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+
+
+def _stored_reply(text: str) -> dict[str, Any] | None:
+    """A stored reply, or None when ``text`` is not one (not JSON, or the wrong shape)."""
+    try:
+        reply = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    if not (
+        isinstance(reply, dict)
+        and isinstance(reply.get("content"), str | None)
+        and isinstance(reply.get("usage", {}), dict)
+        and all(isinstance(count, int) for count in reply.get("usage", {}).values())
+    ):
+        return None
+    return reply
+
+
+def dropped_rows() -> int:
+    """Rows dropped so far by every cache this process opened."""
+    with _caches_lock:
+        return sum(cache.dropped for cache in _caches.values())
 
 
 _caches: dict[Path, JudgeCache] = {}

@@ -61,6 +61,9 @@ class Summary(_Model):
     not_scorable: dict[str, int] = Field(default_factory=dict)
     errors: dict[str, int] = Field(default_factory=dict, description="Failed items per scorer.")
     target_errors: int = 0
+    judge_cache_rows_dropped: int = Field(
+        default=0, description="Judge-cache rows that held no reply: dropped, the call made again."
+    )
 
 
 class ScorerUsage(_Model):
