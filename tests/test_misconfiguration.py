@@ -273,3 +273,19 @@ def test_resuming_the_same_run_goes_on(tmp_path):
     result = _resumed(checkpoint, _length(10))  # the same configuration, built again
     assert result.summary.total_items == 3
     assert result.items["length.score"].tolist() == [0.1, 0.2, 0.3]
+
+
+def test_prebuilt_scorers_take_an_id_so_two_of_a_kind_run_together():
+    from evaldag import scorers
+
+    data = [{"input": "the quick brown fox", "output": "the quick fox"}]
+    result = run_evals(
+        data,
+        scorers=[scorers.completeness(), scorers.completeness(id="completeness-again")],
+        progress=False,
+    )
+    assert set(result.scores) == {"completeness-scorer", "completeness-again"}
+    assert scorers.tone(id="my-tone").id == "my-tone"
+    assert (
+        scorers.trajectory(id="t").id == "t" and scorers.tool_call_accuracy("x", id="a").id == "a"
+    )

@@ -1,5 +1,9 @@
 """Prebuilt scorers: Mastra's code scorers, LLM scorers and trajectory helpers, under
-snake_case names."""
+snake_case names.
+
+Every factory takes ``id=``, whose default is Mastra's id for the scorer: give another one to
+run two scorers of one kind in one eval (two faithfulness scorers with different judges).
+"""
 
 from evaldag.scorers._trajectory import (
     analyze_tool_failures,

@@ -58,7 +58,7 @@ def _element_coverage(preprocess_step_result: dict[str, Any]) -> float:
     )
 
 
-def completeness() -> Scorer:
+def completeness(*, id: str = "completeness-scorer") -> Scorer:
     """How many of the input's noun phrases, verbs and terms the output covers (0-1).
 
     Elements are lowercase words without accents; an input element of up to 3 characters needs
@@ -67,7 +67,7 @@ def completeness() -> Scorer:
     """
     return (
         create_scorer(
-            "completeness-scorer",
+            id,
             name="Completeness Scorer",
             description=_NLP_DESCRIPTION,
             type="agent",
@@ -93,14 +93,14 @@ def _difference_ratio(preprocess_step_result: dict[str, Any]) -> float:
     return preprocess_step_result["ratio"]
 
 
-def textual_difference() -> Scorer:
+def textual_difference(*, id: str = "textual-difference-scorer") -> Scorer:
     """Similarity of input and output text: ``2 * LCS / (len(input) + len(output))`` (0-1).
 
     The step result also counts changed words and the relative length difference.
     """
     return (
         create_scorer(
-            "textual-difference-scorer",
+            id,
             name="Textual Difference Scorer",
             description=(
                 "Calculate textual difference between input and output using sequence matching "
@@ -113,7 +113,12 @@ def textual_difference() -> Scorer:
     )
 
 
-def content_similarity(ignore_case: bool = True, ignore_whitespace: bool = True) -> Scorer:
+def content_similarity(
+    ignore_case: bool = True,
+    ignore_whitespace: bool = True,
+    *,
+    id: str = "content-similarity-scorer",
+) -> Scorer:
     """Bigram Dice similarity of input and output text (0-1), as string-similarity computes it.
 
     :param ignore_case: compare lowercase text.
@@ -135,7 +140,7 @@ def content_similarity(ignore_case: bool = True, ignore_whitespace: bool = True)
 
     return (
         create_scorer(
-            "content-similarity-scorer",
+            id,
             name="Content Similarity Scorer",
             description=(
                 "Calculates content similarity between input and output messages using string "
@@ -177,14 +182,14 @@ def _keyword_share(analyze_step_result: dict[str, int]) -> float:
     return analyze_step_result["matchedKeywordsLength"] / total
 
 
-def keyword_coverage() -> Scorer:
+def keyword_coverage(*, id: str = "keyword-coverage-scorer") -> Scorer:
     """Share of the input's keywords that the output also has (0-1); 1 when the input has none.
 
     Keywords are lowercase words that are not stopwords (SMART list) or digits.
     """
     return (
         create_scorer(
-            "keyword-coverage-scorer",
+            id,
             name="Keyword Coverage Scorer",
             description=_NLP_DESCRIPTION,
             type="agent",
@@ -207,7 +212,7 @@ def _tone_score(preprocess_step_result: dict[str, float]) -> float:
     return preprocess_step_result["score"]
 
 
-def tone(reference_tone: str | None = None) -> Scorer:
+def tone(reference_tone: str | None = None, *, id: str = "tone-scorer") -> Scorer:
     """Sentiment of the output (AFINN-165 per token, negators flip the next word), 0-1.
 
     :param reference_tone: a text whose sentiment the output should match; the score is
@@ -233,7 +238,7 @@ def tone(reference_tone: str | None = None) -> Scorer:
 
     return (
         create_scorer(
-            "tone-scorer",
+            id,
             name="Tone Scorer",
             description=(
                 "Analyzes the tone and sentiment of agent responses using sentiment analysis. Can "

@@ -28,6 +28,8 @@ def tool_call_accuracy(
     expected_tool: str | None = None,
     strict_mode: bool = False,
     expected_tool_order: Sequence[str] | None = None,
+    *,
+    id: str = "code-tool-call-accuracy-scorer",
 ) -> Scorer:
     """1 when the output's tool calls are right, else 0 (Mastra's code tool-call accuracy).
 
@@ -100,7 +102,7 @@ def tool_call_accuracy(
 
     return (
         create_scorer(
-            "code-tool-call-accuracy-scorer",
+            id,
             name="Tool Call Accuracy Scorer",
             description=description,
             type="agent",

@@ -43,7 +43,10 @@ def _camel_dict(value: Any, what: str) -> dict[str, Any]:
 
 
 def trajectory_accuracy(
-    expected_trajectory: Any = None, comparison_options: Mapping[str, Any] | None = None
+    expected_trajectory: Any = None,
+    comparison_options: Mapping[str, Any] | None = None,
+    *,
+    id: str = "code-trajectory-accuracy-scorer",
 ) -> Scorer:
     """How well the trajectory follows the expected steps (``compare_trajectories``' score).
 
@@ -118,7 +121,7 @@ def trajectory_accuracy(
 
     return (
         create_scorer(
-            "code-trajectory-accuracy-scorer",
+            id,
             name="Trajectory Accuracy Scorer",
             description=description,
             type="trajectory",
@@ -257,7 +260,10 @@ def _nested_results(
 
 
 def trajectory(
-    defaults: Mapping[str, Any] | None = None, weights: Mapping[str, float] | None = None
+    defaults: Mapping[str, Any] | None = None,
+    weights: Mapping[str, float] | None = None,
+    *,
+    id: str = "code-trajectory-scorer",
 ) -> Scorer:
     """One trajectory score from accuracy, efficiency, tool failures and blacklist (0-1).
 
@@ -332,7 +338,7 @@ def trajectory(
 
     return (
         create_scorer(
-            "code-trajectory-scorer",
+            id,
             name="Trajectory Scorer",
             description=(
                 "Multi-dimensional trajectory evaluation: accuracy, efficiency, blacklist, and "
