@@ -5,6 +5,7 @@ import asyncio
 import io
 import json
 import math
+import uuid
 
 import pandas as pd
 import pytest
@@ -469,11 +470,18 @@ def test_parquet_round_trip(tmp_path):
     again = EvalResult.read_parquet(path)
     assert again == result
     assert again.to_dict() == result.to_dict()
+    assert again.experiment_id == result.experiment_id
     assert json.loads(again.items["len.steps"].iloc[0]) == {
         "preprocess_step_result": {"n": 3, "words": ["abc"]}
     }
     assert again.items["messages"].iloc[0] == [{"role": "user", "content": "x"}]
     assert [p.name for p in tmp_path.iterdir()] == ["results.parquet"]  # no temporary left
+
+
+def test_each_run_gets_its_own_experiment_id():
+    first, second = (run_evals(DATA, scorers=[constant("c", 1)]) for _ in range(2))
+    assert first.experiment_id != second.experiment_id
+    assert uuid.UUID(first.experiment_id).version == 4
 
 
 def test_reading_a_foreign_parquet_file_says_so(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -59,6 +60,7 @@ RESERVED_IDS = frozenset(
         "verdict",
         "usage",
         "eval_result",
+        "experiment_id",
         "judge_cache",
         "judge_cache_rows_dropped",
         "target",
@@ -258,6 +260,7 @@ def run_evals(
     _require_read_columns(dataset, plan)
     _require_readable_transcripts(dataset)
     size = _batch_size(plan, concurrency, batch_size)
+    experiment_id = str(uuid.uuid4())
     if executor is not None:
         _require_local_only_options_unset(
             on_item_complete=on_item_complete is not None,
@@ -265,12 +268,12 @@ def run_evals(
             on_error=on_error == "raise",
             cache=cache is not None,
         )
-        result = _distributed_run(plan, dataset, executor, size, concurrency, out)
+        result = _distributed_run(plan, dataset, executor, size, concurrency, out, experiment_id)
         return require_trustworthy(result, max_error_share)
     result = _local_run(
         plan,
         dataset,
-        run_inputs=_run_inputs(plan, cache),
+        run_inputs=_run_inputs(plan, cache, experiment_id),
         batch_size=size,
         concurrency=concurrency,
         on_item_complete=on_item_complete,
@@ -282,9 +285,12 @@ def run_evals(
     return require_trustworthy(result, max_error_share)
 
 
-def _run_inputs(plan: EvalPlan, cache: bool | str | os.PathLike[str] | None) -> dict[str, Any]:
-    """The graph's inputs that stay the same for every batch: the judge cache and the target."""
-    inputs: dict[str, Any] = {"judge_cache": cache}
+def _run_inputs(
+    plan: EvalPlan, cache: bool | str | os.PathLike[str] | None, experiment_id: str
+) -> dict[str, Any]:
+    """The graph's inputs that stay the same for every batch: the judge cache, the run's
+    experiment id and the target."""
+    inputs: dict[str, Any] = {"judge_cache": cache, "experiment_id": experiment_id}
     if plan.target is not None:
         inputs["target"] = plan.target
     return inputs
@@ -427,6 +433,7 @@ def _distributed_run(
     batch_size: int,
     concurrency: int,
     out: str | os.PathLike[str] | None,
+    experiment_id: str,
 ) -> EvalResult:
     """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
     with task_executor(executor) as remote:
@@ -436,7 +443,7 @@ def _distributed_run(
             "batch_size": batch_size,
             "concurrency": concurrency,
             "dag_dot": full_picture(dr, plan).source,
-            **_run_inputs(plan, None),
+            **_run_inputs(plan, None, experiment_id),
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     if out is not None:

@@ -292,8 +292,10 @@ def eval_result(
     usage: dict[str, ScorerUsage],
     dag_dot: str,
     scorer_definitions: list[dict],
+    experiment_id: str,
 ) -> EvalResult:
-    """Everything the run produced, with the scorers' definitions and the DAG's DOT text."""
+    """Everything the run produced, with the scorers' definitions, the DAG's DOT text and the
+    run's experiment id."""
     return EvalResult(
         scores=scores,
         summary=summary,
@@ -304,4 +306,5 @@ def eval_result(
         usage=usage,
         scorers=scorer_definitions,
         dag_dot=dag_dot,
+        experiment_id=experiment_id,
     )

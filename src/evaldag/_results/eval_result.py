@@ -94,6 +94,10 @@ class EvalResult(BaseModel):
         default_factory=list, description="The definitions of the scorers and gates that ran."
     )
     dag_dot: str | None = Field(default=None, description="The eval's DAG as DOT text.")
+    experiment_id: str | None = Field(
+        default=None,
+        description="This run's id (a uuid4 set by run_evals); None in files written before it.",
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's ``runEvals`` result shape (camelCase; absent parts left out)."""
@@ -128,6 +132,7 @@ class EvalResult(BaseModel):
             "usage": {key: u.model_dump() for key, u in self.usage.items()},
             "scorers": self.scorers,
             "dag_dot": self.dag_dot,
+            "experiment_id": self.experiment_id,
         }
 
     def to_parquet(self, path: str | Path) -> Path:
@@ -151,6 +156,7 @@ class EvalResult(BaseModel):
             usage={key: ScorerUsage(**u) for key, u in metadata["usage"].items()},
             scorers=metadata["scorers"],
             dag_dot=metadata.get("dag_dot"),
+            experiment_id=metadata.get("experiment_id"),
             items=items,
         )
 
