@@ -12,15 +12,17 @@ option; ``tests/test_docs.py`` fails while either file is stale (``--check`` exi
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import io
+import operator
 import os
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import ModuleType, UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -118,10 +120,25 @@ def _model_fields(model: type[BaseModel]) -> list[str]:
 
 
 def _type_text(annotation: Any) -> str:
+    annotation = _without_metadata(annotation)
     text = getattr(annotation, "__name__", None) if isinstance(annotation, type) else None
     text = text or str(annotation)
     text = re.sub(r"\b(?:typing|collections\.abc|evaldag(?:\.\w+)*|pydantic(?:\.\w+)*)\.", "", text)
     return text.replace("NoneType", "None").replace("|", "\\|")
+
+
+def _without_metadata(annotation: Any) -> Any:
+    """``annotation`` without ``Annotated`` metadata: pydantic's tags and discriminators are
+    long, and a discriminator's function would print its memory address."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _without_metadata(args[0])
+    plain = tuple(_without_metadata(arg) for arg in args)
+    if plain == args:
+        return annotation
+    if origin in (Union, UnionType):
+        return functools.reduce(operator.or_, plain)
+    return origin[plain if len(plain) > 1 else plain[0]]
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
