@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -775,3 +776,32 @@ def test_ids_that_break_pictures_and_columns_are_refused(scorer_id):
     with pytest.raises(EvalDagError) as raised:
         run_evals(SMALL, scorers=[scorer])
     assert raised.value.id == "INVALID_SCORER_ID"
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+def test_no_javascript_link_reaches_the_report_from_a_results_file(tmp_path):
+    from evaldag._report.html import report_html
+
+    result = run_evals(SMALL, scorers=[LENGTH])
+    hostile = result.model_copy(
+        update={
+            "dag_dot": 'digraph { a [URL="javascript:alert(1)" href="javascript:alert(2)" '
+            'target="_top"]; b [URL="https://example.invalid"]; a -> b [URL="javascript:x()"] }'
+        }
+    )
+    html = report_html(hostile)
+    assert "javascript:" not in html.lower()
+    assert "<a " not in html.split('id="dag"')[1]
+
+
+def test_a_huge_output_is_clipped_in_the_report(tmp_path):
+    from evaldag._report.html import write_report
+
+    check = create_scorer("echo").preprocess(lambda run: run.output).generate_score(lambda: 1)
+    huge = "word " * 4_000_000  # 20 MB
+    result = run_evals([{"input": "q", "output": huge}], scorers=[check])
+    path = write_report(result, tmp_path / "report.html")
+    size = path.stat().st_size
+    assert size < 1_000_000, size
+    assert "more characters" in path.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]

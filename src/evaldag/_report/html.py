@@ -9,12 +9,14 @@ the DOT text). No script, font or picture is fetched from anywhere.
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from string import Template
 
+from evaldag._io.files import atomic_write_text
 from evaldag._report.items import items_section
 from evaldag._report.summary import (
     ScorerSummary,
@@ -30,10 +32,7 @@ from evaldag._results.eval_result import EvalResult, ScorerUsage
 
 def write_report(result: EvalResult, path: str | Path, *, title: str | None = None) -> Path:
     """Write the report of ``result`` to ``path`` (an ``.html`` file); returns the path."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(report_html(result, title=title), encoding="utf-8")
-    return target
+    return atomic_write_text(path, report_html(result, title=title))
 
 
 def report_html(result: EvalResult, *, title: str | None = None) -> str:
@@ -240,8 +239,17 @@ def _dag_section(result: EvalResult) -> str:
     return f'<section id="dag"><h2>The eval\'s DAG</h2>{body}</section>'
 
 
+#: What the full DAG's SVG may not keep: links (a results file's DOT can carry
+#: URL="javascript:…"), event handlers and scripts.
+_UNSAFE_SVG = re.compile(
+    r"<a\b[^>]*>|</a>|<script\b.*?</script>|\s(?:xlink:href|href|target|on\w+)\s*=\s*"
+    r"(?:\"[^\"]*\"|'[^']*')",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
 def _graphviz_svg(dot: str) -> str:
     import graphviz
 
     svg = graphviz.Source(dot).pipe(format="svg", engine="dot").decode("utf-8")
-    return svg[svg.index("<svg") :]
+    return _UNSAFE_SVG.sub("", svg[svg.index("<svg") :])

@@ -18,6 +18,10 @@ from evaldag.transcripts import get_assistant_message, get_user_message, tool_in
 #: How many items the report shows in full, worst first.
 WORST_ITEMS = 10
 _TEXT_LIMIT = 600
+#: Characters shown of a step result, prompt or answer block.
+_BLOCK_LIMIT = 4_000
+#: Cells longer than this are shown as clipped text, not parsed as JSON.
+_DECODE_LIMIT = 100_000
 
 
 def items_section(items: pd.DataFrame, summaries: list[ScorerSummary]) -> str:
@@ -166,7 +170,9 @@ def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
     if isinstance(error, str):
         failed_step = row.get(f"{sid}.failed_step")
         where = f" in step {failed_step}" if isinstance(failed_step, str) else ""
-        lines.append(f'<p class="error">Failed{escaped(where)}: {escaped(error)}</p>')
+        lines.append(
+            f'<p class="error">Failed{escaped(where)}: {escaped(_cut(error, _BLOCK_LIMIT))}</p>'
+        )
     if _present(not_scorable):
         lines.append(f'<p class="muted">Not scorable: {escaped(_plain_text(not_scorable))}</p>')
     if _present(reason):
@@ -208,13 +214,16 @@ def _judge_records(record: Any) -> str:
             if answer is None:
                 answer = execution.get("rawOutput")
             error = execution.get("error")
+            failure = (
+                f'<p class="error">{escaped(_pretty(error.get("message", "")))}</p>'
+                if error
+                else ""
+            )
             rows.append(
                 f'<div class="judge"><div class="judge-head"><b>{escaped(stage)}</b> '
                 f'<span class="muted">{escaped(" · ".join(str(f) for f in facts if f))}'
-                "</span></div>"
-                + (f'<p class="error">{escaped(error.get("message", ""))}</p>' if error else "")
-                + "<details><summary>Prompt</summary>"
-                f"<pre>{escaped(execution.get('prompt', ''))}</pre></details>"
+                "</span></div>" + (failure if error else "") + "<details><summary>Prompt</summary>"
+                f"<pre>{escaped(_pretty(execution.get('prompt', '')))}</pre></details>"
                 f"<details><summary>Answer</summary><pre>{escaped(_pretty(answer))}</pre></details>"
                 "</div>"
             )
@@ -222,8 +231,14 @@ def _judge_records(record: Any) -> str:
 
 
 def _decoded(value: Any) -> Any:
-    """Item cells of nested values are JSON text; anything else is returned as it is."""
+    """Item cells of nested values are JSON text; anything else is returned as it is.
+
+    A cell too long to show whole stays text (clipped where shown), so a 200 MB output never
+    becomes a 200 MB tree of objects here.
+    """
     if isinstance(value, str):
+        if len(value) > _DECODE_LIMIT:
+            return value
         try:
             return json.loads(value)
         except ValueError:
@@ -239,15 +254,28 @@ def _plain_text(value: Any) -> str:
     return _pretty(value)
 
 
-def _pretty(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+def _pretty(value: Any, limit: int = _BLOCK_LIMIT) -> str:
+    """``value`` as indented JSON (or its text), clipped to ``limit`` characters."""
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    )
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… {len(text) - limit:,} more characters"
 
 
 def _clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` on one line (whitespace runs as one space), clipped to ``limit``."""
+    head = " ".join(text[: limit * 4].split())  # only what can be shown is split
+    if len(head) <= limit and len(text) <= limit * 4:
+        return head
+    return f"{head[:limit]}… {max(len(text) - limit, 1):,} more characters"
 
 
 def _input_text(value: Any) -> str:
