@@ -805,3 +805,25 @@ def test_a_huge_output_is_clipped_in_the_report(tmp_path):
     assert size < 1_000_000, size
     assert "more characters" in path.read_text()
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_out_writes_the_format_its_suffix_names(tmp_path, suffix):
+    data = SMALL.assign(meta=[{"tags": ["a", "b"]}, None])
+    run_evals(data, scorers=[LENGTH], out=tmp_path / f"r{suffix}")
+    read = (
+        pd.read_csv(tmp_path / "r.csv")
+        if suffix == ".csv"
+        else pd.read_json(tmp_path / "r.jsonl", lines=True)
+    )
+    assert read["length.score"].tolist() == [0.01, 0.02]
+    assert json.loads(read["meta"].iloc[0]) == {"tags": ["a", "b"]}  # nested values as JSON
+    assert [p.name for p in tmp_path.iterdir()] == [f"r{suffix}"]
+
+
+def test_an_unknown_results_suffix_is_refused_before_scoring(tmp_path):
+    scored = []
+    counting = create_scorer("c").generate_score(lambda: scored.append(1) or 1)
+    with pytest.raises(EvalDagError, match=r"ends in \.parquet .*, \.csv or \.jsonl"):
+        run_evals(SMALL, scorers=[counting], out=tmp_path / "r.txt")
+    assert scored == []

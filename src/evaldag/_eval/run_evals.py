@@ -30,6 +30,7 @@ from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import compact_picture, full_picture, write_picture
+from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
@@ -222,7 +223,8 @@ def run_evals(
         items or 30 s for runs over 5 s).
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
         judges or a target are involved).
-    :param out: write the results to this Parquet file (a materializer node of the DAG).
+    :param out: write the results to this file: ``.parquet`` (everything; a materializer node
+        of the DAG), or ``.csv`` / ``.jsonl`` (the items, nested values as JSON text).
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
         finished results are written there.
@@ -248,6 +250,12 @@ def run_evals(
     for option, path in (("out", out), ("checkpoint", checkpoint)):
         if path is not None:
             writable_path(path, option)
+            if results_format(path, option) != "parquet" and option == "checkpoint":
+                raise EvalDagError(
+                    "INVALID_OUTPUT_PATH",
+                    f"checkpoint='{checkpoint}' must be a .parquet file (it is read back)",
+                    details={"option": option, "path": str(path)},
+                )
             if isinstance(data, str | os.PathLike) and Path(path).resolve() == Path(data).resolve():
                 raise EvalDagError(
                     "INVALID_OUTPUT_PATH",
@@ -352,7 +360,7 @@ def _local_run(
     sinks = [
         parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
         for name, path in (("results", out), ("checkpoint", checkpoint))
-        if path is not None
+        if path is not None and results_format(path, name) == "parquet"
     ]
     _, values = dr.materialize(
         *sinks,
@@ -366,7 +374,10 @@ def _local_run(
     )
     if saved is not None:
         saved.finish()
-    return values["eval_result"]
+    result = values["eval_result"]
+    if out is not None and (fmt := results_format(out, "out")) != "parquet":
+        write_flat(result.items, out, fmt)
+    return result
 
 
 def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
@@ -447,7 +458,11 @@ def _distributed_run(
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     if out is not None:
-        result.to_parquet(out)
+        fmt = results_format(out, "out")
+        if fmt == "parquet":
+            result.to_parquet(out)
+        else:
+            write_flat(result.items, out, fmt)
     return result
 
 
