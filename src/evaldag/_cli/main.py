@@ -84,7 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--data", required=True, metavar="FILE", help="the items: a .jsonl, .csv or .parquet file"
     )
-    run.add_argument("--out", metavar="FILE", help="write the results to this Parquet file")
+    run.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the results to this file: .parquet (everything; what 'evaldag report' "
+        "reads), or .csv / .jsonl (the items only)",
+    )
     run.add_argument(
         "--dag",
         metavar="FILE",
