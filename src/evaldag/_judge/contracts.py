@@ -168,17 +168,25 @@ def response_format(style: str, contract: Contract) -> dict[str, Any] | None:
 # --- JSON in a reply -----------------------------------------------------------------------------
 
 _FENCE = re.compile(r"```[ \t]*(?:json5?|jsonc)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE)
-_DECODER = json.JSONDecoder()
+def _no_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON numbers; a reply holding one is refused, not read as a float
+    raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _NOTHING = object()
 
 
 def json_in_reply(text: str | None) -> Any:
     """The JSON value in a judge's reply.
 
-    Tolerates prose around the JSON, code fences and a reply cut off after its last complete
-    element (closed as the model would have); anything else that is not JSON is an error.
+    Tolerates what small models often write and Mastra reads too: prose around the JSON, code
+    fences, a byte-order mark, trailing commas (``["a", "b",]``), a second value after the first
+    (the first is read), and a reply cut off after its last complete element (closed as the
+    model would have). Anything else that is not JSON is an error: single quotes, comments,
+    ``NaN`` or ``Infinity``, hexadecimal or ``+`` numbers, ``,,``.
     """
-    stripped = (text or "").strip()
+    stripped = (text or "").strip().lstrip("\ufeff").strip()
     if not stripped:
         raise StructuredOutputError(OBJECT_UNDEFINED, "the reply is empty")
     candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
@@ -195,12 +203,38 @@ def json_in_reply(text: str | None) -> Any:
     )
 
 
-def _decoded(text: str) -> Any:
+def _decoded(text: str, commas_removed: bool = False) -> Any:
     try:
         return _DECODER.raw_decode(text)[0]
     except json.JSONDecodeError as error:
         truncated = error.pos >= len(text) or error.msg.startswith("Unterminated string")
-        return _closed(text) if truncated and text[:1] in "{[" else _NOTHING
+        if truncated and text[:1] in "{[":
+            return _closed(text)
+        if commas_removed:
+            return _NOTHING
+        return _decoded(_without_trailing_commas(text), commas_removed=True)
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[\]}])")
+
+
+def _without_trailing_commas(text: str) -> str:
+    """``text`` without the commas that stand right before a closing bracket, outside strings."""
+    pieces, start, in_string, escaped = [], 0, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                pieces.append(text[start : index + 1])
+                start, in_string = index + 1, False
+        elif char == '"':
+            pieces.append(_TRAILING_COMMA.sub(r"\1", text[start:index]))
+            start, in_string = index, True
+    pieces.append(text[start:] if in_string else _TRAILING_COMMA.sub(r"\1", text[start:]))
+    return "".join(pieces)
 
 
 def _closed(text: str) -> Any:
