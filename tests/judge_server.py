@@ -11,7 +11,9 @@ Judge calls in tests go through litellm over real HTTP to this server, never to 
         ...
         server.requests                                               # every request received
 
-``tests/conftest.py`` gives every test module a fresh server as the ``judge_server`` fixture.
+``tests/conftest.py`` gives every test module a fresh server as the ``judge_server`` fixture; a
+module that imports ``judge_server_on_each_transport`` gets one per transport instead (its
+judges use ``Judge(transport=...)``), so its tests run on both.
 ``Reply`` fields script anything else: latency, status and headers, usage, finish reason, a raw
 (malformed) body; ``rate_limited``, ``server_error``, ``refused``, ``hanging`` and
 ``malformed_body`` are the common faults, and ``max_in_flight`` says how many requests were
@@ -50,6 +52,7 @@ from aiohttp import web
 DEFAULT_USAGE: Mapping[str, int] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 MODEL = "mock-judge"
 API_KEY = "sk-judge-server-test-key"
+TRANSPORTS = ("http", "litellm")
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,14 @@ _ERRORS = {
 
 @dataclass(frozen=True)
 class ReceivedRequest:
-    """A request as the server received it; ``time`` is ``time.monotonic()`` on arrival."""
+    """A request as the server received it; ``time`` is ``time.monotonic()`` on arrival and
+    ``client`` the client's (host, port): one per connection."""
 
     time: float
     path: str
     headers: Mapping[str, str]
     body: Any
+    client: tuple[str, int] | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -189,6 +194,7 @@ class JudgeServer:
     :param reply: the default answer (a ``Reply``, or content: text, dict or list).
     :param latency: seconds every answer waits unless its ``Reply`` says otherwise.
     :param port: 0 picks a free port.
+    :param transport: the ``transport`` of the judges ``judge()`` makes (None: the default).
     """
 
     def __init__(
@@ -197,10 +203,12 @@ class JudgeServer:
         *,
         latency: float = 0.0,
         port: int = 0,
+        transport: str | None = None,
     ) -> None:
         self.reply = reply
         self.latency = latency
         self.port = port
+        self.transport = transport
         self._script: deque[Reply] = deque()
         self._rules: list[_Rule] = []
         self._requests: list[ReceivedRequest] = []
@@ -266,9 +274,11 @@ class JudgeServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def judge(self, model: str = f"openai/{MODEL}", **settings: Any):
-        """An ``evaldag.Judge`` that talks to this server through litellm."""
+        """An ``evaldag.Judge`` that talks to this server (through ``transport``, if set)."""
         from evaldag import Judge
 
+        if self.transport is not None:
+            settings.setdefault("transport", self.transport)
         return Judge(model, api_base=self.url, api_key=API_KEY, **settings)
 
     # --- serving -------------------------------------------------------------------------------
@@ -287,7 +297,10 @@ class JudgeServer:
             body = json.loads(raw)
         except ValueError:
             body = None
-        received = ReceivedRequest(time.monotonic(), request.path, dict(request.headers), body)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        received = ReceivedRequest(
+            time.monotonic(), request.path, dict(request.headers), body, peer and tuple(peer[:2])
+        )
         with self._lock:
             self._requests.append(received)
             reply = self._next_reply(received)
@@ -396,6 +409,13 @@ def _error_response(status: int, message: str | None, headers: Mapping[str, str]
 def judge_server_fixture() -> Iterator[JudgeServer]:
     """A fresh server per test, as fixture ``judge_server`` (``tests/conftest.py`` registers it)."""
     with JudgeServer() as server:
+        yield server
+
+
+@pytest.fixture(name="judge_server", params=TRANSPORTS)
+def judge_server_on_each_transport(request: pytest.FixtureRequest) -> Iterator[JudgeServer]:
+    """A fresh server per test and transport; ``server.transport`` says which."""
+    with JudgeServer(transport=request.param) as server:
         yield server
 
 

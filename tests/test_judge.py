@@ -1,4 +1,4 @@
-"""Prompt steps end to end: scorer → engine → judging → litellm → a real HTTP judge server.
+"""Prompt steps end to end: scorer → engine → judging → each transport → a real HTTP judge server.
 
 Transport faults are in ``test_judge_transport.py``, the cache in ``test_judge_cache.py`` and the
 settings and reply parsing in ``test_judge_settings.py``.
@@ -10,7 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from judge_server import MODEL
+from judge_server import (
+    MODEL,
+    judge_server_on_each_transport,  # noqa: F401 (tests run on both)
+)
 from pydantic import BaseModel, Field
 
 from evaldag import (

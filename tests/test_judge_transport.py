@@ -1,6 +1,7 @@
 """Transport faults are not format faults: retries, refusals, timeouts and the shared limiter.
 
-Every call goes through litellm to the scripted server in ``judge_server.py``.
+Every test runs on both transports (``http`` and ``litellm``) against the scripted server in
+``judge_server.py``.
 """
 
 import asyncio
@@ -15,13 +16,14 @@ from judge_server import (
     API_KEY,
     Reply,
     hanging,
+    judge_server_on_each_transport,  # noqa: F401 (every test here runs on both transports)
     malformed_body,
     rate_limited,
     refused,
     server_error,
 )
 
-from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer
+from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer, run_evals
 from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.transport import BACKOFF_BASE_SECONDS
@@ -108,12 +110,14 @@ def test_retries_stop_at_max_retries(judge_server):
     ("status", "name", "hint"),
     [
         (401, "AuthenticationError", "check the judge's api_key"),
-        (403, "APIError", "not allowed to use this model"),
+        (403, "PermissionDeniedError", "not allowed to use this model"),
         (400, "BadRequestError", "rejected the request"),
         (404, "NotFoundError", "check the model name and api_base"),
     ],
 )
 def test_refusals_are_not_retried_and_name_model_and_url(judge_server, status, name, hint):
+    if (status, judge_server.transport) == (403, "litellm"):
+        name = "APIError"  # litellm's name for a 403 from an OpenAI-compatible server
     judge_server.reply = refused(status)
     scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS))
     with pytest.raises(ScorerRunError) as raised:
@@ -156,7 +160,7 @@ def test_connection_refused_is_retried_and_reported(judge_server):
     judge_server.stop()  # nothing listens on the port any more
     scorer = _scorer(
         {"model": "openai/mock-judge", "api_base": url, "api_key": API_KEY,
-         "instructions": INSTRUCTIONS, "max_retries": 1}
+         "instructions": INSTRUCTIONS, "max_retries": 1, "transport": judge_server.transport}
     )  # fmt: skip
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(output="x")
@@ -305,3 +309,73 @@ def test_unknown_provider_error_survives_pickling():
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(output="x")
     assert pickle.loads(pickle.dumps(raised.value)).cause.id == "EVALDAG_INVALID_JUDGE"
+
+
+def _user_agent(server) -> str:
+    (request,) = server.requests
+    return request.headers.get("User-Agent", "")
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "transport"),
+    [
+        ("openai/mock-judge", {}, "http"),
+        ("hosted_vllm/mock-judge", {}, "http"),
+        ("openai/mock-judge", {"seed": 7, "extra_headers": {"X-Team": "evals"}}, "http"),
+        ("openai/mock-judge", {"num_retries": 0}, "litellm"),  # a setting only litellm knows
+        ("openai/mock-judge", {"transport": "litellm"}, "litellm"),
+    ],
+)
+def test_auto_picks_http_for_openai_compatible_endpoints(model, settings, transport):
+    from judge_server import JudgeServer
+
+    with JudgeServer({"score": 1}) as server:
+        judge = server.judge(model, instructions=INSTRUCTIONS, **settings)
+        assert _scorer(judge).run(output="x").score == 1
+        agent = _user_agent(server)
+    # aiohttp's own user agent on http; the OpenAI SDK's under litellm
+    assert ("aiohttp" in agent) == (transport == "http"), agent
+    assert ("OpenAI" in agent) == (transport == "litellm"), agent
+
+
+def test_http_needs_an_openai_compatible_model():
+    judge = {"model": "anthropic/claude-3-5-haiku-latest", "transport": "http"}
+    with pytest.raises(ScorerRunError) as raised:
+        _scorer({**judge, "instructions": INSTRUCTIONS}).run(output="x")
+    assert raised.value.cause.id == "EVALDAG_INVALID_JUDGE"
+    assert "transport='http' calls OpenAI-compatible endpoints" in raised.value.cause.message
+
+
+def test_extra_headers_and_body_reach_the_server(judge_server):
+    judge_server.reply = {"score": 1}
+    judge = judge_server.judge(
+        instructions=INSTRUCTIONS,
+        seed=7,
+        extra_headers={"X-Team": "evals"},
+        extra_body={"top_k": 5},
+    )
+    assert _scorer(judge).run(output="x").score == 1
+    (request,) = judge_server.requests
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    assert headers["x-team"] == "evals"
+    assert headers["authorization"] == f"Bearer {API_KEY}"
+    assert (request.body["seed"], request.body["top_k"], request.model) == (7, 5, "mock-judge")
+
+
+def test_http_connections_outlive_stages_and_batches(judge_server):
+    if judge_server.transport != "http":
+        pytest.skip("litellm keeps its own connections")
+    judge_server.on("Extract", {"claims": ["a"]})
+    judge_server.on("Score", {"score": 1})
+    judge_server.on("Explain", "Fine.")
+    scorer = (
+        create_scorer("pooled", judge=judge_server.judge(instructions=INSTRUCTIONS))
+        .preprocess(PromptStep("claims", lambda run: f"Extract {run.output}", {"type": "object"}))
+        .generate_score(PromptStep("score", lambda run: f"Score {run.output}"))
+        .generate_reason(PromptStep("reason", lambda run: f"Explain {run.output}"))
+    )
+    data = pd.DataFrame({"input": ["q"] * 12, "output": [str(i) for i in range(12)]})
+    result = run_evals(data, scorers=[scorer], concurrency=2, batch_size=4, progress=False)
+    assert result.scores == {"pooled": 1.0}
+    assert len(judge_server.requests) == 36  # 3 batches x 4 rows x 3 steps
+    assert len({request.client for request in judge_server.requests}) <= 2  # 2 in flight at most

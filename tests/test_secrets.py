@@ -24,7 +24,7 @@ from pathlib import Path
 
 import litellm
 import pytest
-from judge_server import JudgeServer, Reply
+from judge_server import TRANSPORTS, JudgeServer, Reply
 
 from evaldag import EvalDagError, EvalResult, Judge, UntrustworthyRunError, run_evals
 from evaldag._cli.main import main as cli_main
@@ -44,7 +44,9 @@ EVAL_FILE = """\
 from evaldag import Judge
 from evaldag.scorers import faithfulness
 
-judge = Judge("openai/mock-judge", api_base={url!r}, cache=False, max_retries=0)
+judge = Judge(
+    "openai/mock-judge", api_base={url!r}, cache=False, max_retries=0, transport={transport!r}
+)
 scorers = [faithfulness(judge, context={context!r})]
 """
 
@@ -121,9 +123,10 @@ def everything_logged(caplog, monkeypatch) -> Iterator[Callable[[], str]]:
     )
 
 
-@pytest.fixture
-def server() -> Iterator[JudgeServer]:
-    with JudgeServer() as running:
+@pytest.fixture(params=TRANSPORTS)
+def server(request) -> Iterator[JudgeServer]:
+    """The judge server; every test runs once per transport (``server.transport``)."""
+    with JudgeServer(transport=request.param) as running:
         _faithfulness_replies(running)
         yield running
 
@@ -134,7 +137,13 @@ def test_a_key_stays_out_of_every_output(
 ):
     key = JUDGE_KEY if source == "judge" else ENVIRONMENT_KEY
     settings = {"api_key": JUDGE_KEY} if source == "judge" else {}
-    judge = Judge("openai/mock-judge", api_base=server.url, cache=tmp_path / "cache", **settings)
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=server.url,
+        cache=tmp_path / "cache",
+        transport=server.transport,
+        **settings,
+    )
     scorer = faithfulness(judge, context=CONTEXT)
     seen = []
 
@@ -167,7 +176,13 @@ def test_a_key_stays_out_of_every_output(
 
 
 def test_a_checkpoint_of_an_interrupted_run_holds_no_key(server, tmp_path, everything_logged):
-    judge = Judge("openai/mock-judge", api_base=server.url, api_key=JUDGE_KEY, cache=False)
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=server.url,
+        api_key=JUDGE_KEY,
+        cache=False,
+        transport=server.transport,
+    )
     server.on("Anything else", _refusal(JUDGE_KEY))
     with pytest.raises(EvalDagError) as raised:
         run_evals(
@@ -195,7 +210,14 @@ def test_a_refused_key_stays_out_of_the_errors(
 ):
     key = JUDGE_KEY if source == "judge" else ENVIRONMENT_KEY
     settings = {"api_key": JUDGE_KEY} if source == "judge" else {}
-    judge = Judge("openai/mock-judge", api_base=server.url, cache=False, max_retries=0, **settings)
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=server.url,
+        cache=False,
+        max_retries=0,
+        transport=server.transport,
+        **settings,
+    )
     scorer = faithfulness(judge, context=CONTEXT)
     server.reset()
     server.reply = _refusal(key)
@@ -219,7 +241,9 @@ def test_a_refused_key_stays_out_of_the_errors(
 
 def test_the_cli_prints_and_writes_no_key(server, tmp_path, capfd, key_in_environment):
     eval_file = tmp_path / "judged.py"
-    eval_file.write_text(EVAL_FILE.format(url=server.url, context=CONTEXT))
+    eval_file.write_text(
+        EVAL_FILE.format(url=server.url, context=CONTEXT, transport=server.transport)
+    )
     data = tmp_path / "data.jsonl"
     data.write_text("".join(json.dumps(item) + "\n" for item in DATA))
     out = tmp_path / "results.parquet"

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaldag._engine.concurrency import gather_limited, gc_paused, run_sync
+from evaldag._engine.concurrency import gather_limited, gc_paused, on_engine_loop, run_sync
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import (
@@ -58,7 +58,7 @@ def prepared_states(
             return RunState(run).failed(scorer, "prepare_run", error)
 
     if is_async_callable(prepare_run):
-        return run_sync(gather_limited((prepared_async(run) for run in runs), concurrency))
+        return on_engine_loop(gather_limited((prepared_async(run) for run in runs), concurrency))
     with gc_paused():
         return [prepared(run) for run in runs]
 
@@ -94,7 +94,7 @@ def advanced_states(
     if isinstance(definition, FunctionStep) and not definition.is_async:
         return _advanced_sync(states, scorer, step, definition)
     pending = [i for i, state in enumerate(states) if not state.done]
-    done = run_sync(
+    done = on_engine_loop(
         gather_limited(
             (_advanced_async(states[i], scorer, step, judge_cache) for i in pending), concurrency
         )

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._engine.concurrency import gather_limited, run_sync
-from evaldag._judge.transport import configured_litellm
+from evaldag._judge.via_litellm import configured_litellm
 from evaldag._scorer.steps import is_async_callable
 from evaldag.errors import EvalDagError, error_message
 

@@ -66,3 +66,31 @@ class ExecutionFailure(Exception):
         self.name = name
         self.category = category
         self.cause = cause
+
+
+class CallFault(Exception):
+    """A model call that failed, as either transport reports it.
+
+    :param name: the error's name as the OpenAI SDK and litellm call it (``RateLimitError``,
+        ``Timeout``, ...), shown in messages and judge records.
+    :param status: the HTTP status; None when no response came.
+    :param kind: ``transient`` (retried: 408, 429, 5xx, timeouts, lost connections, broken
+        bodies), ``refused`` (another 4xx: not retried), ``missing_key`` (not sent: the client
+        has no key) or ``failed`` (anything else: not retried).
+    :param retry_after: the server's ``retry-after-ms`` and ``Retry-After`` header values.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        status: int | None,
+        detail: str,
+        kind: str,
+        retry_after: tuple[str | None, str | None] = (None, None),
+    ) -> None:
+        super().__init__(f"{name}: {detail}")
+        self.name = name
+        self.status = status
+        self.detail = detail
+        self.kind = kind
+        self.retry_after = retry_after
