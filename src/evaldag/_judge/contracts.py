@@ -218,9 +218,9 @@ def _decoded(text: str, commas_removed: bool = False) -> Any:
 _TRAILING_COMMA = re.compile(r",(\s*[\]}])")
 
 
-def _without_trailing_commas(text: str) -> str:
-    """``text`` without the commas that stand right before a closing bracket, outside strings."""
-    pieces, start, in_string, escaped = [], 0, False, False
+def _outside_strings(text: str) -> tuple[list[tuple[int, int]], bool]:
+    """The spans of ``text`` outside JSON strings, and whether it ends inside a string."""
+    spans, start, in_string, escaped = [], 0, False, False
     for index, char in enumerate(text):
         if in_string:
             if escaped:
@@ -228,37 +228,39 @@ def _without_trailing_commas(text: str) -> str:
             elif char == "\\":
                 escaped = True
             elif char == '"':
-                pieces.append(text[start : index + 1])
                 start, in_string = index + 1, False
         elif char == '"':
-            pieces.append(_TRAILING_COMMA.sub(r"\1", text[start:index]))
-            start, in_string = index, True
-    pieces.append(text[start:] if in_string else _TRAILING_COMMA.sub(r"\1", text[start:]))
-    return "".join(pieces)
+            spans.append((start, index))
+            in_string = True
+    if not in_string:
+        spans.append((start, len(text)))
+    return spans, in_string
+
+
+def _without_trailing_commas(text: str) -> str:
+    """``text`` without the commas that stand right before a closing bracket, outside strings."""
+    pieces, kept = [], 0
+    for start, end in _outside_strings(text)[0]:
+        pieces += [text[kept:start], _TRAILING_COMMA.sub(r"\1", text[start:end])]
+        kept = end
+    return "".join([*pieces, text[kept:]])
 
 
 def _closed(text: str) -> Any:
     """A cut-off JSON text completed: back to its last complete element, brackets closed."""
     stack: list[str] = []
     cut_points: list[tuple[int, str]] = []
-    in_string = escaped = False
-    for index, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            stack.append("}" if char == "{" else "]")
-        elif char in "}]":
-            if not stack or stack.pop() != char:
-                return _NOTHING
-            if stack:
-                cut_points.append((index + 1, "".join(reversed(stack))))
+    spans, in_string = _outside_strings(text)
+    for start, end in spans:
+        for index in range(start, end):
+            char = text[index]
+            if char in "{[":
+                stack.append("}" if char == "{" else "]")
+            elif char in "}]":
+                if not stack or stack.pop() != char:
+                    return _NOTHING
+                if stack:
+                    cut_points.append((index + 1, "".join(reversed(stack))))
     if not in_string and stack:
         cut_points.append((len(text), "".join(reversed(stack))))
     for end, closers in reversed(cut_points[-20:]):
