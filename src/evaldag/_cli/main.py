@@ -1,10 +1,11 @@
-"""The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``.
+"""The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``, ``compare``.
 
 Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
 or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
 configuration or input error (the message goes to stderr). ``evaldag demo`` and ``evaldag report``
-exit 0 once their files are written, whatever the verdict, and 3 on an error. Every command exits
-4 on an unexpected error (a bug in evaldag: the traceback is printed).
+exit 0 once their files are written, whatever the verdict, and 3 on an error; ``evaldag compare``
+exits 1 on a regression, else 0. Every command exits 4 on an unexpected error (a bug in evaldag:
+the traceback is printed).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ _VERDICT_EXITS = {
 _EPILOG = """\
 exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug).
-'demo' and 'report' exit 0 once their files are written, whatever the verdict."""
+'demo' and 'report' exit 0 once their files are written, whatever the verdict;
+'compare' exits 1 on a regression, else 0."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +59,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     from evaldag import __version__
+    from evaldag._cli.compare import add_compare_command
 
     parser = _Parser(
         prog="evaldag",
@@ -179,6 +182,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--title", help="the report's title (default: the results file's name)")
     report.set_defaults(command=_report_command)
+    add_compare_command(commands)
     return parser
 
 

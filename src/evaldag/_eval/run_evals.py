@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +24,7 @@ from evaldag._engine.targets import TargetFailure, target_callable
 from evaldag._eval.checkpoint import Checkpoint, finished_run
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.progress import ProgressBar
+from evaldag._eval.scorer_configs import scorer_config
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
@@ -34,123 +34,23 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
-from evaldag._scorer.builder import Scorer, ScorerWithThreshold
-from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
     import graphviz
 
-#: Node names of the eval graph that a scorer id must not take.
-RESERVED_IDS = frozenset(
-    {
-        "dataset",
-        "concurrency",
-        "outputs",
-        "runs",
-        "items",
-        "batch_items",
-        "data",
-        "batch_size",
-        "dag_dot",
-        "scores",
-        "summary",
-        "gate_results",
-        "threshold_results",
-        "verdict",
-        "usage",
-        "eval_result",
-        "experiment_id",
-        "judge_cache",
-        "judge_cache_rows_dropped",
-        "target",
-        # the graph's config keys
-        "plan",
-        "has_target",
-        "has_scorers",
-        "has_gates",
-        "has_thresholds",
-        "distributed",
-    }
-)
 _FUNCTION_BATCH = 20_000
-#: Characters an id may not hold: '.' separates node names, Graphviz reads ':' as a port and
-#: '\' as an escape.
-_UNSAFE_ID = re.compile(r"[.:\\\x00-\x1f\x7f]")
 
 
-def _scorer_entries(scorers: Iterable[Any]) -> tuple[list[Scorer], dict[str, ThresholdSpec]]:
-    """Scorers and their thresholds, from scorers, ``with_threshold`` entries or Mastra dicts."""
-    plain: list[Scorer] = []
-    thresholds: dict[str, ThresholdSpec] = {}
-    for index, entry in enumerate(scorers):
-        if isinstance(entry, ScorerWithThreshold):
-            plain.append(entry.scorer)
-            thresholds[entry.scorer.id] = entry.threshold
-        elif isinstance(entry, Mapping) and "scorer" in entry and "threshold" in entry:
-            scorer = entry["scorer"]
-            if not isinstance(scorer, Scorer):
-                raise EvalDagError(
-                    "INVALID_SCORER_ENTRY",
-                    f"scorers[{index}]['scorer'] must be a Scorer, got {type(scorer).__name__}",
-                )
-            thresholds[scorer.id] = validated_threshold(
-                scorer.id, entry["threshold"], scorer.max_score
-            )
-            plain.append(scorer)
-        elif isinstance(entry, Scorer):
-            plain.append(entry)
-        else:
-            raise EvalDagError(
-                "INVALID_SCORER_ENTRY",
-                f"scorers[{index}] must be a Scorer, scorer.with_threshold(...) or "
-                f"{{'scorer': ..., 'threshold': ...}}, got {type(entry).__name__}",
-            )
-    return plain, thresholds
-
-
-def _checked_ids(scorers: list[Scorer], gates: list[Scorer]) -> None:
-    seen: dict[str, str] = {}
-    for role, group in (("scorers", scorers), ("gates", gates)):
-        for index, scorer in enumerate(group):
-            where = f"{role}[{index}]"
-            if scorer.id in RESERVED_IDS or _UNSAFE_ID.search(scorer.id):
-                raise EvalDagError(
-                    "INVALID_SCORER_ID",
-                    f"{where} has id {scorer.id!r}, which names a node of the eval graph or "
-                    "contains '.', ':', '\\' or a control character (node names, result "
-                    "columns and pictures are built from ids); give the scorer another id",
-                    details={"scorerId": scorer.id},
-                )
-            if scorer.id in seen:
-                raise EvalDagError(
-                    "DUPLICATE_SCORER_ID",
-                    f"{seen[scorer.id]} and {where} share the id '{scorer.id}'; each scorer and "
-                    "gate needs its own id (checks take id=..., create_scorer takes a new id)",
-                    details={"scorerId": scorer.id, "first": seen[scorer.id], "second": where},
-                )
-            seen[scorer.id] = where
-            scorer.require_generate_score()
-
-
-def _plan(scorers: Iterable[Any], gates: Iterable[Any], target: Any) -> EvalPlan:
-    plain, thresholds = _scorer_entries(scorers)
-    gate_list = list(gates)
-    for index, gate in enumerate(gate_list):
-        if not isinstance(gate, Scorer):
-            raise EvalDagError(
-                "INVALID_SCORER_ENTRY",
-                f"gates[{index}] must be a Scorer (a check or a scorer scoring 0 or 1), got "
-                f"{type(gate).__name__}",
-            )
-    if not plain and not gate_list:
-        raise EvalDagError("NO_SCORERS_PROVIDED", "At least one scorer or gate must be provided")
-    _checked_ids(plain, gate_list)
+def _plan(scorers: Any, gates: Iterable[Any], target: Any) -> EvalPlan:
+    config = scorer_config(scorers, gates, workflow_target=False)
     return EvalPlan(
-        scorers=tuple(plain),
-        gates=tuple(gate_list),
-        thresholds=thresholds,
+        scorers=config.scorers,
+        gates=config.gates,
+        thresholds=config.thresholds,
+        sources=config.sources,
         target=None if target is None else target_callable(target),
     )
 
@@ -191,7 +91,7 @@ async def _awaited(value: Any) -> Any:
 def run_evals(
     data: Any,
     *,
-    scorers: Iterable[Any] = (),
+    scorers: Any = (),
     gates: Iterable[Scorer] = (),
     target: Any = None,
     concurrency: int = 8,

@@ -24,6 +24,9 @@ class EvalPlan:
     gates: tuple[ScorerSpec, ...] = ()
     thresholds: dict[str, ThresholdSpec] = field(default_factory=dict)
     target: Callable[..., Any] | None = None
+    #: Scorer id → the node of runs it reads, where that is not ``runs`` (the item's input and
+    #: output): ``trajectory_runs`` for trajectory scorers.
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def all_scorers(self) -> tuple[ScorerSpec, ...]:
@@ -38,6 +41,10 @@ class EvalPlan:
     def scorer_ids(self) -> tuple[str, ...]:
         """The ids of the scorers that are not gates."""
         return tuple(s.id for s in self.scorers)
+
+    def runs_of(self, scorer: ScorerSpec) -> str:
+        """The node of runs ``scorer`` reads."""
+        return self.sources.get(scorer.id, "runs")
 
     def definitions(self) -> list[dict[str, Any]]:
         """JSON-ready description of every scorer and gate, kept with the results."""
@@ -64,6 +71,7 @@ class EvalPlan:
             "has_scorers": bool(self.scorers),
             "has_gates": bool(self.gates),
             "has_thresholds": bool(self.thresholds),
+            "has_trajectory_runs": "trajectory_runs" in self.sources.values(),
             "distributed": distributed,
         }
 

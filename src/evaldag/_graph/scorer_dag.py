@@ -30,7 +30,12 @@ JudgeCacheSetting = bool | str | Path | None
 
 
 def _prepared_runs(plan: EvalPlan) -> parameterize:
-    return parameterize(**{f"{s.id}.prepared_run": {"scorer": value(s)} for s in plan.all_scorers})
+    return parameterize(
+        **{
+            f"{s.id}.prepared_run": {"runs": source(plan.runs_of(s)), "scorer": value(s)}
+            for s in plan.all_scorers
+        }
+    )
 
 
 def _step_nodes(plan: EvalPlan) -> parameterize:

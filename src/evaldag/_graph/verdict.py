@@ -38,6 +38,7 @@ from evaldag._results.eval_result import (
     ThresholdResult,
     Verdict,
 )
+from evaldag._results.intervals import bootstrap_interval
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
 
@@ -70,6 +71,7 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
         scored=len(values),
         not_scorable=int(not_scorable.sum()),
         errors=int(failed.sum()),
+        interval=bootstrap_interval(values),
     )
 
 
@@ -208,7 +210,8 @@ def _all_averages(plan: EvalPlan) -> inject:
 def summary(
     items: pd.DataFrame, averages: dict[str, ScoreAverage], judge_cache_rows_dropped: int = 0
 ) -> Summary:
-    """Item count, not-scorable and failed items per scorer, and judge-cache rows dropped."""
+    """Item count, not-scorable and failed items per scorer, judge-cache rows dropped and each
+    average's interval."""
     target_errors = int(items["target_error"].notna().sum()) if "target_error" in items else 0
     return Summary(
         total_items=len(items),
@@ -216,6 +219,7 @@ def summary(
         not_scorable={sid: a.not_scorable for sid, a in averages.items() if a.not_scorable},
         errors={sid: a.errors for sid, a in averages.items() if a.errors},
         target_errors=target_errors,
+        intervals={sid: a.interval for sid, a in averages.items() if a.interval is not None},
     )
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._results.intervals import ConfidenceInterval
 from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
 
@@ -32,6 +33,9 @@ class ScoreAverage(_Model):
     scored: int = Field(description="Items whose score entered the mean.")
     not_scorable: int = 0
     errors: int = Field(default=0, description="Items where the scorer (or the target) failed.")
+    interval: ConfidenceInterval | None = Field(
+        default=None, description="Bootstrap interval of the mean; None below two scores."
+    )
 
 
 class GateResult(_Model):
@@ -63,6 +67,10 @@ class Summary(_Model):
     target_errors: int = 0
     judge_cache_rows_dropped: int = Field(
         default=0, description="Judge-cache rows that held no reply: dropped, the call made again."
+    )
+    intervals: dict[str, ConfidenceInterval] = Field(
+        default_factory=dict,
+        description="Scorer and gate id → 95 % bootstrap interval of its average (seeded).",
     )
 
 
@@ -106,7 +114,7 @@ class EvalResult(BaseModel):
             summary["notScorable"] = dict(self.summary.not_scorable)
         if self.summary.errors:
             summary["errors"] = dict(self.summary.errors)
-        data: dict[str, Any] = {"scores": dict(self.scores), "summary": summary}
+        data: dict[str, Any] = {"scores": mastra_scores(self.scores), "summary": summary}
         if self.gate_results:
             data["gateResults"] = [
                 g.model_dump(by_alias=True, exclude_none=True) for g in self.gate_results
@@ -182,6 +190,22 @@ class EvalResult(BaseModel):
         )
 
     __str__ = __repr__
+
+
+def mastra_scores(scores: dict[str, float]) -> dict[str, Any]:
+    """Averages nested as Mastra nests them: ``agent.<id>`` under ``agent``, and so on;
+    ``steps.<node>.<id>`` under ``steps`` and the node. Ids never hold a dot."""
+    nested: dict[str, Any] = {}
+    for key, average in scores.items():
+        group, dot, rest = key.partition(".")
+        if not dot:
+            nested[key] = average
+        elif group == "steps":
+            node, _, scorer_id = rest.rpartition(".")
+            nested.setdefault("steps", {}).setdefault(node, {})[scorer_id] = average
+        else:
+            nested.setdefault(group, {})[rest] = average
+    return nested
 
 
 def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:

@@ -1,0 +1,243 @@
+"""``evaldag compare A B``: experiment B against experiment A, per scorer and item by item.
+
+Exits 1 when a scorer or gate regressed (B is worse by its interval and by Mastra's threshold
+rule), else 0; 3 on an error, as every command.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaldag._experiments.compare import Comparison, ScorerComparison
+
+EXIT_SAME = 0
+EXIT_REGRESSED = 1
+#: How many of a worse scorer's items are named; the rest are counted.
+NAMED_ITEMS = 5
+
+
+def add_compare_command(commands: argparse._SubParsersAction) -> None:
+    """The ``compare`` subcommand of the ``evaldag`` parser."""
+    compare = commands.add_parser(
+        "compare",
+        help="compare two runs: per-scorer stats and paired per-item deltas; exit 1 on a "
+        "regression",
+        description="Compare experiment B with experiment A (results files written by "
+        "'evaldag run --out' or 'evaldag demo'): Mastra's per-scorer stats (error rate, pass "
+        "rate, average, delta), then the items of both paired and the mean of their deltas "
+        "with a bootstrap confidence interval. B is worse only when that interval lies wholly "
+        "on the worse side of 0; exit 1 when a scorer or gate is worse by more than the "
+        "threshold, else 0.",
+    )
+    compare.add_argument("a", metavar="A", help="the baseline: a results .parquet file")
+    compare.add_argument("b", metavar="B", help="the candidate: a results .parquet file")
+    compare.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="how far an average may move the worse way before it is a regression (default: 0)",
+    )
+    compare.add_argument(
+        "--lower-is-better",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a scorer whose lower scores are better (repeatable; default: those whose "
+        "threshold is a maximum only)",
+    )
+    compare.add_argument(
+        "--key",
+        metavar="COLUMN",
+        help="the data column that pairs items (default: id, else input, else the row position)",
+    )
+    compare.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="the bootstrap's seed (default: 0)"
+    )
+    compare.add_argument(
+        "--resamples",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="bootstrap resamples per interval (default: 10000)",
+    )
+    compare.set_defaults(command=compare_command)
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    """Print the comparison; exit 1 on a regression."""
+    from evaldag._experiments.compare import compare_experiments
+
+    comparison = compare_experiments(
+        args.a,
+        args.b,
+        threshold=args.threshold,
+        directions=dict.fromkeys(args.lower_is_better, "lower"),
+        key=args.key,
+        seed=args.seed,
+        resamples=args.resamples,
+    )
+    print(comparison_text(comparison))
+    return EXIT_REGRESSED if comparison.regressions else EXIT_SAME
+
+
+def comparison_text(comparison: Comparison) -> str:
+    """The comparison as text: both tables, the worse items, and the conclusion."""
+    lines = [
+        f"{side}: {info.source} (experiment {info.experiment_id or 'without id'}, "
+        f"{info.items:,} items)"
+        for side, info in (("A", comparison.a), ("B", comparison.b))
+    ]
+    lines.append(f"{comparison.paired_items:,} items paired by {_key_words(comparison.item_key)}")
+    lines += ["", *_stats_table(comparison), "", *_deltas_table(comparison)]
+    worse = _worse_items(comparison)
+    if worse:
+        lines += ["", *worse]
+    lines += ["", _conclusion(comparison)]
+    return "\n".join(lines)
+
+
+def _key_words(item_key: str) -> str:
+    if item_key == "position":
+        return "their row position"
+    return f"the data's '{item_key}' column"
+
+
+def _percent(share: float) -> str:
+    return f"{share:.1%}"
+
+
+def _signed(number: float | None) -> str:
+    return "-" if number is None else f"{number:+.2f}"
+
+
+def _stats_table(comparison: Comparison) -> list[str]:
+    rows = [
+        (
+            "id",
+            "kind",
+            "A err",
+            "A pass",
+            "A avg",
+            "B err",
+            "B pass",
+            "B avg",
+            "delta",
+            "better",
+            "threshold",
+            "Mastra",
+        )
+    ]
+    for s in comparison.scorers:
+        sides = [
+            (_percent(x.error_rate), _percent(x.pass_rate), f"{x.average:.2f}")
+            if x is not None
+            else ("-", "-", "-")
+            for x in (s.a, s.b)
+        ]
+        beyond = s.delta is not None and s.delta * (1 if s.direction == "higher" else -1) < (
+            -s.threshold
+        )
+        rows.append(
+            (
+                s.scorer_id,
+                s.role,
+                *sides[0],
+                *sides[1],
+                _signed(s.delta),
+                s.direction,
+                f"{s.threshold:.2f}",
+                "regression" if beyond else "-" if s.delta is None else "ok",
+            )
+        )
+    title = (
+        "Per scorer (Mastra's stats: err = items without a score, pass = scored items at "
+        f">= {comparison.pass_score:.2f}, delta = B avg - A avg, Mastra = its rule: a delta "
+        "beyond the threshold the worse way is a regression):"
+    )
+    return [title, *_table(rows, numeric=range(2, 11))]
+
+
+def _deltas_table(comparison: Comparison) -> list[str]:
+    interval = next((s.interval for s in comparison.scorers if s.interval is not None), None)
+    level = f"{interval.level:.0%}" if interval else "95%"
+    rows = [("id", "paired", "worse", "better", "mean delta", f"{level} interval", "change")]
+    for s in comparison.scorers:
+        rows.append(
+            (
+                s.scorer_id,
+                str(s.paired),
+                str(s.worse),
+                str(s.better),
+                _signed(s.paired_delta),
+                f"[{s.interval.low:+.2f}, {s.interval.high:+.2f}]" if s.interval else "-",
+                "REGRESSED" if s.regressed else _change_words(s),
+            )
+        )
+    how = (
+        f"{interval.resamples:,} resamples, seed {interval.seed}"
+        if interval
+        else "no scorer has two paired items"
+    )
+    title = (
+        f"Paired per-item deltas (B - A on the items scored in both; {level} percentile "
+        f"bootstrap interval of their mean, {how}):"
+    )
+    return [title, *_table(rows, numeric=range(1, 5))]
+
+
+def _change_words(s: ScorerComparison) -> str:
+    if s.change == "worse":
+        return f"worse, within the threshold {s.threshold:.2f}"
+    if s.change in ("added", "removed"):
+        return f"only in {'B' if s.change == 'added' else 'A'}"
+    return s.change
+
+
+def _table(rows: list[tuple[str, ...]], numeric: range) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  "
+        + "  ".join(
+            cell.rjust(width) if index in numeric else cell.ljust(width)
+            for index, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _worse_items(comparison: Comparison) -> list[str]:
+    """A line per worse scorer naming its items that fell most, worst first."""
+    worse = [s for s in comparison.scorers if s.change == "worse"]
+    if not worse:
+        return []
+    deltas = comparison.item_deltas
+    width = max(len(s.scorer_id) for s in worse)
+    lines = [f"Where B is worse (items by {_key_words(comparison.item_key)}, worst first):"]
+    for s in worse:
+        rows = deltas[deltas["scorer"] == s.scorer_id]
+        sign = 1 if s.direction == "higher" else -1
+        fell = rows[rows["delta"] * sign < 0]
+        named = [
+            f"{row.item} {row.a:.2f} -> {row.b:.2f}" for row in fell.head(NAMED_ITEMS).itertuples()
+        ]
+        if len(fell) > NAMED_ITEMS:
+            named.append(f"and {len(fell) - NAMED_ITEMS} more")
+        text = ", ".join(named) or "no paired item; B has no scores"
+        lines.append(f"  {s.scorer_id.ljust(width)}  {text}")
+    return lines
+
+
+def _conclusion(comparison: Comparison) -> str:
+    regressed = comparison.regressions
+    if regressed:
+        return (
+            f"REGRESSED: {', '.join(regressed)} (B is worse: the interval lies below 0 the "
+            "worse way and the delta goes beyond the threshold)"
+        )
+    return (
+        "no regression: no scorer's interval lies wholly on the worse side of 0 with a delta "
+        "beyond the threshold"
+    )

@@ -1,0 +1,391 @@
+"""Two experiments compared: Mastra's per-scorer stats, then paired per-item deltas.
+
+Mastra's ``compareExperiments`` (spec §10.4) compares averages: a delta below ``-threshold`` is a
+regression, however few items moved. Here every item scored in both runs is paired with itself
+(by the data's ``id`` column, else the input, else the row position), the per-item deltas are
+averaged, and a seeded bootstrap interval says how sure that average is: "B is worse" needs
+Mastra's rule **and** an interval that lies wholly on the worse side of 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaldag._results.eval_result import EvalResult
+from evaldag._results.intervals import (
+    LEVEL,
+    RESAMPLES,
+    SEED,
+    ConfidenceInterval,
+    bootstrap_interval,
+)
+from evaldag.errors import EvalDagError
+
+Direction = Literal["higher", "lower"]
+Change = Literal["worse", "better", "no clear change", "added", "removed"]
+#: Mastra's pass mark of an item in ``computeScorerStats``.
+PASS_SCORE = 0.5
+#: The columns an item is paired by, in order of preference; the row position comes last.
+KEY_COLUMNS = ("id", "input")
+
+
+class ScorerStats(BaseModel):
+    """Mastra's ``computeScorerStats`` of one scorer in one experiment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: int
+    scored: int = Field(description="Items with a score (not failed, not 'not scorable').")
+    error_rate: float = Field(description="Share of the items without a score, as Mastra's.")
+    pass_rate: float = Field(description="Share of the scored items at or above the pass mark.")
+    average: float = Field(description="Mean of the scores; 0 when there are none, as Mastra's.")
+
+
+class ScorerComparison(BaseModel):
+    """One scorer or gate of experiment B against experiment A."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scorer_id: str
+    role: Literal["scorer", "gate"]
+    a: ScorerStats | None = Field(description="None when only B has the scorer.")
+    b: ScorerStats | None = Field(description="None when only A has the scorer.")
+    delta: float | None = Field(description="B's average minus A's (Mastra's delta).")
+    direction: Direction = Field(description="Which way is better.")
+    threshold: float = Field(description="How far the delta may go the worse way (Mastra's).")
+    paired: int = Field(description="Items scored in both experiments.")
+    worse: int = Field(description="Paired items that scored worse in B.")
+    better: int = Field(description="Paired items that scored better in B.")
+    paired_delta: float | None = Field(description="Mean of the paired per-item deltas (B − A).")
+    interval: ConfidenceInterval | None = Field(
+        description="Bootstrap interval of ``paired_delta``; None below two paired items."
+    )
+    change: Change = Field(
+        description="What the interval says (the delta's sign when there is no interval)."
+    )
+    regressed: bool = Field(description="Worse by the interval and by Mastra's threshold rule.")
+
+
+class ExperimentInfo(BaseModel):
+    """Which experiment a side of the comparison is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    experiment_id: str | None
+    items: int
+
+
+class Comparison(BaseModel):
+    """Experiment B against experiment A, per scorer and item by item."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    a: ExperimentInfo
+    b: ExperimentInfo
+    item_key: str = Field(description="'id', 'input', another column, or 'position'.")
+    paired_items: int = Field(description="Items found in both experiments.")
+    scorers: list[ScorerComparison]
+    item_deltas: pd.DataFrame = Field(
+        description="One row per paired item and scorer: item, scorer, a, b, delta; worst first."
+    )
+    pass_score: float = PASS_SCORE
+
+    @property
+    def regressions(self) -> list[str]:
+        """The ids of the scorers and gates that regressed."""
+        return [s.scorer_id for s in self.scorers if s.regressed]
+
+
+def experiment_result(experiment: EvalResult | str | os.PathLike[str]) -> tuple[EvalResult, str]:
+    """An experiment's result and where it came from: an ``EvalResult`` or a results file.
+
+    This is where another source of experiments (a score store's experiment ids) plugs in.
+    """
+    if isinstance(experiment, EvalResult):
+        return experiment, "a result in memory"
+    path = Path(experiment)
+    if not path.is_file():
+        raise EvalDagError(
+            "EXPERIMENT_NOT_FOUND",
+            f"'{experiment}' is not a results file; give a .parquet file written by "
+            "'evaldag run --out', 'evaldag demo' or EvalResult.to_parquet",
+            details={"experiment": str(experiment)},
+        )
+    return EvalResult.read_parquet(path), str(path)
+
+
+def compare_experiments(
+    a: EvalResult | str | os.PathLike[str],
+    b: EvalResult | str | os.PathLike[str],
+    *,
+    threshold: float | Mapping[str, float] = 0.0,
+    directions: Mapping[str, Direction] | None = None,
+    key: str | None = None,
+    pass_score: float = PASS_SCORE,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Comparison:
+    """Experiment ``b`` against experiment ``a``: which scorers regressed, and on which items.
+
+    :param a: the baseline: an ``EvalResult`` or a results ``.parquet`` file.
+    :param b: the candidate, likewise.
+    :param threshold: how far an average may move the worse way before it counts (Mastra's
+        threshold, default 0); one number, or scorer id → number.
+    :param directions: scorer id → ``"higher"`` or ``"lower"`` (which way is better). Default:
+        ``"lower"`` for a scorer whose threshold has only a maximum, else ``"higher"``.
+    :param key: the data column that pairs items (default: ``id``, else ``input``, else the
+        row position).
+    :param pass_score: an item passes at this score or above (Mastra's 0.5).
+    :param level: the intervals' confidence level.
+    :param resamples: bootstrap resamples per interval.
+    :param seed: the bootstrap's seed.
+    """
+    result_a, source_a = experiment_result(a)
+    result_b, source_b = experiment_result(b)
+    if not 0 < level < 1:
+        raise EvalDagError("INVALID_COMPARE_OPTION", f"level must lie in (0, 1), got {level!r}")
+    if not isinstance(resamples, int) or resamples < 1:
+        raise EvalDagError(
+            "INVALID_COMPARE_OPTION", f"resamples must be an integer >= 1, got {resamples!r}"
+        )
+    item_key = _item_key(result_a.items, result_b.items, key)
+    keys_a, keys_b = _keys(result_a.items, item_key), _keys(result_b.items, item_key)
+    roles = _roles(result_a)
+    roles.update({sid: role for sid, role in _roles(result_b).items() if sid not in roles})
+    _require_known_ids(roles, directions, threshold)
+    inferred = {**_directions(result_b), **_directions(result_a)}
+    chosen = {sid: (directions or {}).get(sid, inferred.get(sid, "higher")) for sid in roles}
+    comparisons, deltas = [], []
+    for sid, role in roles.items():
+        if chosen[sid] not in ("higher", "lower"):
+            raise EvalDagError(
+                "INVALID_COMPARE_OPTION",
+                f"directions['{sid}'] must be 'higher' or 'lower', got {chosen[sid]!r}",
+            )
+        scores_a = _valid_scores(result_a.items, sid, keys_a)
+        scores_b = _valid_scores(result_b.items, sid, keys_b)
+        paired = (
+            pd.DataFrame({"a": scores_a, "b": scores_b}).dropna()
+            if scores_a is not None and scores_b is not None
+            else pd.DataFrame({"a": [], "b": []}, dtype=float)
+        )
+        paired["delta"] = paired["b"] - paired["a"]
+        comparisons.append(
+            _scorer_comparison(
+                sid,
+                role,
+                scores_a,
+                scores_b,
+                paired["delta"],
+                direction=chosen[sid],
+                threshold=_threshold(threshold, sid),
+                pass_score=pass_score,
+                interval=bootstrap_interval(
+                    paired["delta"].to_numpy(), level=level, resamples=resamples, seed=seed
+                ),
+            )
+        )
+        worse_first = paired["delta"] * (1 if chosen[sid] == "higher" else -1)
+        deltas.append(paired.assign(scorer=sid).iloc[worse_first.argsort(kind="stable")])
+    item_deltas = pd.concat(deltas).rename_axis("item").reset_index()
+    return Comparison(
+        a=_info(result_a, source_a),
+        b=_info(result_b, source_b),
+        item_key=item_key,
+        paired_items=len(set(keys_a) & set(keys_b)),
+        scorers=comparisons,
+        item_deltas=item_deltas[["item", "scorer", "a", "b", "delta"]],
+        pass_score=pass_score,
+    )
+
+
+def _info(result: EvalResult, source: str) -> ExperimentInfo:
+    return ExperimentInfo(
+        source=source, experiment_id=result.experiment_id, items=len(result.items)
+    )
+
+
+def _scorer_comparison(
+    sid: str,
+    role: Literal["scorer", "gate"],
+    scores_a: pd.Series | None,
+    scores_b: pd.Series | None,
+    deltas: pd.Series,
+    *,
+    direction: Direction,
+    threshold: float,
+    pass_score: float,
+    interval: ConfidenceInterval | None,
+) -> ScorerComparison:
+    """One scorer's stats on both sides, its paired deltas and what they say."""
+    stats_a = None if scores_a is None else _stats(scores_a, pass_score)
+    stats_b = None if scores_b is None else _stats(scores_b, pass_score)
+    sign = 1 if direction == "higher" else -1
+    delta = None
+    change: Change = "added" if stats_a is None else "removed"
+    regressed = False
+    if stats_a is not None and stats_b is not None:
+        delta = stats_b.average - stats_a.average
+        if interval is not None:
+            # The interval of "better" (delta × sign): wholly below 0 is worse, above is better.
+            low, high = sorted((interval.low * sign, interval.high * sign))
+            change = "worse" if high < 0 else "better" if low > 0 else "no clear change"
+        else:
+            change = (
+                "worse"
+                if delta * sign < 0
+                else "better"
+                if delta * sign > 0
+                else ("no clear change")
+            )
+        # Mastra's rule: a delta beyond the threshold, the worse way.
+        regressed = change == "worse" and delta * sign < -threshold
+    return ScorerComparison(
+        scorer_id=sid,
+        role=role,
+        a=stats_a,
+        b=stats_b,
+        delta=delta,
+        direction=direction,
+        threshold=threshold,
+        paired=len(deltas),
+        worse=int((deltas * sign < 0).sum()),
+        better=int((deltas * sign > 0).sum()),
+        paired_delta=float(deltas.mean()) if len(deltas) else None,
+        interval=interval,
+        change=change,
+        regressed=regressed,
+    )
+
+
+def _stats(scores: pd.Series, pass_score: float) -> ScorerStats:
+    """Mastra's stats: no score is an error; a pass is a score at or above ``pass_score``."""
+    scored = scores.dropna()
+    return ScorerStats(
+        items=len(scores),
+        scored=len(scored),
+        error_rate=(len(scores) - len(scored)) / len(scores) if len(scores) else 0.0,
+        pass_rate=float((scored >= pass_score).mean()) if len(scored) else 0.0,
+        average=float(scored.mean()) if len(scored) else 0.0,
+    )
+
+
+def _threshold(threshold: float | Mapping[str, float], sid: str) -> float:
+    value = threshold.get(sid, 0.0) if isinstance(threshold, Mapping) else threshold
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (math.isfinite(value) and value >= 0)
+    ):
+        raise EvalDagError(
+            "INVALID_COMPARE_OPTION",
+            f"the threshold of '{sid}' must be a finite number >= 0, got {value!r}",
+            details={"scorerId": sid},
+        )
+    return float(value)
+
+
+def _require_known_ids(
+    roles: Mapping[str, str],
+    directions: Mapping[str, Direction] | None,
+    threshold: float | Mapping[str, float],
+) -> None:
+    for option, given in (("directions", directions), ("threshold", threshold)):
+        unknown = sorted(set(given) - set(roles)) if isinstance(given, Mapping) else []
+        if unknown:
+            raise EvalDagError(
+                "INVALID_COMPARE_OPTION",
+                f"{option} names {unknown}, which neither experiment scored; their scorers and "
+                f"gates are {list(roles)}",
+                details={"option": option, "ids": unknown},
+            )
+
+
+def _item_key(items_a: pd.DataFrame, items_b: pd.DataFrame, key: str | None) -> str:
+    """The column that pairs items: ``key``, else the first of ``KEY_COLUMNS`` that names every
+    item of both runs once, else ``'position'`` for runs of one size."""
+    if key is not None:
+        for name, items in (("A", items_a), ("B", items_b)):
+            problem = _key_problem(items, key)
+            if problem:
+                raise EvalDagError(
+                    "INVALID_COMPARE_OPTION",
+                    f"key='{key}' cannot pair items: experiment {name}'s column {problem}",
+                    details={"key": key},
+                )
+        return key
+    for column in KEY_COLUMNS:
+        if not _key_problem(items_a, column) and not _key_problem(items_b, column):
+            return column
+    if len(items_a) == len(items_b):
+        return "position"
+    raise EvalDagError(
+        "INVALID_COMPARE_OPTION",
+        f"cannot pair the items: neither {' nor '.join(KEY_COLUMNS)} names each item of both "
+        f"experiments once, and their sizes differ ({len(items_a)} and {len(items_b)}); "
+        "give key= a column that does",
+    )
+
+
+def _key_problem(items: pd.DataFrame, column: str) -> str | None:
+    if column not in items.columns:
+        return f"'{column}' is missing"
+    keys = _keys(items, column)
+    if keys.isna().any():
+        return f"'{column}' has missing values"
+    if keys.duplicated().any():
+        return f"'{column}' repeats {keys[keys.duplicated()].iloc[0]!r}"
+    return None
+
+
+def _keys(items: pd.DataFrame, item_key: str) -> pd.Series:
+    """Each item's key as text (JSON for a non-text value), by the items' index."""
+    if item_key == "position" and item_key not in items.columns:
+        return pd.Series([str(n) for n in range(len(items))], index=items.index)
+    return items[item_key].map(_key_text)
+
+
+def _key_text(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _valid_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series | None:
+    """The scorer's score per item key; NaN where it failed or could not score; None when the
+    experiment has no such scorer."""
+    if f"{sid}.score" not in items.columns:
+        return None
+    scores = pd.to_numeric(items[f"{sid}.score"], errors="coerce").astype(float)
+    unscored = items[f"{sid}.error"].notna() | items[f"{sid}.not_scorable"].notna()
+    return pd.Series(scores.where(~unscored).to_numpy(), index=keys.to_numpy(), name=sid)
+
+
+def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:
+    """Scorer and gate ids in configuration order, from the definitions or the item columns."""
+    if result.scorers:
+        return {d["id"]: "gate" if d.get("role") == "gate" else "scorer" for d in result.scorers}
+    gates = {g.id for g in result.gate_results}
+    ids = [c.removesuffix(".score") for c in result.items.columns if c.endswith(".score")]
+    return {sid: "gate" if sid in gates else "scorer" for sid in ids}
+
+
+def _directions(result: EvalResult) -> dict[str, Direction]:
+    """``lower`` for the scorers whose threshold is a maximum only (lower is better there)."""
+    thresholds = {t.id: t.threshold for t in result.threshold_results}
+    thresholds.update({d["id"]: d["threshold"] for d in result.scorers if d.get("threshold")})
+    return {
+        sid: "lower"
+        for sid, spec in thresholds.items()
+        if isinstance(spec, dict) and spec.get("max") is not None and spec.get("min") is None
+    }

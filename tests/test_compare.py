@@ -1,0 +1,244 @@
+"""evaldag compare: Mastra's per-scorer stats, paired per-item deltas and their bootstrap intervals.
+
+The must-show: two runs of the demo data, one with a planted regression (eight answers replaced
+by a refusal) that is found, one with a planted noise-only change (a few answers a little better,
+a few a little worse) that Mastra's rule alone would call a regression and the interval does not.
+"""
+
+import copy
+import re
+
+import pandas as pd
+import pytest
+
+from evaldag import EvalResult, create_scorer, not_scorable, run_evals
+from evaldag._cli.demo import demo_gates, demo_items, demo_scorers
+from evaldag._cli.main import main
+from evaldag._experiments.compare import compare_experiments
+from evaldag._results.intervals import bootstrap_interval
+from evaldag.errors import EvalDagError, UntrustworthyRunError
+
+REFUSAL = "Sorry, I cannot help with that here. Please write to our team."
+#: Well-answered conversations whose answers the regressed run replaces by REFUSAL.
+REGRESSED_IDS = {"rag-02", "rag-05", "rag-09", "rag-10", "agent-01", "agent-04", "agent-09"}
+
+
+def _with_answer(item, rewrite):
+    """The demo item with its last assistant text rewritten."""
+    item = copy.deepcopy(item)
+    message = [m for m in item["output"] if m["role"] == "assistant"][-1]
+    for part in message["content"]["parts"]:
+        if part["type"] == "text":
+            part["text"] = rewrite(part["text"])
+    message["content"]["content"] = rewrite(message["content"]["content"])
+    return item
+
+
+def _question(item):
+    return item["input"]["inputMessages"][-1]["content"]["content"]
+
+
+def _without_last_sentence(text):
+    sentences = text.split(". ")
+    return ". ".join(sentences[:-1]) + "." if len(sentences) > 1 else text
+
+
+def _noisy(item):
+    """Four answers lose their last sentence, three name a word of the question once more."""
+    if item["id"] in ("rag-03", "rag-07", "agent-09", "agent-10"):
+        return _with_answer(item, _without_last_sentence)
+    if item["id"] in ("rag-11", "rag-14", "agent-08"):
+        word = re.findall(r"[A-Za-z]{5,}", _question(item))[-1]
+        return _with_answer(item, lambda text: f"{text} (About: {word}.)")
+    return item
+
+
+def _demo_run(items, path):
+    run_evals(items, scorers=demo_scorers(None), gates=demo_gates(), out=path, progress=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    assert main(["demo", "--judge", "none", "--out-dir", str(folder / "a")]) == 0
+    items = demo_items()
+    regressed = [
+        _with_answer(item, lambda _: REFUSAL) if item["id"] in REGRESSED_IDS else item
+        for item in items
+    ]
+    return {
+        "a": str(folder / "a" / "results.parquet"),
+        "regressed": _demo_run(regressed, folder / "regressed.parquet"),
+        "noisy": _demo_run([_noisy(item) for item in items], folder / "noisy.parquet"),
+    }
+
+
+def _row(text, scorer_id):
+    """The cells of ``scorer_id``'s rows in both tables of the printed comparison."""
+    return [line.split() for line in text.splitlines() if line.split()[:1] == [scorer_id]][:2]
+
+
+@pytest.mark.slow
+def test_the_planted_regression_is_found(demo_runs, capsys):
+    assert main(["compare", demo_runs["a"], demo_runs["regressed"]]) == 1
+    out = capsys.readouterr().out
+    assert "33 items paired by the data's 'id' column" in out
+    stats, paired = _row(out, "completeness-scorer")
+    assert stats[-1] == "regression"  # Mastra's rule
+    assert paired[1:4] == ["33", "7", "0"]  # paired, worse, better
+    low, high = (float(x) for x in re.findall(r"[-+]\d\.\d\d", " ".join(paired[5:7])))
+    assert low < high < 0
+    assert paired[-1] == "REGRESSED"
+    assert "completeness-scorer      rag-02 1.00 -> 0.00" in out
+    assert (
+        out.rstrip()
+        .splitlines()[-1]
+        .startswith("REGRESSED: completeness-scorer, keyword-coverage-scorer")
+    )
+    for gate in ("no-direct-refunds", "check-max-tool-calls", "no-internal-notes"):
+        assert _row(out, gate)[1][-3:] == ["no", "clear", "change"]
+
+
+@pytest.mark.slow
+def test_a_noise_only_change_is_not_flagged(demo_runs, capsys):
+    assert main(["compare", demo_runs["a"], demo_runs["noisy"]]) == 0
+    out = capsys.readouterr().out
+    stats, paired = _row(out, "completeness-scorer")
+    # Mastra's rule alone calls it a regression: the average fell a little ...
+    assert float(stats[8]) < 0 and stats[-1] == "regression"
+    # ... but items moved both ways, and the interval holds 0.
+    assert paired[2:4] == ["4", "3"]
+    low, high = (float(x) for x in re.findall(r"[-+]\d\.\d\d", " ".join(paired[5:7])))
+    assert low < 0 < high
+    assert paired[-3:] == ["no", "clear", "change"]
+    assert out.rstrip().splitlines()[-1].startswith("no regression")
+
+
+@pytest.mark.slow
+def test_the_comparison_as_values(demo_runs):
+    comparison = compare_experiments(demo_runs["a"], demo_runs["regressed"])
+    assert comparison.regressions == ["completeness-scorer", "keyword-coverage-scorer"]
+    assert comparison.a.experiment_id and comparison.a.experiment_id != comparison.b.experiment_id
+    completeness = comparison.scorers[0]
+    assert completeness.a.error_rate == 0 and completeness.a.items == 33
+    assert completeness.delta == pytest.approx(completeness.b.average - completeness.a.average)
+    # every item is paired, so Mastra's delta and the mean of the paired deltas agree
+    assert completeness.paired_delta == pytest.approx(completeness.delta)
+    deltas = comparison.item_deltas
+    worst = deltas[deltas["scorer"] == "completeness-scorer"].iloc[0]
+    assert (worst["item"], worst["a"], worst["b"]) == ("rag-02", 1.0, 0.0)
+    again = compare_experiments(demo_runs["a"], demo_runs["regressed"])
+    assert again.scorers == comparison.scorers  # seeded: the same intervals
+
+
+def _result(scores, *, ids=None, inputs=None, threshold=None, scorer_id="s", errors=()):
+    """An EvalResult whose scorer gives ``scores`` in item order (None: not scorable) and fails
+    on the items numbered in ``errors``."""
+
+    def prepared(run):
+        return not_scorable("no score planted") if scores[run.n] is None else None
+
+    def score(run):
+        if run.n in errors:
+            raise ValueError("boom")
+        return scores[run.n]
+
+    scorer = create_scorer(scorer_id, columns=("n",)).preprocess(prepared).generate_score(score)
+    data = pd.DataFrame(
+        {
+            "input": inputs or [f"q{n}" for n in range(len(scores))],
+            "output": ["a"] * len(scores),
+            "n": range(len(scores)),
+        }
+    )
+    if ids is not None:
+        data["id"] = ids
+    entry = scorer if threshold is None else scorer.with_threshold(**threshold)
+    return run_evals(data, scorers=[entry], progress=False)
+
+
+def test_items_are_paired_by_id_then_input_then_position():
+    a = _result([1.0, 0.0, 0.5], ids=["x", "y", "z"])
+    b = _result([0.0, 1.0, 0.5], ids=["y", "x", "z"], inputs=["other", "texts", "here"])
+    by_id = compare_experiments(a, b)
+    assert by_id.item_key == "id"
+    assert by_id.scorers[0].worse == 0 and by_id.scorers[0].paired_delta == 0
+    by_input = compare_experiments(_result([1.0, 0.0]), _result([0.0, 1.0], inputs=["q1", "q0"]))
+    assert by_input.item_key == "input" and by_input.scorers[0].paired_delta == 0
+    by_position = compare_experiments(
+        _result([1.0, 0.0], inputs=["q", "q"]), _result([1.0, 1.0], inputs=["q", "q"])
+    )
+    assert by_position.item_key == "position" and by_position.scorers[0].better == 1
+    with pytest.raises(EvalDagError, match="cannot pair the items"):
+        compare_experiments(_result([1.0], inputs=["q"]), _result([1.0, 1.0], inputs=["q", "q"]))
+    with pytest.raises(EvalDagError, match="'input' repeats 'q'"):
+        compare_experiments(
+            _result([1.0, 1.0], inputs=["q", "q"]), _result([1.0, 1.0]), key="input"
+        )
+
+
+def test_lower_is_better_for_a_maximum_only_threshold():
+    a = _result([0.1] * 6, threshold={"max": 0.5})
+    b = _result([0.4] * 6, threshold={"max": 0.5})
+    (comparison,) = compare_experiments(a, b).scorers
+    assert comparison.direction == "lower" and comparison.regressed
+    assert (comparison.worse, comparison.better) == (6, 0)
+    flipped = compare_experiments(a, b, directions={"s": "higher"}).scorers[0]
+    assert flipped.change == "better" and not flipped.regressed
+    with pytest.raises(EvalDagError, match=r"names \['t'\], which neither experiment scored"):
+        compare_experiments(a, b, directions={"t": "lower"})
+
+
+def test_a_clear_drop_within_the_threshold_is_no_regression():
+    a, b = _result([1.0] * 5), _result([0.9] * 5)
+    (comparison,) = compare_experiments(a, b, threshold=0.2).scorers
+    assert comparison.change == "worse" and not comparison.regressed
+    assert compare_experiments(a, b).scorers[0].regressed
+
+
+def test_scores_lost_in_b_regress_and_a_scorer_only_in_one_run_does_not():
+    a = _result([1.0, 1.0, 1.0])
+    with pytest.raises(UntrustworthyRunError) as failed_everywhere:
+        _result([1.0, 1.0, 1.0], errors=[0, 1, 2])
+    b = failed_everywhere.value.result
+    (lost,) = compare_experiments(a, b).scorers
+    assert lost.b.error_rate == 1 and lost.b.average == 0  # Mastra's average of no scores
+    assert lost.paired == 0 and lost.interval is None and lost.regressed
+    other = _result([0.0, 0.0, 0.0], scorer_id="t")
+    changes = {s.scorer_id: (s.change, s.regressed) for s in compare_experiments(a, other).scorers}
+    assert changes == {"s": ("removed", False), "t": ("added", False)}
+
+
+def test_not_scorable_items_count_as_errors_in_mastras_stats_and_are_not_paired():
+    a, b = _result([1.0, None, 0.4, 0.6]), _result([1.0, 0.2, None, 0.5])
+    (comparison,) = compare_experiments(a, b).scorers
+    assert comparison.a.error_rate == 0.25 and comparison.a.pass_rate == pytest.approx(2 / 3)
+    assert comparison.paired == 2
+
+
+def test_bootstrap_intervals_are_seeded_percentiles():
+    assert bootstrap_interval([0.5]) is None
+    constant = bootstrap_interval([-0.1] * 20)
+    assert (constant.low, constant.high) == pytest.approx((-0.1, -0.1))
+    values = [0, 1] * 15 + [1] * 10
+    first, second = bootstrap_interval(values), bootstrap_interval(values)
+    assert first == second and first.resamples == 10_000 and first.seed == 0
+    assert first.low < sum(values) / len(values) < first.high
+    assert bootstrap_interval(values, seed=1) != first
+    continuous = [n / 97 for n in range(97)]
+    interval = bootstrap_interval(continuous)
+    assert interval.low < 0.5 < interval.high and interval.high - interval.low < 0.25
+
+
+def test_each_average_carries_its_interval_into_the_summary_and_the_file(tmp_path):
+    result = _result([1.0, 0.0, 1.0, 1.0])
+    interval = result.summary.intervals["s"]
+    assert interval.low <= result.scores["s"] <= interval.high
+    result.to_parquet(tmp_path / "r.parquet")
+    assert EvalResult.read_parquet(tmp_path / "r.parquet").summary.intervals["s"] == interval
+
+
+def test_a_missing_file_is_a_named_error(tmp_path, capsys):
+    assert main(["compare", str(tmp_path / "nope.parquet"), str(tmp_path / "b.parquet")]) == 3
+    assert "is not a results file" in capsys.readouterr().err
