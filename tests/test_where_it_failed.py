@@ -4,6 +4,7 @@ high scores first), and progress shows in CI logs as plain lines."""
 
 import io
 import json
+import os
 import re
 
 import pytest
@@ -256,6 +257,21 @@ def test_progress_on_a_terminal_is_a_tqdm_bar():
     bar.close()
     assert "\r" in screen.getvalue()
     assert "10/10 items" in screen.getvalue() and "2 with errors" in screen.getvalue()
+
+
+def test_progress_on_a_terminal_of_no_width_prints_lines(clock):
+    """Some CI runners open a pseudo-terminal without a size, where tqdm would draw nothing."""
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()  # a new pseudo-terminal's size is 0 x 0
+    with open(follower, "w", closefd=True) as terminal:
+        assert terminal.isatty()
+        bar = ProgressBar(10, enabled=True, stream=terminal)
+        bar.advance(10, errors=1)
+        bar.close()
+    written = os.read(leader, 4096).decode()
+    os.close(leader)
+    assert written.startswith("scoring: 10/10 items (100%), ")
+    assert written.endswith(", 1 with errors, 0 s elapsed\r\n")  # the terminal's own line end
 
 
 def _flaky(run):

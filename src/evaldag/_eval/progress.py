@@ -3,6 +3,7 @@ files), where a bar's carriage returns would pile up as one unreadable line."""
 
 from __future__ import annotations
 
+import os
 import sys
 from time import monotonic
 from typing import TextIO
@@ -38,7 +39,6 @@ class ProgressBar:
         self.forced = enabled is True
         self.started = monotonic()
         self.logged: tuple[int, float] | None = None  # items done and time at the last line
-        on_terminal = getattr(self.stream, "isatty", lambda: False)()
         self.bar = (
             tqdm(
                 total=total,
@@ -50,7 +50,7 @@ class ProgressBar:
                 delay=0 if self.forced else TERMINAL_DELAY,
                 dynamic_ncols=True,
             )
-            if self.enabled and on_terminal
+            if self.enabled and _is_terminal(self.stream)
             else None
         )
 
@@ -91,3 +91,14 @@ class ProgressBar:
         """End the bar's line on a terminal."""
         if self.bar is not None:
             self.bar.close()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal a bar can be drawn on: some CI runners open a
+    pseudo-terminal of no width, where tqdm draws nothing; they get the plain lines."""
+    if not getattr(stream, "isatty", lambda: False)():
+        return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (OSError, ValueError):  # no file descriptor behind it: take isatty's word
+        return True
