@@ -538,7 +538,7 @@ def test_the_default_picture_is_compact_scorers_as_boxes_listing_their_steps(tmp
         'TITLE="quality.preprocessed"',
         'TITLE="quality.scored"',
         "quality.threshold_result",
-        "average in [0.2, 0.8]",
+        "average 0.20 to 0.80",
         "has-answer.gate_result",
         "LLM judge",
         'TITLE="judged.analyzed"',

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from evaldag._graph.plan import EvalPlan
 from evaldag._io.files import atomic_write_bytes, atomic_write_text, writable_target
 from evaldag._scorer.steps import ScorerSpec
-from evaldag._scorer.thresholds import ThresholdSpec
+from evaldag._scorer.thresholds import threshold_text
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -77,15 +77,6 @@ def full_picture(dr: driver.Driver, plan: EvalPlan) -> graphviz.Digraph:
     )
 
 
-def _requirement(threshold: ThresholdSpec) -> str:
-    if isinstance(threshold, dict):
-        low, high = threshold.get("min"), threshold.get("max")
-        if low is not None and high is not None:
-            return f"average in [{low:g}, {high:g}]"
-        return f"average ≥ {low:g}" if low is not None else f"average ≤ {high:g}"
-    return f"average ≥ {threshold:g}"
-
-
 def _scorer_box(scorer: ScorerSpec, role: str) -> str:
     rows = [f'<TR><TD COLSPAN="2"><B>{html.escape(scorer.id)}</B> <I>{role}</I></TD></TR>']
     if scorer.prepare_run is not None:
@@ -130,7 +121,7 @@ def compact_picture(plan: EvalPlan) -> graphviz.Digraph:
             picture.node(check, "gate: average = 1", **_GATE)
         elif scorer.id in plan.thresholds:
             check = f"{scorer.id}.threshold_result"
-            picture.node(check, _requirement(plan.thresholds[scorer.id]), **_GATE)
+            picture.node(check, f"average {threshold_text(plan.thresholds[scorer.id])}", **_GATE)
         else:
             picture.edge(scorer.id, "scores")
             continue

@@ -8,7 +8,8 @@ from typing import Any
 import pandas as pd
 
 from evaldag._results.eval_result import EvalResult
-from evaldag._scorer.thresholds import ThresholdSpec
+from evaldag._results.intervals import ConfidenceInterval
+from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,8 @@ class ScorerSummary:
     """One scorer or gate of a run, summed up: its average and whether it met its requirement.
 
     ``requirement`` is the threshold of a scorer, 1.0 for a gate, None when nothing is required;
-    ``passed`` is None when no requirement applies (or all its items were not scorable).
+    ``passed`` is None when no requirement applies (or all its items were not scorable);
+    ``interval`` is the 95 % bootstrap interval of the mean (None below two scores).
     """
 
     id: str
@@ -31,6 +33,7 @@ class ScorerSummary:
     passed: bool | None
     scores: tuple[float, ...]
     has_judge: bool
+    interval: ConfidenceInterval | None = None
 
 
 def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
@@ -68,6 +71,7 @@ def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
                 passed=passed,
                 scores=tuple(valid),
                 has_judge=any(step.get("type") == "prompt" for step in definition["steps"]),
+                interval=result.summary.intervals.get(sid),
             )
         )
     return summaries
@@ -101,12 +105,7 @@ def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:
         return ""
     if role == "gate":
         return "= 1.00"
-    if isinstance(requirement, dict):
-        low, high = requirement.get("min"), requirement.get("max")
-        if low is not None and high is not None:
-            return f"{low:.2f} to {high:.2f}"
-        return f">= {low:.2f}" if low is not None else f"<= {high:.2f}"
-    return f">= {requirement:.2f}"
+    return threshold_text(requirement)
 
 
 def verdict_explanation(result: EvalResult) -> str:

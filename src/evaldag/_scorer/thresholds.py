@@ -107,3 +107,13 @@ def threshold_passed(average: float, threshold: ThresholdSpec) -> bool:
         low, high = threshold.get("min"), threshold.get("max")
         return not (low is not None and average < low) and not (high is not None and average > high)
     return average >= threshold
+
+
+def threshold_text(threshold: ThresholdSpec) -> str:
+    """``>= 0.70``, ``<= 0.30`` or ``0.20 to 0.80``."""
+    if isinstance(threshold, dict):
+        low, high = threshold.get("min"), threshold.get("max")
+        if low is not None and high is not None:
+            return f"{low:.2f} to {high:.2f}"
+        return f">= {low:.2f}" if low is not None else f"<= {high:.2f}"
+    return f">= {threshold:.2f}"
