@@ -15,6 +15,7 @@ from evaldag import EvalResult, create_scorer, not_scorable, run_evals
 from evaldag._cli.demo import demo_gates, demo_items, demo_scorers
 from evaldag._cli.main import main
 from evaldag._experiments.compare import compare_experiments
+from evaldag._report.html import report_html
 from evaldag._results.intervals import bootstrap_interval
 from evaldag.errors import EvalDagError, UntrustworthyRunError
 
@@ -237,6 +238,7 @@ def test_each_average_carries_its_interval_into_the_summary_and_the_file(tmp_pat
     assert interval.low <= result.scores["s"] <= interval.high
     result.to_parquet(tmp_path / "r.parquet")
     assert EvalResult.read_parquet(tmp_path / "r.parquet").summary.intervals["s"] == interval
+    assert f"4 scored · 95 % interval {interval}" in report_html(result)
 
 
 def test_a_missing_file_is_a_named_error(tmp_path, capsys):

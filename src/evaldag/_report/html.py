@@ -144,6 +144,7 @@ def _requirements_section(summaries: list[ScorerSummary]) -> str:
         lines = "".join(
             f"<tr><td><code>{escaped(s.id)}</code></td><td>{s.role}</td>"
             f'<td class="num">{number_text(s.mean)}</td>'
+            f'<td class="num">{escaped(str(s.interval or "–"))}</td>'
             f'<td class="num">{escaped(_requirement(s))}</td>'
             f'<td class="num">{s.scored}</td><td class="num">{s.not_scorable}</td>'
             f'<td class="num">{s.errors}</td><td>{_status(s)}</td></tr>'
@@ -151,14 +152,15 @@ def _requirements_section(summaries: list[ScorerSummary]) -> str:
         )
         body = (
             '<div class="table"><table class="data"><thead><tr><th>id</th><th>kind</th>'
-            '<th class="num">average</th>'
+            '<th class="num">average</th><th class="num">95 % interval</th>'
             '<th class="num">required</th><th class="num">scored</th>'
             '<th class="num">not scorable</th><th class="num">errors</th><th>result</th></tr>'
             f"</thead><tbody>{lines}</tbody></table></div>"
             '<p class="muted small">A gate fails when any item fails it (a scorer error counts '
             "as 0). A threshold fails when the average is outside it or the scorer failed on "
             "an item. A failed gate makes the verdict <b>failed</b>; a missed threshold makes "
-            "it <b>scored</b>.</p>"
+            "it <b>scored</b>. The interval is a seeded bootstrap's (10,000 resamples): "
+            "where the average of a rerun on similar items would likely fall.</p>"
         )
     return f'<section id="requirements"><h2>Gates and thresholds</h2>{body}</section>'
 
@@ -179,6 +181,8 @@ def _scorer_card(summary: ScorerSummary) -> str:
         counts += f" · {summary.not_scorable} not scorable"
     if summary.errors:
         counts += f" · {summary.errors} errors"
+    if summary.interval is not None:
+        counts += f" · 95 % interval {summary.interval}"
     badge = '<span class="tag tag-llm">LLM judge</span>' if summary.has_judge else ""
     if summary.role == "gate":
         badge += '<span class="tag tag-gate">gate</span>'
