@@ -15,7 +15,8 @@ Judge calls in tests go through litellm over real HTTP to this server, never to 
 module that imports ``judge_server_on_each_transport`` gets one per transport instead (its
 judges use ``Judge(transport=...)``), so its tests run on both.
 ``Reply`` fields script anything else: latency, status and headers, usage, finish reason, a raw
-(malformed) body; ``rate_limited``, ``server_error``, ``refused``, ``hanging`` and
+(malformed) body, tool calls (``Reply(tool_calls=[{"name": "get_weather", "arguments": {...}}])``,
+for agents); ``rate_limited``, ``server_error``, ``refused``, ``hanging`` and
 ``malformed_body`` are the common faults, and ``max_in_flight`` says how many requests were
 answered at once.
 
@@ -67,6 +68,8 @@ class Reply:
     :param finish_reason: the choice's finish reason.
     :param body: a raw response body sent as is (e.g. malformed JSON), replacing everything else.
     :param model: the model name the response reports (default: the requested one).
+    :param tool_calls: tool calls the assistant makes, ``{"name": ..., "arguments": {...}}`` each
+        (``id`` optional); the finish reason becomes ``tool_calls`` unless given.
     """
 
     content: Any = ""
@@ -77,6 +80,7 @@ class Reply:
     finish_reason: str = "stop"
     body: str | None = None
     model: str | None = None
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def text(self) -> str:
@@ -327,6 +331,22 @@ class JudgeServer:
             )
         if reply.status != 200:
             return _error_response(reply.status, None, reply.headers)
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        finish_reason = reply.finish_reason
+        if reply.tool_calls:
+            message["content"] = reply.text or None
+            message["tool_calls"] = [
+                {
+                    "id": call.get("id", f"call_{next(self._ids)}"),
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": json.dumps(call.get("arguments", {})),
+                    },
+                }
+                for call in reply.tool_calls
+            ]
+            finish_reason = "tool_calls" if finish_reason == "stop" else finish_reason
         completion = {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
@@ -335,8 +355,8 @@ class JudgeServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply.text},
-                    "finish_reason": reply.finish_reason,
+                    "message": message,
+                    "finish_reason": finish_reason,
                 }
             ],
         }

@@ -40,6 +40,8 @@ _EXPORTS = {
     "messages": "evaldag.messages",
     "transcripts": "evaldag.transcripts",
     "local_judge": "evaldag.local_judge",
+    "agent": "evaldag._targets.agent",
+    "Agent": "evaldag._targets.agent",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from evaldag._scorer.run import ScorerRun
     from evaldag._scorer.run_filter import filter_run
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
+    from evaldag._targets.agent import Agent, agent
     from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
 
 

@@ -1,0 +1,207 @@
+"""``evaldag.agent`` as a target: Mastra's weather agent in Python, its model the loopback server
+scripting tool calls and answers; tools described from signatures and docstrings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from judge_server import Reply
+
+import evaldag
+from evaldag import EvalDagError, checks, run_evals, scorers
+from evaldag._targets.tools import tool
+from evaldag.transcripts import extract_trajectory
+
+WEATHER = {
+    "Paris": {"temperature": 22, "humidity": 40, "windSpeed": 11, "conditions": "Clear sky"},
+    "London": {"temperature": 14, "humidity": 81, "windSpeed": 24, "conditions": "Drizzle"},
+}
+
+INSTRUCTIONS = """You are a helpful weather assistant that provides accurate weather information.
+
+Your primary function is to help users get weather details for specific locations. When
+responding:
+- Always ask for a location if none is provided
+- If the location name isn't in English, please translate it
+- Include relevant details like humidity, wind conditions, and precipitation
+- Keep responses concise but informative
+
+Use the get_weather tool to fetch current weather data."""
+
+
+def get_weather(location: str) -> dict:
+    """Get current weather for a location.
+
+    :param location: City name
+    """
+    if location not in WEATHER:
+        raise ValueError(f"Location '{location}' not found")
+    return {"location": location, **WEATHER[location]}
+
+
+def _weather_agent(server, **options):
+    return evaldag.agent(server.judge(), tools=[get_weather], instructions=INSTRUCTIONS, **options)
+
+
+def _call(location, id="call_1"):
+    return Reply(
+        tool_calls=[{"id": id, "name": "get_weather", "arguments": {"location": location}}]
+    )
+
+
+def test_tools_are_described_from_signature_and_docstring():
+    def search(query: str, limit: int = 3, exact: bool = False) -> list[str]:
+        """Search the help center.
+
+        :param query: what to look for,
+            in the user's words
+        :param limit: how many articles at most
+        """
+        return []
+
+    schema = tool(search).schema
+    assert schema["function"]["name"] == "search"
+    assert schema["function"]["description"] == "Search the help center."
+    parameters = schema["function"]["parameters"]
+    assert parameters["required"] == ["query"]
+    assert parameters["properties"]["query"]["description"] == (
+        "what to look for, in the user's words"
+    )
+    assert parameters["properties"]["limit"] == {
+        "default": 3,
+        "description": "how many articles at most",
+        "title": "Limit",
+        "type": "integer",
+    }
+    assert "description" not in parameters["properties"]["exact"]
+
+
+def test_the_weather_agent_calls_its_tool_and_answers(judge_server):
+    judge_server.script(_call("Paris"), "It is 22°C and clear in Paris, humidity 40%.")
+    weather_agent = _weather_agent(judge_server)
+    result = run_evals(
+        [
+            {
+                "input": "What's the weather in Paris?",
+                "expected_trajectory": {"steps": [{"name": "get_weather"}]},
+            }
+        ],
+        target=weather_agent,
+        scorers={
+            "agent": [checks.includes("22")],
+            "trajectory": [scorers.trajectory_accuracy()],
+        },
+        gates=[checks.called_tool("get_weather"), checks.no_tool_errors()],
+    )
+    assert result.verdict == "passed"
+    assert result.scores == {
+        "agent.check-includes": 1.0,
+        "trajectory.code-trajectory-accuracy-scorer": 1.0,
+    }
+    first, second = judge_server.requests
+    assert first.system == INSTRUCTIONS and first.prompt == "What's the weather in Paris?"
+    (described,) = first.body["tools"]
+    assert described["function"]["name"] == "get_weather"
+    assert described["function"]["parameters"]["properties"]["location"]["description"] == (
+        "City name"
+    )
+    tool_message = second.messages[-1]
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
+    assert json.loads(tool_message["content"])["temperature"] == 22
+    (message,) = result.items["output"][0]
+    assert message["role"] == "assistant"
+    assert message["content"]["content"] == "It is 22°C and clear in Paris, humidity 40%."
+    assert [p["type"] for p in message["content"]["parts"]] == [
+        "tool-invocation",
+        "step-start",
+        "text",
+    ]
+    (step,) = extract_trajectory(result.items["output"][0])["steps"]
+    assert step == {
+        "stepType": "tool_call",
+        "name": "get_weather",
+        "toolArgs": {"location": "Paris"},
+        "toolResult": {"location": "Paris", **WEATHER["Paris"]},
+        "success": True,
+    }
+
+
+def test_a_tool_error_is_in_the_transcript_and_fails_the_gate(judge_server):
+    judge_server.script(_call("Atlantis"), "Sorry, I could not find Atlantis.")
+    result = run_evals(
+        [{"input": "Weather in Atlantis?"}],
+        target=_weather_agent(judge_server),
+        gates=[checks.called_tool("get_weather"), checks.no_tool_errors()],
+    )
+    assert [(g.id, g.passed) for g in result.gate_results] == [
+        ("check-called-tool", True),
+        ("check-no-tool-errors", False),
+    ]
+    assert result.verdict == "failed"
+    invocation = result.items["output"][0][0]["content"]["parts"][0]["toolInvocation"]
+    assert invocation["state"] == "output-error"
+    assert invocation["errorText"] == "Location 'Atlantis' not found"
+    told = judge_server.requests[1].messages[-1]
+    assert json.loads(told["content"]) == {"error": "Location 'Atlantis' not found"}
+
+
+def test_bad_arguments_and_unknown_tools_are_tool_errors(judge_server):
+    judge_server.script(
+        Reply(
+            tool_calls=[
+                {"id": "a", "name": "get_weather", "arguments": {"city": "Paris"}},
+                {"id": "b", "name": "get_forecast", "arguments": {}},
+            ]
+        ),
+        "Something went wrong.",
+    )
+    output = run_evals(
+        [{"input": "Weather?"}],
+        target=_weather_agent(judge_server),
+        gates=[checks.no_tool_errors()],
+    ).items["output"][0]
+    errors = [p["toolInvocation"]["errorText"] for p in output[0]["content"]["parts"][:2]]
+    assert errors[0].startswith("invalid arguments for get_weather") and "location" in errors[0]
+    assert errors[1] == "unknown tool 'get_forecast'; the agent's tools are ['get_weather']"
+
+
+def test_max_steps_bounds_the_model_calls(judge_server):
+    judge_server.reply = _call("London")
+    result = run_evals(
+        [{"input": "Weather in London, again and again"}],
+        target=_weather_agent(judge_server, max_steps=3),
+        scorers=[checks.max_tool_calls(3)],
+    )
+    assert len(judge_server.requests) == 3
+    assert result.items["check-max-tool-calls.score"].tolist() == [1.0]
+    assert extract_trajectory(result.items["output"][0])["steps"][2]["name"] == "get_weather"
+
+
+def test_a_failing_model_is_a_recorded_target_error(judge_server):
+    judge_server.script(Reply(status=400), _call("Paris"), "22°C in Paris.")
+    result = run_evals(
+        [{"input": "Weather in London?"}, {"input": "Weather in Paris?"}],
+        target=_weather_agent(judge_server),
+        scorers=[checks.includes("22")],
+        concurrency=1,
+    )
+    assert result.items["target_error"][0].startswith("BadRequestError")
+    assert result.items["check-includes.error"][0].startswith("target failed")
+    assert result.items["check-includes.score"][1] == 1.0
+    assert result.summary.target_errors == 1
+
+
+def test_agent_arguments_are_checked():
+    with pytest.raises(EvalDagError, match="max_steps"):
+        evaldag.agent("openai/gpt-4o-mini", max_steps=0)
+    with pytest.raises(EvalDagError, match="named Python function"):
+        evaldag.agent("openai/gpt-4o-mini", tools=[lambda x: x])
+
+    def lookup(*keys: str) -> None:
+        """Look keys up."""
+
+    with pytest.raises(EvalDagError, match=r"\*keys"):
+        evaldag.agent("openai/gpt-4o-mini", tools=[lookup])
+    with pytest.raises(EvalDagError, match="several tools named"):
+        evaldag.agent("openai/gpt-4o-mini", tools=[get_weather, get_weather])
