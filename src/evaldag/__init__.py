@@ -35,6 +35,8 @@ _EXPORTS = {
     "ThresholdResult": "evaldag._results.eval_result",
     "ScorerWithThreshold": "evaldag._scorer.builder",
     "filter_run": "evaldag._scorer.run_filter",
+    "compare_experiments": "evaldag._experiments.compare",
+    "Comparison": "evaldag._experiments.compare",
     "checks": "evaldag.checks",
     "scorers": "evaldag.scorers",
     "messages": "evaldag.messages",
@@ -49,6 +51,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
     from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._experiments.compare import Comparison, compare_experiments
     from evaldag._judge.errors import JudgeError
     from evaldag._judge.settings import Judge
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult

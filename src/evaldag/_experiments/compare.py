@@ -89,15 +89,15 @@ class Comparison(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    a: ExperimentInfo
-    b: ExperimentInfo
+    a: ExperimentInfo = Field(description="The baseline.")
+    b: ExperimentInfo = Field(description="The candidate.")
     item_key: str = Field(description="'id', 'input', another column, or 'position'.")
     paired_items: int = Field(description="Items found in both experiments.")
-    scorers: list[ScorerComparison]
+    scorers: list[ScorerComparison] = Field(description="Each scorer and gate, A's order first.")
     item_deltas: pd.DataFrame = Field(
         description="One row per paired item and scorer: item, scorer, a, b, delta; worst first."
     )
-    pass_score: float = PASS_SCORE
+    pass_score: float = Field(default=PASS_SCORE, description="An item's pass mark.")
 
     @property
     def regressions(self) -> list[str]:
