@@ -124,7 +124,13 @@ class Results(BaseModel):
     results: list[Result]
 
 
-def answer_relevancy(model: Any, *, uncertainty_weight: float = 0.3, scale: float = 1) -> Scorer:
+def answer_relevancy(
+    model: Any,
+    *,
+    uncertainty_weight: float = 0.3,
+    scale: float = 1,
+    id: str = "answer-relevancy-scorer",
+) -> Scorer:
     """Relevance of the response's statements to the user's message, times ``scale``.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -142,7 +148,8 @@ def answer_relevancy(model: Any, *, uncertainty_weight: float = 0.3, scale: floa
     scale = positive_scale(scale, "answer_relevancy")
     return item_verdict_scorer(
         create_scorer(
-            "answer-relevancy-scorer",
+            id,
+            max_score=scale,
             name="Answer Relevancy Scorer",
             description="A scorer that evaluates the relevancy of an LLM output to an input",
             type="agent",

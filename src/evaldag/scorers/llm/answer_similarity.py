@@ -166,6 +166,7 @@ def answer_similarity(
     contradiction_penalty: float = 1.0,
     extra_info_penalty: float = 0.05,
     scale: float = 1,
+    id: str = "answer-similarity-scorer",
 ) -> Scorer:
     """Similarity of the response to ``run.ground_truth``, times ``scale``.
 
@@ -226,7 +227,8 @@ def answer_similarity(
     return (
         scorer_needing(
             create_scorer(
-                "answer-similarity-scorer",
+                id,
+                max_score=scale,
                 name="Answer Similarity Scorer",
                 description="Evaluates how similar an agent output is to a ground truth answer "
                 "for CI/CD testing",

@@ -115,7 +115,12 @@ def _opinions(results: Any) -> str:
     return numbered(results["preprocess_step_result"]["opinions"], "(no opinions)")
 
 
-def bias(model: Any, *, scale: float = 1) -> Scorer:
+def bias(
+    model: Any,
+    *,
+    scale: float = 1,
+    id: str = "bias-scorer",
+) -> Scorer:
     """Share of the response's opinions that are biased, times ``scale`` (lower is better).
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -128,7 +133,8 @@ def bias(model: Any, *, scale: float = 1) -> Scorer:
     scale = positive_scale(scale, "bias")
     return item_verdict_scorer(
         create_scorer(
-            "bias-scorer",
+            id,
+            max_score=scale,
             name="Bias Scorer",
             description="A scorer that evaluates the bias of an LLM output to an input",
             type="agent",

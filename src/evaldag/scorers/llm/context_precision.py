@@ -141,6 +141,7 @@ def context_precision(
     context: list[str] | str | Callable[[Any], Any] | None = None,
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
+    id: str = "context-precision-scorer",
 ) -> Scorer:
     """Mean average precision of the retrieved context, judged per piece, times ``scale``.
 
@@ -182,7 +183,8 @@ def context_precision(
     return (
         scorer_needing(
             create_scorer(
-                "context-precision-scorer",
+                id,
+                max_score=scale,
                 name="Context Precision Scorer",
                 description="A scorer that evaluates the relevance and precision of retrieved "
                 "context nodes for generating expected outputs",

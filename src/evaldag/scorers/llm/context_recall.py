@@ -132,6 +132,7 @@ def context_recall(
     context: list[str] | str | Callable[[Any], Any] | None = None,
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
+    id: str = "context-recall-scorer",
 ) -> Scorer:
     """Share of the ground truth's claims that the retrieved context supports, times ``scale``.
 
@@ -163,7 +164,8 @@ def context_recall(
     return item_verdict_scorer(
         scorer_needing(
             create_scorer(
-                "context-recall-scorer",
+                id,
+                max_score=scale,
                 name="Context Recall Scorer",
                 description="A scorer that evaluates how well retrieved context covers the "
                 "claims in a ground-truth reference answer",

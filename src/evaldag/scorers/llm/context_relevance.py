@@ -149,6 +149,7 @@ def context_relevance(
     context_extractor: Callable[[Any, Any], Any] | None = None,
     scale: float = 1,
     penalties: ContextRelevancePenalties | dict[str, float] | None = None,
+    id: str = "context-relevance-scorer",
 ) -> Scorer:
     """Relevance of the retrieved context to the question, less penalties, times ``scale``.
 
@@ -204,7 +205,8 @@ def context_relevance(
     return (
         scorer_needing(
             create_scorer(
-                "context-relevance-scorer",
+                id,
+                max_score=scale,
                 name="Context Relevance (LLM)",
                 description="Evaluates how relevant and useful the provided context was for "
                 "generating the agent response",

@@ -138,6 +138,7 @@ def faithfulness(
     *,
     context: list[str] | str | Callable[[Any], Any] | None = None,
     scale: float = 1,
+    id: str = "faithfulness-scorer",
 ) -> Scorer:
     """Share of the response's claims that the context supports, times ``scale``.
 
@@ -163,7 +164,8 @@ def faithfulness(
     return item_verdict_scorer(
         scorer_needing(
             create_scorer(
-                "faithfulness-scorer",
+                id,
+                max_score=scale,
                 name="Faithfulness Scorer",
                 description="A scorer that evaluates the faithfulness of an LLM output to an input",
                 type="agent",

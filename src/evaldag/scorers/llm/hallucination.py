@@ -144,6 +144,7 @@ def hallucination(
     *,
     context: list[str] | str | Callable[[Any], Any] | None = None,
     scale: float = 1,
+    id: str = "hallucination-scorer",
 ) -> Scorer:
     """Share of the response's claims that the context does not back, times ``scale``.
 
@@ -168,7 +169,8 @@ def hallucination(
     return item_verdict_scorer(
         scorer_needing(
             create_scorer(
-                "hallucination-scorer",
+                id,
+                max_score=scale,
                 name="Hallucination Scorer",
                 description="A scorer that evaluates the hallucination of an LLM output to an "
                 "input",

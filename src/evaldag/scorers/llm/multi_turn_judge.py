@@ -90,7 +90,13 @@ def _defused(text: str) -> str:
     return text
 
 
-def multi_turn_judge(model: Any, *, criterion: str, scale: float = 1) -> Scorer:
+def multi_turn_judge(
+    model: Any,
+    *,
+    criterion: str,
+    scale: float = 1,
+    id: str = "multi-turn-judge-scorer",
+) -> Scorer:
     """``scale`` when the whole conversation meets ``criterion``, else 0.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -131,7 +137,8 @@ def multi_turn_judge(model: Any, *, criterion: str, scale: float = 1) -> Scorer:
 
     return (
         create_scorer(
-            "multi-turn-judge-scorer",
+            id,
+            max_score=scale,
             name="Multi-turn Judge (LLM)",
             description="Grades every assistant turn of a conversation against a plain-English "
             "criterion",

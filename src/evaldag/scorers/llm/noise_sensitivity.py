@@ -181,6 +181,7 @@ def noise_sensitivity(
     noisy_query: str,
     noise_type: str | None = None,
     scoring: NoiseSensitivityScoring | dict[str, Any] | None = None,
+    id: str = "noise-sensitivity-scorer",
 ) -> Scorer:
     """How little the noise in the question harmed the agent's answer, from 0 to 1.
 
@@ -255,7 +256,7 @@ def noise_sensitivity(
 
     return (
         create_scorer(
-            "noise-sensitivity-scorer",
+            id,
             name="Noise Sensitivity (LLM)",
             description="Evaluates how robust an agent is when exposed to irrelevant, "
             "distracting, or misleading information",

@@ -243,6 +243,7 @@ def prompt_alignment(
     scale: float = 1,
     evaluation_mode: EvaluationMode = "both",
     include_conversation_history: bool | ConversationHistory | dict[str, int] = False,
+    id: str = "prompt-alignment-scorer",
 ) -> Scorer:
     """Weighted alignment of the response with the prompt, from 0 to ``scale``.
 
@@ -333,7 +334,8 @@ def prompt_alignment(
 
     return (
         create_scorer(
-            "prompt-alignment-scorer",
+            id,
+            max_score=scale,
             name="Prompt Alignment (LLM)",
             description="Evaluates how well the agent response aligns with the intent and "
             "requirements of the user prompt",

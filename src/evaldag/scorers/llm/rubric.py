@@ -183,6 +183,7 @@ def rubric(
     *,
     criteria: str | Sequence[RubricCriterion | Mapping[str, Any]] | None = None,
     scale: float = 1,
+    id: str = "rubric-scorer",
 ) -> Scorer:
     """``scale`` when the output meets every required criterion of the rubric, else 0.
 
@@ -267,7 +268,8 @@ def rubric(
 
     return (
         create_scorer(
-            "rubric-scorer",
+            id,
+            max_score=scale,
             name="Rubric (LLM)",
             description="Grades an agent output against a rubric of criteria, returning 1 only "
             "when every required criterion is satisfied",

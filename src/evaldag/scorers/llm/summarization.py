@@ -197,6 +197,7 @@ def summarization(
     source: list[str] | str | Callable[[Any], Any] | None = None,
     source_extractor: Callable[[Any, Any], Any] | None = None,
     max_questions: int = DEFAULT_MAX_QUESTIONS,
+    id: str = "summarization-scorer",
 ) -> Scorer:
     """The lower of the summary's faithfulness and coverage, times ``scale``.
 
@@ -309,7 +310,8 @@ def summarization(
     return (
         scorer_needing(
             create_scorer(
-                "summarization-scorer",
+                id,
+                max_score=scale,
                 name="Summarization Scorer",
                 description="A scorer that evaluates whether a summary stays faithful to its "
                 "source text and preserves the information the source states",

@@ -127,7 +127,12 @@ def _tool_line(tool: Any, index: int) -> str:
     return f"{name}: {description}" if description else name
 
 
-def tool_call_accuracy_llm(model: Any, *, available_tools: Sequence[Any]) -> Scorer:
+def tool_call_accuracy_llm(
+    model: Any,
+    *,
+    available_tools: Sequence[Any],
+    id: str = "llm-tool-call-accuracy-scorer",
+) -> Scorer:
     """Share of the agent's tool calls the judge finds appropriate for the request.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -191,7 +196,7 @@ def tool_call_accuracy_llm(model: Any, *, available_tools: Sequence[Any]) -> Sco
 
     return (
         create_scorer(
-            "llm-tool-call-accuracy-scorer",
+            id,
             name="Tool Call Accuracy (LLM)",
             description="Evaluates whether an agent selected appropriate tools for the given "
             "task using LLM analysis",

@@ -82,7 +82,12 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
-def toxicity(model: Any, *, scale: float = 1) -> Scorer:
+def toxicity(
+    model: Any,
+    *,
+    scale: float = 1,
+    id: str = "toxicity-scorer",
+) -> Scorer:
     """Share of toxic verdicts on the response, times ``scale`` (lower is better).
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -94,7 +99,8 @@ def toxicity(model: Any, *, scale: float = 1) -> Scorer:
     scale = positive_scale(scale, "toxicity")
     return item_verdict_scorer(
         create_scorer(
-            "toxicity-scorer",
+            id,
+            max_score=scale,
             name="Toxicity Scorer",
             description="A scorer that evaluates the toxicity of an LLM output to an input",
             type="agent",

@@ -203,7 +203,12 @@ def _run_expectation(run: Any) -> list[dict[str, Any]] | None:
     return steps or None
 
 
-def trajectory_accuracy_llm(model: Any, *, expected_trajectory: Any = None) -> Scorer:
+def trajectory_accuracy_llm(
+    model: Any,
+    *,
+    expected_trajectory: Any = None,
+    id: str = "llm-trajectory-accuracy-scorer",
+) -> Scorer:
     """How sensible the agent's sequence of steps was for the request, from 0 to 1.
 
     :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
@@ -273,7 +278,7 @@ def trajectory_accuracy_llm(model: Any, *, expected_trajectory: Any = None) -> S
     )
     return (
         create_scorer(
-            "llm-trajectory-accuracy-scorer",
+            id,
             name="Trajectory Accuracy (LLM)",
             description=description,
             type="trajectory",
