@@ -289,3 +289,16 @@ def test_prebuilt_scorers_take_an_id_so_two_of_a_kind_run_together():
     assert (
         scorers.trajectory(id="t").id == "t" and scorers.tool_call_accuracy("x", id="a").id == "a"
     )
+
+
+def test_llm_scorers_take_an_id_and_score_on_their_own_scale(judge_server):
+    from evaldag import scorers
+
+    judge = judge_server.judge()
+    first = scorers.faithfulness(judge, context=["c"], scale=10)
+    second = scorers.faithfulness(judge, context=["c"], id="faithfulness-strict")
+    assert (first.id, first.max_score) == ("faithfulness-scorer", 10)
+    assert (second.id, second.max_score) == ("faithfulness-strict", 1)
+    assert first.with_threshold(7).threshold == 7  # on faithfulness' own scale of 0 to 10
+    with pytest.raises(EvalDagError, match="between 0 and 1, got 7"):
+        second.with_threshold(7)
