@@ -1,46 +1,43 @@
 """Judge-call throughput: 2,000 calls against the scripted judge server, 100 ms latency, 64 at once.
 
-The ideal is 64 / 0.1 s = 640 calls/s; the target for evaldag's path is 0.85 of it. Three ways
-of making the same calls are timed against the same server (run in its own process):
+The ideal is 64 / 0.1 s = 640 calls/s; the target is 0.85 of it on the http transport, and the
+litellm transport no worse than before. Four ways of making the same calls are timed against the
+same server (run in its own process):
 
 - ``http_floor``: a bare aiohttp client posting the chat-completions JSON (no litellm, no
   evaldag): what this machine can do at all;
 - ``litellm``: ``litellm.acompletion`` under an ``asyncio.Semaphore(64)``: the ceiling for any
   code that calls through litellm;
-- ``evaldag``: a scorer with one prompt ``generate_score`` step over 2,000 runs through the
-  scorer's DAG (engine → judging → litellm), ``concurrency=64`` and ``max_concurrency=64``.
+- ``evaldag_http`` and ``evaldag_litellm``: a scorer with one prompt ``generate_score`` step over
+  2,000 runs through the scorer's DAG (engine → judging → the transport), ``concurrency=64`` and
+  ``max_concurrency=64``, with ``Judge(transport="http")`` and ``transport="litellm"``.
 
 Each prints calls/s, the ratio to the ideal, the CPU seconds this process spent
 (``time.process_time``: every thread of this process, not the server's) and their share per call.
 All of a path's work holds the GIL, so ``1000 / cpu_ms_per_call`` calls/s is its ceiling on one
-free core whatever the concurrency: the 0.85 target means at most 1.8 ms of CPU per call.
+free core whatever the concurrency: the 0.85 target means at most 1.8 ms of CPU per call, and the
+http transport's budget is 1.5 ms.
 
 Then, because CPU time on a shared box moves with its load, the work of one call is counted
 exactly: the Python function calls each path makes per judge call (all threads), split by the
 component they happen in (innermost of ``COMPONENTS`` on the stack). ``litellm_priced`` is the
 litellm path with a model name in litellm's price table (``openai/gpt-4o-mini``, served by the
 same test server). The figures and the machine's load average go to
-``benchmarks/results/judge_throughput.json``.
+``benchmarks/results/judge_throughput.json``; ``benchmarks/RESULTS.md`` has the latest.
 
     python benchmarks/judge_throughput.py [--calls 2000] [--concurrency 64] [--latency 0.1]
 
-Findings (litellm 1.110.2 on the shared 2-core build machine, 2026-11-30). A bare aiohttp client
-spends 0.4-0.5 ms of CPU per call (~340 Python calls) and reaches 0.8-0.9 of the ideal.
-``litellm.acompletion`` spends 7-10 ms (~5,400 Python calls for a model in litellm's price table,
-~6,300 for one it cannot price) and tops out at 100-125 calls/s, a ratio of 0.16-0.20 at load
-averages of 1-2; evaldag adds 4 % more calls (engine, judging, records: ~0.3 ms), within the noise
-of bare litellm's throughput (0.76-1.09 of it across runs). Where litellm's CPU goes (py-spy
-``--gil``, priced model, one call at a time, 8.4 ms per call): the OpenAI SDK building the request
-and parsing the reply, 1.5 ms, over httpx over litellm's aiohttp transport, 1.3 ms; litellm's call
-wrapper and OpenAI handler, 1.8 ms; litellm pricing the reply for its hidden params, 1.2 ms (2.9 ms
-for an unpriced model: its table lookups miss on every call); litellm's success-logging payload,
-built although no callback is registered, 0.85 ms; its request set-up (``completion()`` in a worker
-thread), 0.8 ms; the event loop and the rest, 0.9 ms. None of litellm's settings removes any of this
-(each measured, see ``configured_litellm`` in ``evaldag/_judge/transport.py``): its pricing and
-logging have no off switch, and without them the rest still costs ~6 ms, three times the 1.8 ms
-budget. 0.85 is out of reach through ``litellm.acompletion`` on this machine; it needs litellm's
-native (Rust) chat-completions route, which litellm 1.110 ships but keeps Python-only for chat
-completions.
+Findings on litellm (1.110.2 on the shared 2-core build machine, 2026-11-30), which led to the
+http transport: ``litellm.acompletion`` spends 7-10 ms of CPU per call (~5,400 Python calls for a
+model in litellm's price table, ~6,300 for one it cannot price) and tops out at 100-125 calls/s,
+a ratio of 0.16-0.20. Where its CPU goes (py-spy ``--gil``, priced model, one call at a time,
+8.4 ms per call): the OpenAI SDK building the request and parsing the reply, 1.5 ms, over httpx
+over litellm's aiohttp transport, 1.3 ms; litellm's call wrapper and OpenAI handler, 1.8 ms;
+litellm pricing the reply for its hidden params, 1.2 ms (2.9 ms for an unpriced model); its
+success-logging payload, built although no callback is registered, 0.85 ms; its request set-up
+(``completion()`` in a worker thread), 0.8 ms; the event loop and the rest, 0.9 ms. None of
+litellm's settings removes any of this (each measured, see ``configured_litellm`` in
+``evaldag/_judge/via_litellm.py``). A bare aiohttp client spends 0.4-0.5 ms (~340 Python calls).
 """
 
 from __future__ import annotations
@@ -69,6 +66,7 @@ COUNTED_CALLS = 40
 
 _TRANSPORT = "HTTP: httpx client, litellm's aiohttp transport, aiohttp"
 _SDK = "OpenAI SDK: request and response objects"
+TRANSPORTS = ("http", "litellm")
 #: (module, qualified name) of a function -> the component that the calls under it belong to.
 COMPONENTS = {
     ("httpx._client", "AsyncClient.send"): _TRANSPORT,
@@ -84,7 +82,9 @@ COMPONENTS = {
     ): "litellm: success logging payload",
     ("litellm.main", "completion"): "litellm: request set-up (completion() in a worker thread)",
     ("litellm.utils", "client.<locals>.wrapper_async"): "litellm: call wrapper, provider handler",
-    ("evaldag._judge.transport", "judged_value"): "evaldag: judging",
+    ("evaldag._judge.via_http", "http_reply"): "evaldag http transport: aiohttp, orjson",
+    ("evaldag._judge.transport", "judged_value"): "evaldag: judging (prompt, schema, records)",
+    ("evaldag._engine.stages", "_next_state"): "evaldag: engine (row states)",
 }
 OTHER = "event loop, engine, the caller"
 
@@ -175,11 +175,11 @@ def litellm_ceiling(url: str, calls: int, concurrency: int, model: str = UNPRICE
     return asyncio.run(all_calls())
 
 
-def judge_scorer(url: str, concurrency: int):
+def judge_scorer(url: str, concurrency: int, transport: str):
     from evaldag import Judge, PromptStep, create_scorer
 
     judge = Judge(UNPRICED_MODEL, api_base=url, api_key="sk-bench", instructions="Grade.",
-                  max_concurrency=concurrency)  # fmt: skip
+                  max_concurrency=concurrency, transport=transport)  # fmt: skip
     return create_scorer("throughput", judge=judge).generate_score(
         PromptStep("score", lambda run: f"Score {run.output}")
     )
@@ -208,14 +208,18 @@ def main() -> None:
         http_floor(url, warm, args.concurrency)
         litellm_ceiling(url, warm, args.concurrency)
         litellm_ceiling(url, warm, args.concurrency, PRICED_MODEL)
-        scorer = judge_scorer(url, args.concurrency)
-        evaldag_path(scorer, warm, args.concurrency)
+        scorers = {t: judge_scorer(url, args.concurrency, t) for t in TRANSPORTS}
+        for scorer in scorers.values():
+            evaldag_path(scorer, warm, args.concurrency)
         load_before = os.getloadavg()
         calls, concurrency = args.calls, args.concurrency
         figures = {
             "http_floor": timed(calls, lambda: http_floor(url, calls, concurrency)),
             "litellm": timed(calls, lambda: litellm_ceiling(url, calls, concurrency)),
-            "evaldag": timed(calls, lambda: evaldag_path(scorer, calls, concurrency)),
+            **{
+                f"evaldag_{t}": timed(calls, lambda s=s: evaldag_path(s, calls, concurrency))
+                for t, s in scorers.items()
+            },
         }
         load_after = os.getloadavg()
         counted_calls = COUNTED_CALLS
@@ -225,7 +229,12 @@ def main() -> None:
             "litellm_priced": counted(
                 counted_calls, lambda: litellm_ceiling(url, counted_calls, 8, PRICED_MODEL)
             ),
-            "evaldag": counted(counted_calls, lambda: evaldag_path(scorer, counted_calls, 8)),
+            **{
+                f"evaldag_{t}": counted(
+                    counted_calls, lambda s=s: evaldag_path(s, counted_calls, 8)
+                )
+                for t, s in scorers.items()
+            },
         }
     finally:
         process.stdin.close()
@@ -234,24 +243,24 @@ def main() -> None:
         row["ratio_to_ideal"] = row["calls_per_s"] / ideal
         row["one_core_ratio_to_ideal"] = row["one_core_calls_per_s"] / ideal
         print(
-            f"{name:>10}: {row['calls_per_s']:7.1f} calls/s  ratio {row['ratio_to_ideal']:.3f}  "
+            f"{name:>15}: {row['calls_per_s']:7.1f} calls/s  ratio {row['ratio_to_ideal']:.3f}  "
             f"CPU {row['cpu_seconds']:6.2f} s = {row['cpu_ms_per_call']:.2f} ms/call "
             f"(one free core: at most ratio {row['one_core_ratio_to_ideal']:.2f})  "
             f"({row['succeeded']}/{row['calls']} ok)"
         )
-    ours = figures["evaldag"]["calls_per_s"] / figures["litellm"]["calls_per_s"]
-    verdict = "met" if figures["evaldag"]["ratio_to_ideal"] >= TARGET_RATIO else "NOT met"
-    print(f"ideal {ideal:.0f} calls/s; target ratio {TARGET_RATIO}: {verdict}; evaldag reaches "
-          f"{ours:.3f} of bare litellm's throughput")  # fmt: skip
+    ours = figures["evaldag_litellm"]["calls_per_s"] / figures["litellm"]["calls_per_s"]
+    verdict = "met" if figures["evaldag_http"]["ratio_to_ideal"] >= TARGET_RATIO else "NOT met"
+    print(f"ideal {ideal:.0f} calls/s; target ratio {TARGET_RATIO} on http: {verdict}; evaldag "
+          f"on litellm reaches {ours:.3f} of bare litellm's throughput")  # fmt: skip
     print("\nPython function calls per judge call (exact, whatever the load):")
-    print(f"{'':>58}" + "".join(f"{name:>15}" for name in work))
+    print(f"{'':>58}" + "".join(f"{name:>16}" for name in work))
     parts = dict.fromkeys(part for row in work.values() for part in row["by_component"])
     for part in [*parts, "total"]:
         counts = [
             row["python_calls_per_call"] if part == "total" else row["by_component"].get(part, 0)
             for row in work.values()
         ]
-        print(f"{part:>58}" + "".join(f"{count:15.0f}" for count in counts))
+        print(f"{part:>58}" + "".join(f"{count:16.0f}" for count in counts))
     result = {
         "benchmark": "judge_throughput",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -267,7 +276,7 @@ def main() -> None:
         "ideal_calls_per_s": ideal,
         "target_ratio": TARGET_RATIO,
         "target_met": verdict == "met",
-        "evaldag_to_litellm": ours,
+        "evaldag_litellm_to_litellm": ours,
         "figures": figures,
         "counted_calls": COUNTED_CALLS,
         "python_calls_per_judge_call": work,

@@ -25,7 +25,7 @@ from judge_server import (
 
 from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer, run_evals
 from evaldag._graph.drivers import scorer_outcomes, scorers_driver
-from evaldag._judge.limiter import SharedLimit
+from evaldag._judge.limiter import SharedLimit, shared_limit
 from evaldag._judge.transport import BACKOFF_BASE_SECONDS
 
 INSTRUCTIONS = "Grade the answer."
@@ -379,3 +379,60 @@ def test_http_connections_outlive_stages_and_batches(judge_server):
     assert result.scores == {"pooled": 1.0}
     assert len(judge_server.requests) == 36  # 3 batches x 4 rows x 3 steps
     assert len({request.client for request in judge_server.requests}) <= 2  # 2 in flight at most
+
+
+def test_the_limit_halves_on_429_once_per_round_and_grows_back_to_its_ceiling():
+    limit = SharedLimit(8)
+
+    async def storm_then_calm():
+        first, second = await limit.acquire(), await limit.acquire()
+        limit.throttled(first)
+        limit.throttled(second)  # started before the cut: it does not cut again
+        assert limit.size == 4
+        limit.release()
+        limit.release()
+        started = await limit.acquire()
+        limit.throttled(started)
+        limit.release()
+        assert limit.size == 2
+        for _ in range(100):
+            async with limit:
+                limit.succeeded()
+
+    asyncio.run(storm_then_calm())
+    sizes = [size for _, size in limit.history]
+    assert sizes == [8, 4, 2, 3, 4, 5, 6, 7, 8]  # never above the ceiling
+    assert limit.held == 0
+
+
+def test_a_shrunk_limit_holds_back_calls_until_enough_are_done():
+    limit = SharedLimit(4)
+    granted = []
+
+    async def calls():
+        held = [await limit.acquire() for _ in range(4)]
+        limit.throttled(held[0])  # now 2, with 4 held
+        waiter = asyncio.ensure_future(limit.acquire())
+        for _ in range(2):
+            limit.release()
+            await asyncio.sleep(0)
+            granted.append(waiter.done())
+        limit.release()  # 1 held: below the limit of 2, the waiter gets its slot
+        await waiter
+        granted.append(waiter.done())
+
+    asyncio.run(calls())
+    assert granted == [False, False, True]
+
+
+@pytest.mark.slow
+def test_a_429_storm_loses_nothing_and_the_limit_adapts(judge_server):
+    judge_server.script(*[rate_limited(retry_after=0)] * 6)
+    judge_server.reply = Reply({"score": 1}, latency=0.02)
+    scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=8))
+    runs = [ScorerRun(output=str(i)) for i in range(80)]
+    outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=8)
+    assert [o.score for o in outcomes] == [1] * 80
+    sizes = [size for _, size in shared_limit(("openai/mock-judge", judge_server.url), 8).history]
+    assert sizes[0] == 8 and min(sizes) < 8 and sizes[-1] == 8  # cut, then grown back
+    assert judge_server.max_in_flight <= 8

@@ -1,18 +1,28 @@
 """Columns of runs through a scorer's steps: prepare_run, then each step in call order.
 
-Sync function steps run in a plain loop; async function steps and prompt steps run
-concurrently across rows, at most ``concurrency`` at a time. The graphs call these from one
-node per step (``evaldag._graph.scorer_dag``).
+Sync function steps run in a plain loop; async function steps and prompt steps run on the
+engine loop, concurrently across rows, and a row goes on to its next step as soon as its
+previous one is done: between step nodes, rows still in flight are pending states,
+and the scorer's last step node waits for them. The graphs call these from one node per step
+(``evaldag._graph.scorer_dag``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evaldag._engine.concurrency import gather_limited, gc_paused, on_engine_loop, run_sync
+from evaldag._engine.concurrency import (
+    engine_loop,
+    gather_limited,
+    gc_paused,
+    in_engine_thread,
+    on_engine_loop,
+    run_sync,
+)
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import (
@@ -76,33 +86,114 @@ def as_run(value: Any) -> ScorerRun:
     )
 
 
+class PendingState:
+    """A run on its way through a scorer's steps: ``task``, on the engine loop, ends in its
+    RunState.
+
+    ``limit`` is shared by the rows of one scorer and batch: it bounds the rows waiting on a
+    judge call or an async step, whatever their step. A pending state pickles as the RunState
+    it ends in.
+    """
+
+    __slots__ = ("limit", "task")
+
+    def __init__(self, limit: asyncio.Semaphore) -> None:
+        self.limit = limit
+        self.task: asyncio.Task[RunState] | None = None  # set on the engine loop
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _unpickled, (settled_states([self])[0],)
+
+
+def _unpickled(state: RunState) -> RunState:
+    return state
+
+
 def advanced_states(
-    states: Sequence[RunState],
+    states: Sequence[RunState | PendingState],
     scorer: ScorerSpec,
     step: Step,
     concurrency: int,
     judge_cache: bool | str | Path | None = None,
-) -> list[RunState]:
+    *,
+    settle: bool = True,
+) -> list[RunState | PendingState]:
     """Each state after ``step``; finished states pass through untouched.
 
-    Sync function steps run in a plain loop. Async function steps and prompt steps run
-    concurrently across rows, at most ``concurrency`` at a time.
+    Sync function steps over settled states run here in a plain loop. Async function steps and
+    prompt steps, and any step after one, run on the engine loop, each row as soon as its
+    previous step is done, at most ``concurrency`` rows of the scorer waiting at a time. Unless
+    ``settle``, rows still in flight come back as PendingStates for the next step to chain onto.
 
     :param judge_cache: the run's reply cache, for judges that set none (see ``run_evals``).
     """
     definition = step.definition
-    if isinstance(definition, FunctionStep) and not definition.is_async:
+    in_flight = any(type(state) is PendingState for state in states)
+    if isinstance(definition, FunctionStep) and not definition.is_async and not in_flight:
         return _advanced_sync(states, scorer, step, definition)
-    pending = [i for i, state in enumerate(states) if not state.done]
-    done = on_engine_loop(
-        gather_limited(
-            (_advanced_async(states[i], scorer, step, judge_cache) for i in pending), concurrency
+    if in_engine_thread():  # a scorer run from a step: on a private loop, all at once
+        limit = asyncio.Semaphore(concurrency)
+        return run_sync(_gathered(_next_state(s, scorer, step, judge_cache, limit) for s in states))
+    limit = next((s.limit for s in states if type(s) is PendingState), None)
+    limit = limit or asyncio.Semaphore(concurrency)
+    advanced: list[RunState | PendingState] = []
+    started = []
+    for state in states:
+        if type(state) is RunState and state.done:
+            advanced.append(state)
+        else:
+            pending = PendingState(limit)
+            advanced.append(pending)
+            started.append((pending, state))
+    engine_loop().call_soon_threadsafe(_started_rows, started, scorer, step, judge_cache)
+    return settled_states(advanced) if settle else advanced
+
+
+def settled_states(states: Sequence[RunState | PendingState]) -> list[RunState]:
+    """``states`` with every pending one waited for."""
+    waiting = [i for i, state in enumerate(states) if type(state) is PendingState]
+    settled = list(states)
+    if waiting:
+        done = on_engine_loop(_gathered(states[i].task for i in waiting))
+        for i, state in zip(waiting, done, strict=True):
+            settled[i] = state
+    return settled
+
+
+async def _gathered(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
+    """Their results; read on the engine loop, where the rows' tasks exist."""
+    return list(await asyncio.gather(*awaitables))
+
+
+def _started_rows(
+    rows: list[tuple[PendingState, RunState | PendingState]],
+    scorer: ScorerSpec,
+    step: Step,
+    judge_cache: bool | str | Path | None,
+) -> None:
+    """Start each row's next step (on the engine loop, in the stage node's context)."""
+    loop = asyncio.get_running_loop()
+    for pending, previous in rows:
+        pending.task = loop.create_task(
+            _next_state(previous, scorer, step, judge_cache, pending.limit)
         )
-    )
-    advanced = list(states)
-    for i, state in zip(pending, done, strict=True):
-        advanced[i] = state
-    return advanced
+
+
+async def _next_state(
+    previous: RunState | PendingState,
+    scorer: ScorerSpec,
+    step: Step,
+    judge_cache: bool | str | Path | None,
+    limit: asyncio.Semaphore,
+) -> RunState:
+    state = previous if type(previous) is RunState else await previous.task
+    if state.done:
+        return state
+    definition = step.definition
+    if isinstance(definition, FunctionStep) and not definition.is_async:
+        return await _advanced_async(state, scorer, step, judge_cache)  # no wait: no slot
+    async with limit:
+        return await _advanced_async(state, scorer, step, judge_cache)
 
 
 def _advanced_sync(

@@ -44,7 +44,12 @@ def _step_nodes(plan: EvalPlan) -> parameterize:
         previous = f"{scorer.id}.prepared_run"
         for step in scorer.steps:
             name = f"{scorer.id}.{step.value_name}"
-            nodes[name] = {"states": source(previous), "scorer": value(scorer), "step": value(step)}
+            nodes[name] = {
+                "states": source(previous),
+                "scorer": value(scorer),
+                "step": value(step),
+                "settle": value(step is scorer.steps[-1]),
+            }
             previous = name
     return parameterize(**nodes)
 
@@ -74,11 +79,17 @@ def step_states(
     states: pd.Series,
     scorer: ScorerSpec,
     step: Step,
+    settle: bool,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
 ) -> pd.Series:
-    """Each run after the step: its result added, or the error or not-scorable that ends it."""
-    advanced = advanced_states(list(states), scorer, step, concurrency, judge_cache)
+    """Each run after the step: its result added, or the error or not-scorable that ends it.
+
+    Before the scorer's last step, runs still waiting on the judge are pending states that
+    the next step chains onto, so no run waits for the slowest of a step; the last step
+    (``settle``) waits for all of them.
+    """
+    advanced = advanced_states(list(states), scorer, step, concurrency, judge_cache, settle=settle)
     return pd.Series(advanced, index=states.index, dtype=object)
 
 

@@ -1,24 +1,42 @@
-"""The limit on judge calls in flight, one per endpoint and ``max_concurrency``, process-wide."""
+"""The limit on judge calls in flight, one per endpoint and ``max_concurrency``, process-wide.
+
+The limit adapts to the endpoint (AIMD, as TCP does): a 429 halves it, at most once per round
+of calls, and calls that succeed grow it back by one per round, never above the user's
+``max_concurrency``. Its changes are kept, with the time of each, for the run's usage summary.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from typing import Any
 
+#: Limit changes kept per endpoint (a long run under a 429 storm changes it often).
+HISTORY_LENGTH = 10_000
+
 
 class SharedLimit:
-    """A counting semaphore that coroutines on any event loop, in any thread, can await.
+    """A counting semaphore that coroutines on any event loop, in any thread, can await; its
+    size adapts between 1 and ``ceiling``.
 
-    ``asyncio.Semaphore`` binds to one loop; evaldag runs each stage node's rows on a fresh loop
-    and may run scorers in threads, so waiters here are futures on their own loops, woken with
-    ``call_soon_threadsafe``. A released slot passes straight to the oldest waiter (FIFO).
+    ``asyncio.Semaphore`` binds to one loop, and scorers may run in threads of their own, so
+    waiters here are futures on their own loops, woken with ``call_soon_threadsafe``. A freed
+    slot passes straight to the oldest waiter (FIFO) while fewer than ``size`` are held.
+    ``async with limit as started:`` gives the round the call started in, for :meth:`throttled`.
     """
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, ceiling: int) -> None:
+        self.ceiling = ceiling
+        self.size = ceiling
+        #: (time.time(), size) at the start and after each change.
+        self.history: deque[tuple[float, int]] = deque(
+            [(time.time(), ceiling)], maxlen=HISTORY_LENGTH
+        )
         self._held = 0
+        self._round = 0  # one more after each cut
+        self._credit = 0.0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._lock = threading.Lock()
 
@@ -27,12 +45,13 @@ class SharedLimit:
         """Slots in use."""
         return self._held
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> int:
+        """Wait for a slot; the round it was granted in."""
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._held < self.size and not self._waiters:
                 self._held += 1
-                return
+                return self._round
             waiter = (loop, loop.create_future())
             self._waiters.append(waiter)
         try:
@@ -45,18 +64,51 @@ class SharedLimit:
             if granted:  # the slot was handed over as we were cancelled: pass it on
                 self.release()
             raise
+        return self._round
 
     def release(self) -> None:
         with self._lock:
-            while self._waiters:
-                loop, future = self._waiters.popleft()
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(_wake, future)
-                    return
             self._held -= 1
+            self._woken()
 
-    async def __aenter__(self) -> None:
-        await self.acquire()
+    def throttled(self, started: int) -> None:
+        """A call that started in round ``started`` was rate-limited: halve the size, unless it
+        was already cut since that call started."""
+        with self._lock:
+            if started != self._round:
+                return
+            self._round += 1
+            self._credit = 0.0
+            self._resized(max(1, self.size // 2))
+
+    def succeeded(self) -> None:
+        """A call succeeded: a round of them (``size`` calls) grows the size by one."""
+        if self.size >= self.ceiling:  # the common case, without the lock
+            return
+        with self._lock:
+            self._credit += 1 / self.size
+            if self._credit >= 1 and self.size < self.ceiling:
+                self._credit -= 1
+                self._resized(self.size + 1)
+                self._woken()
+
+    def _resized(self, size: int) -> None:
+        if size != self.size:
+            self.size = size
+            self.history.append((time.time(), size))
+
+    def _woken(self) -> None:
+        """Hand free slots to the oldest waiters (with the lock held)."""
+        while self._waiters and self._held < self.size:
+            loop, future = self._waiters.popleft()
+            try:
+                loop.call_soon_threadsafe(_wake, future)
+            except RuntimeError:  # its loop has closed: nobody waits there any more
+                continue
+            self._held += 1
+
+    async def __aenter__(self) -> int:
+        return await self.acquire()
 
     async def __aexit__(self, *exc: object) -> None:
         self.release()

@@ -8,7 +8,7 @@ attempt gets one reply, from the judge's cache or from a model **call**, tried a
 transport faults (429, 5xx, timeouts, lost connections) with exponential backoff and jitter,
 honouring ``Retry-After``; 400/401/403/404 are not retried. Calls in flight are bounded per
 (model, api_base, max_concurrency) by a :class:`~evaldag._judge.limiter.SharedLimit`, which
-shrinks on 429 and grows back as calls succeed.
+halves on 429 and grows back as calls succeed (AIMD), never above ``max_concurrency``.
 
 A call goes through one of two transports (chosen in :mod:`evaldag._judge.endpoints`): ``http``
 (:mod:`evaldag._judge.via_http`) or ``litellm`` (:mod:`evaldag._judge.via_litellm`). Everything
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
 import time
 from email.utils import parsedate_to_datetime
@@ -40,7 +39,8 @@ from evaldag._judge.endpoints import Endpoint, judge_endpoint, rates
 from evaldag._judge.errors import CallFault, ExecutionFailure, JudgeCallError, JudgeError
 from evaldag._judge.limiter import shared_limit
 from evaldag._judge.records import Tally, call_cost
-from evaldag._judge.settings import Judge, cache_directory, is_secret_setting, resolved_judge
+from evaldag._judge.redaction import clipped, url_without_credentials
+from evaldag._judge.settings import Judge, cache_directory, resolved_judge
 from evaldag._judge.via_http import http_reply
 from evaldag._results.scorer_result import JudgeExecution
 from evaldag._scorer.steps import PromptStep, StageName
@@ -111,7 +111,11 @@ async def judged_value(
         f'step "{stage}": {failure.message}',
         execution=tally.record(prompt, started, failure=failure),
         category=failure.category,
-        details={"step": stage, "model": endpoint.model, "apiBase": endpoint.api_base},
+        details={
+            "step": stage,
+            "model": endpoint.model,
+            "apiBase": url_without_credentials(endpoint.api_base),
+        },
         cause=failure.cause,
     )
 
@@ -211,12 +215,15 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
     limit = shared_limit((endpoint.model, endpoint.api_base), endpoint.max_concurrency)
     retry = 0
     while True:
-        async with limit:
+        async with limit as started:
             try:
                 reply = await call(endpoint, request, judge.timeout)
             except CallFault as fault:
                 failure = fault
+                if fault.status == 429:
+                    limit.throttled(started)
             else:
+                limit.succeeded()
                 if not endpoint.free:
                     reply["cost"] = call_cost(reply["usage"], rates(endpoint))
                 return reply
@@ -282,7 +289,7 @@ def _call_failure(
     fault: CallFault, endpoint: Endpoint, judge: Judge, tries: int
 ) -> ExecutionFailure:
     status, name = fault.status, fault.name
-    detail = _redacted(fault.detail, endpoint.api_key)
+    detail = clipped(fault.detail, endpoint.secrets)
     cause = JudgeCallError(name, status, detail)
     label = f"{status} {name}" if status is not None else name
     if fault.kind == "missing_key":
@@ -320,15 +327,3 @@ def _call_failure(
         name=name,
         cause=cause,
     )
-
-
-def _redacted(text: str, secret: str | None) -> str:
-    """``text`` without the judge's key, nor any credential a transport may have taken from the
-    environment (``OPENAI_API_KEY`` …): providers echo a refused key in their error bodies."""
-    text = text if len(text) <= 500 else text[:500] + "…"
-    secrets = {secret} | {
-        value for name, value in os.environ.items() if is_secret_setting(name) and len(value) >= 8
-    }
-    for known in sorted(secrets - {None, ""}, key=len, reverse=True):
-        text = text.replace(known, "**********")
-    return text
