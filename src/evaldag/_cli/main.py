@@ -11,18 +11,13 @@ the traceback is printed).
 from __future__ import annotations
 
 import argparse
-import difflib
-import importlib
-import importlib.util
 import os
 import shutil
 import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evaldag.errors import EvalDagError, UntrustworthyRunError
@@ -241,145 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 # --- run ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EvalDefinition:
-    """What an eval file defines: its scorers, gates and target."""
-
-    name: str
-    scorers: Sequence[Any]
-    gates: Sequence[Any]
-    target: Any
-
-
-def eval_definition(spec: str) -> EvalDefinition:
-    """The scorers, gates and target that the eval file or module ``spec`` defines."""
-    module = _eval_module(spec)
-    missing = object()
-    scorers = getattr(module, "scorers", missing)
-    gates = getattr(module, "gates", missing)
-    if scorers is missing and gates is missing:
-        raise EvalDagError(
-            "EVAL_DEFINES_NO_SCORERS",
-            f"{spec} defines neither 'scorers' nor 'gates'; add e.g. "
-            "scorers = [evaldag.scorers.completeness()] at module level",
-            details={"eval": spec},
-        )
-    definition = EvalDefinition(
-        name=Path(spec).name if spec.endswith(".py") else spec,
-        scorers=_entries(spec, "scorers", [] if scorers is missing else scorers),
-        gates=_entries(spec, "gates", [] if gates is missing else gates),
-        target=getattr(module, "target", None),
-    )
-    _require_known_names(spec, module, definition)
-    return definition
-
-
-#: The module-level names an eval file is read through.
-EVAL_NAMES = ("scorers", "gates", "target")
-
-
-def _require_known_names(spec: str, module: ModuleType, definition: EvalDefinition) -> None:
-    """A misspelt name (``gate``, ``scorer``, ``thresholds``) or a list of scorers that neither
-    ``scorers`` nor ``gates`` holds would be silently ignored: both are errors."""
-    from evaldag._scorer.builder import Scorer, ScorerWithThreshold
-
-    used = {id(entry) for entry in (*definition.scorers, *definition.gates)}
-    for name, value in vars(module).items():
-        if name.startswith("_") or name in EVAL_NAMES or isinstance(value, ModuleType):
-            continue
-        close = difflib.get_close_matches(name.lower(), EVAL_NAMES, n=1, cutoff=0.7)
-        if name.lower() in ("threshold", "thresholds"):
-            hint = "a threshold goes with its scorer: scorers = [scorer.with_threshold(0.7)]"
-        elif close and (not callable(value) or (close[0] == "target" and not definition.target)):
-            # helper functions (target_fn, score_gate) are fine; a target left unset is not
-            hint = f"did you mean {close[0]}?"
-        elif (
-            isinstance(value, list | tuple)
-            and value
-            and all(
-                isinstance(v, Scorer | ScorerWithThreshold) and id(v) not in used for v in value
-            )
-        ):
-            hint = "its scorers are in neither scorers nor gates; add them to one of those"
-        else:
-            continue
-        raise EvalDagError(
-            "EVAL_UNKNOWN_NAME",
-            f"{spec} defines '{name}', which evaldag does not read ({hint}); an eval file "
-            f"is read through {', '.join(EVAL_NAMES)}",
-            details={"eval": spec, "name": name},
-        )
-
-
-def _entries(spec: str, name: str, value: Any) -> list[Any]:
-    if not isinstance(value, list | tuple):
-        raise EvalDagError(
-            "EVAL_INVALID_ENTRIES",
-            f"{spec}: '{name}' must be a list, got {type(value).__name__}; write {name} = [...]",
-            details={"eval": spec, "name": name},
-        )
-    return list(value)
-
-
-def _eval_module(spec: str) -> ModuleType:
-    path = Path(spec)
-    try:
-        if spec.endswith(".py") or path.is_file():
-            return _module_from_file(path)
-        # A console script's sys.path lacks the working directory; ``python -m`` has it.
-        if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
-        return importlib.import_module(spec)
-    except EvalDagError:
-        raise
-    except ModuleNotFoundError as error:
-        if error.name is not None and (spec == error.name or spec.startswith(f"{error.name}.")):
-            raise EvalDagError(
-                "EVAL_NOT_FOUND",
-                f"no eval file or module named '{spec}': give a path to a .py file or a module "
-                "importable from the current directory",
-                details={"eval": spec},
-            ) from None
-        raise _load_error(spec, error) from error
-    except Exception as error:  # the user's eval code failed while loading
-        raise _load_error(spec, error) from error
-
-
-def _module_from_file(path: Path) -> ModuleType:
-    if not path.is_file():
-        raise EvalDagError(
-            "EVAL_NOT_FOUND", f"eval file '{path}' does not exist", details={"eval": str(path)}
-        )
-    # Like ``python file.py``: modules next to the eval file are importable from it.
-    folder = str(path.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    name = f"evaldag_eval_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise EvalDagError(
-            "EVAL_NOT_FOUND",
-            f"'{path}' cannot be loaded as Python; give a .py file",
-            details={"eval": str(path)},
-        )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _load_error(spec: str, error: BaseException) -> EvalDagError:
-    frames = traceback.extract_tb(error.__traceback__)
-    where = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
-    return EvalDagError(
-        "EVAL_LOAD_FAILED",
-        f"loading {spec} raised {type(error).__name__}: {error}{where}",
-        details={"eval": spec},
-        cause=error,
-    )
-
-
 def _run_command(args: argparse.Namespace) -> int:
+    from evaldag._eval.eval_file import eval_definition
     from evaldag._eval.run_evals import run_evals, visualize
 
     if args.resume and not args.out:

@@ -1,0 +1,106 @@
+"""Evals as test assertions: Mastra's vitest integration (``@mastra/evals/vitest``) for pytest.
+
+Each function checks an ``EvalResult`` and raises :class:`EvalAssertionError` (an
+``AssertionError``, so pytest reports it as a failed assertion) with one line per failure::
+
+    from evaldag.testing import assert_evals, score_above
+
+    def test_rag_answers():
+        result = evaldag.run_evals(data, scorers=[...], gates=[...])
+        assert_evals(result)                      # every gate and threshold passes
+        score_above(result, "faithfulness", 0.8)  # strictly above
+
+Eval files (``eval_*.py`` defining ``scorers`` or ``gates``, and ``data``) are collected by the
+pytest plugin (``evaldag._testing.plugin``) as one test per gate and threshold.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evaldag._testing.failures import (
+    EvalAssertionError,
+    gate_failure,
+    raise_failures,
+    threshold_failure,
+)
+from evaldag.errors import EvalDagError
+
+if TYPE_CHECKING:
+    from evaldag._results.eval_result import EvalResult, Verdict
+
+__all__ = [
+    "EvalAssertionError",
+    "assert_evals",
+    "has_verdict",
+    "passes_gates",
+    "passes_thresholds",
+    "score_above",
+    "score_below",
+]
+
+
+def assert_evals(result: EvalResult, *, min_pass_rate: float = 1.0) -> None:
+    """Every gate scores at least ``min_pass_rate`` and every threshold passes (Mastra's
+    ``expectEvals(...).toPass(minPassRate)``).
+
+    :param min_pass_rate: the share of items each gate must pass, from 0 to 1 (default: all).
+    """
+    if (
+        isinstance(min_pass_rate, bool)
+        or not isinstance(min_pass_rate, int | float)
+        or not 0 <= min_pass_rate <= 1
+    ):
+        raise EvalDagError(
+            "INVALID_MIN_PASS_RATE",
+            f"min_pass_rate must be a number from 0 to 1, got {min_pass_rate!r}",
+        )
+    failures = [
+        *(gate_failure(result, g, min_pass_rate) for g in result.gate_results),
+        *(threshold_failure(result, t) for t in result.threshold_results),
+    ]
+    raise_failures(failures)
+
+
+def has_verdict(result: EvalResult, verdict: Verdict | None) -> None:
+    """The run's verdict is ``verdict`` (``"passed"``, ``"scored"``, ``"failed"`` or None)."""
+    if result.verdict != verdict:
+        raise_failures([f"expected the verdict {verdict!r}, got {result.verdict!r}"])
+
+
+def score_above(result: EvalResult, name: str, minimum: float) -> None:
+    """The average of scorer ``name`` is strictly above ``minimum``; ``name`` may be dotted
+    (``agent.faithfulness`` for a scorer of Mastra's agent config)."""
+    score = _score(result, name)
+    if not score > minimum:
+        raise_failures([f"expected the score of {name!r} above {minimum}, got {score}"])
+
+
+def score_below(result: EvalResult, name: str, maximum: float) -> None:
+    """The average of scorer ``name`` is strictly below ``maximum`` (dotted names as
+    :func:`score_above`)."""
+    score = _score(result, name)
+    if not score < maximum:
+        raise_failures([f"expected the score of {name!r} below {maximum}, got {score}"])
+
+
+def passes_gates(result: EvalResult) -> None:
+    """Every gate passes; a run without gates fails this."""
+    if not result.gate_results:
+        raise_failures(["expected gates, but the run has none"])
+    raise_failures([gate_failure(result, g) for g in result.gate_results])
+
+
+def passes_thresholds(result: EvalResult) -> None:
+    """Every threshold passes; a run without thresholds fails this."""
+    if not result.threshold_results:
+        raise_failures(["expected thresholds, but the run has none"])
+    raise_failures([threshold_failure(result, t) for t in result.threshold_results])
+
+
+def _score(result: EvalResult, name: str) -> float:
+    if name not in result.scores:
+        raise_failures(
+            [f"no average score named {name!r}; the run's scores: {sorted(result.scores)}"]
+        )
+    return result.scores[name]

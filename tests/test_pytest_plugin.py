@@ -1,0 +1,227 @@
+"""evaldag.testing and the pytest plugin: eval files collected as tests, run with pytester.
+
+The plugin is installed through the ``pytest11`` entry point, so every ``pytester`` session
+loads it as a user's pytest would.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from evaldag import EvalResult, checks, create_scorer, run_evals
+from evaldag.errors import EvalDagError
+from evaldag.testing import (
+    EvalAssertionError,
+    assert_evals,
+    has_verdict,
+    passes_gates,
+    passes_thresholds,
+    score_above,
+    score_below,
+)
+
+pytest_plugins = ["pytester"]
+
+EVAL_FILE = """
+from evaldag import checks
+from evaldag.scorers import completeness
+
+data = [
+    {"id": "a", "input": "How long is the return window for tents?",
+     "output": "Tents can be returned within 60 days."},
+    {"id": "b", "input": "Is shipping free?", "output": "Yes."},
+]
+scorers = [completeness().with_threshold(0.9)]
+gates = [checks.excludes("internal", id="no-internal"), checks.includes("days", id="has-days")]
+"""
+
+
+def test_an_eval_file_is_one_test_per_gate_and_threshold(pytester):
+    pytester.makepyfile(eval_support=EVAL_FILE)
+    done = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=1, failed=2)
+    done.stdout.fnmatch_lines(
+        [
+            "eval_support.py::gate[[]no-internal[]] PASSED*",
+            "eval_support.py::gate[[]has-days[]] FAILED*",
+            "eval_support.py::threshold[[]completeness-scorer[]] FAILED*",
+            # a failing threshold reads like a failing assertion, naming the worst items
+            (
+                "AssertionError: gate 'has-days' failed: score 0.5, required at least 1; "
+                "worst items: b (0.00)"
+            ),
+            (
+                "AssertionError: threshold of 'completeness-scorer' missed: average 0.125, "
+                "required >= 0.90; worst items: b (0.00), a (0.25)"
+            ),
+            "evaldag: results of 1 eval file(s) in *.evaldag/pytest",
+        ]
+    )
+    result = EvalResult.read_parquet(pytester.path / ".evaldag" / "pytest" / "eval_support.parquet")
+    assert result.verdict == "failed" and len(result.items) == 2
+
+
+def test_the_eval_runs_once_for_all_its_tests(pytester):
+    pytester.makepyfile(
+        eval_flaky="""
+        from evaldag import create_scorer
+
+        CALLS = []
+
+        def flaky(run):
+            CALLS.append(run)
+            if run.input == "q":
+                raise ValueError("the judge is down")
+            return 1.0
+
+        data = [
+            {"id": "q1", "input": "q", "output": "a"},
+            {"id": "r1", "input": "r", "output": "b"},
+        ]
+        scorers = [create_scorer("s").generate_score(flaky).with_threshold(0.5)]
+        gates = [create_scorer("g").generate_score(lambda run: 1.0)]
+        """,
+        test_calls="""
+        import sys
+
+        def test_zz_the_scorer_ran_once_per_item():
+            assert len(sys.modules["evaldag_eval_eval_flaky"].CALLS) == 2
+        """,
+    )
+    done = pytester.runpytest("-p", "no:cacheprovider", "eval_flaky.py", "test_calls.py")
+    done.assert_outcomes(passed=2, failed=1)
+    done.stdout.fnmatch_lines(
+        [
+            (
+                "AssertionError: threshold of 's' missed: average 1, required >= 0.50, and the "
+                "scorer failed on 1 item(s); worst items: q1 (error)"
+            )
+        ]
+    )
+
+
+def test_an_untrustworthy_run_fails_every_test_with_its_message(pytester):
+    pytester.makepyfile(
+        eval_down="""
+        from evaldag import create_scorer
+
+        def boom(run):
+            raise ValueError("the judge is down")
+
+        data = [{"input": "q", "output": "a"}]
+        scorers = [create_scorer("s").generate_score(boom).with_threshold(0.5)]
+        gates = [create_scorer("g").generate_score(lambda run: 1.0)]
+        """
+    )
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(failed=2)
+    assert done.stdout.str().count("UntrustworthyRunError: Scorer 's' failed on every item") == 2
+
+
+def test_without_gates_or_thresholds_the_run_is_the_test_and_data_may_be_a_file(pytester):
+    (pytester.path / "evals").mkdir()
+    (pytester.path / "evals" / "items.jsonl").write_text('{"input": "q", "output": "q"}\n')
+    (pytester.path / "evals" / "eval_plain.py").write_text(
+        "from evaldag.scorers import completeness\n"
+        "data = 'items.jsonl'  # beside this file\n"
+        "scorers = [completeness()]\n"
+    )
+    done = pytester.runpytest("-v", "-p", "no:cacheprovider", "--evaldag-out", "out")
+    done.assert_outcomes(passed=1)
+    done.stdout.fnmatch_lines(["evals/eval_plain.py::run PASSED*"])
+    assert (pytester.path / "out" / "eval_plain.parquet").is_file()
+
+
+def test_a_broken_eval_file_is_a_collection_error_naming_it(pytester):
+    pytester.makepyfile(eval_typo="data = []\nscorers = []\ngate = []\n")
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    assert done.ret == pytest.ExitCode.INTERRUPTED
+    done.stdout.fnmatch_lines(["*eval_typo.py: *defines 'gate', which evaldag does not read*"])
+
+
+def test_the_plugin_is_inert_without_eval_files(pytester):
+    pytester.makepyfile(
+        eval_helpers="def data():\n    return []\n",  # an eval_*.py that is no eval file
+        test_plain="def test_one():\n    assert True\n",
+    )
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(passed=1)
+    assert "evaldag:" not in done.stdout.str()
+    assert not (pytester.path / ".evaldag").exists()
+
+
+def test_the_plugin_can_be_turned_off(pytester):
+    pytester.makepyfile(eval_support=EVAL_FILE)
+    done = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:evaldag")
+    assert done.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_evaldags_own_tests_hold_no_eval_file():
+    assert list(Path(__file__).parent.rglob("eval_*.py")) == []
+
+
+# --- evaldag.testing -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def result():
+    half = create_scorer("half").generate_score(lambda run: 0.5)
+    flaky = create_scorer("flaky").generate_score(lambda run: float(run.input == "a"))
+    return run_evals(
+        [{"id": "x", "input": "a", "output": "o"}, {"id": "y", "input": "b", "output": "o"}],
+        scorers={"agent": [half.with_threshold(0.8), flaky]},
+        gates=[
+            checks.includes("o", id="has-o"),
+            create_scorer("g").generate_score(lambda run: float(run.input == "a")),
+        ],
+        progress=False,
+    )
+
+
+def test_assert_evals_says_each_failure_on_a_line(result):
+    with pytest.raises(EvalAssertionError) as failed:
+        assert_evals(result)
+    assert failed.value.failures == [
+        "gate 'g' failed: score 0.5, required at least 1; worst items: y (0.00)",
+        (
+            "threshold of 'agent.half' missed: average 0.5, required >= 0.80; worst items: "
+            "x (0.50), y (0.50)"
+        ),
+    ]
+    assert str(failed.value) == "\n".join(failed.value.failures)
+    with pytest.raises(EvalAssertionError, match="^threshold of 'agent.half'"):
+        assert_evals(result, min_pass_rate=0.5)
+    for rate in (-0.1, 1.5, True, "1"):
+        with pytest.raises(EvalDagError, match="min_pass_rate must be a number from 0 to 1"):
+            assert_evals(result, min_pass_rate=rate)
+
+
+def test_the_matchers(result):
+    has_verdict(result, "failed")
+    with pytest.raises(EvalAssertionError, match="expected the verdict 'passed', got 'failed'"):
+        has_verdict(result, "passed")
+    score_above(result, "agent.flaky", 0.4)
+    score_below(result, "agent.flaky", 0.6)
+    with pytest.raises(EvalAssertionError, match="above 0.5, got 0.5"):
+        score_above(result, "agent.half", 0.5)  # strictly
+    with pytest.raises(EvalAssertionError, match="below 0.5, got 0.5"):
+        score_below(result, "agent.half", 0.5)
+    with pytest.raises(EvalAssertionError, match=r"no average score named 'half'"):
+        score_above(result, "half", 0)
+    with pytest.raises(EvalAssertionError, match="^gate 'g' failed"):
+        passes_gates(result)
+    with pytest.raises(EvalAssertionError, match="^threshold of 'agent.half' missed"):
+        passes_thresholds(result)
+
+
+def test_gates_and_thresholds_matchers_fail_without_any():
+    bare = run_evals(
+        [{"input": "a", "output": "a"}],
+        scorers=[create_scorer("s").generate_score(lambda run: 1.0)],
+        progress=False,
+    )
+    with pytest.raises(EvalAssertionError, match="expected gates, but the run has none"):
+        passes_gates(bare)
+    with pytest.raises(EvalAssertionError, match="expected thresholds, but the run has none"):
+        passes_thresholds(bare)
+    assert_evals(bare)
