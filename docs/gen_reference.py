@@ -1,7 +1,8 @@
 """Regenerate the reference parts of the docs from the code.
 
 - ``docs/api.md``: every public name of ``evaldag``, ``evaldag.scorers``, ``evaldag.checks``,
-  ``evaldag.messages`` and ``evaldag.transcripts``, from their signatures and docstrings;
+  ``evaldag.messages``, ``evaldag.transcripts`` and ``evaldag.testing``, from their signatures
+  and docstrings;
 - ``docs/cli.md``: the ``--help`` text of each ``evaldag`` command, between the
   ``<!-- help: ... -->`` markers (the prose around them is written by hand).
 
@@ -34,6 +35,7 @@ MODULES = (
     "evaldag.checks",
     "evaldag.messages",
     "evaldag.transcripts",
+    "evaldag.testing",
 )
 HEADER = """\
 # API reference
@@ -41,7 +43,8 @@ HEADER = """\
 Generated from the code's signatures and docstrings by `docs/gen_reference.py`; do not edit
 by hand.
 Everything listed here is imported from the package (`evaldag`, `evaldag.scorers`,
-`evaldag.checks`, `evaldag.messages`, `evaldag.transcripts`), never from a private module.
+`evaldag.checks`, `evaldag.messages`, `evaldag.transcripts`, `evaldag.testing`), never from a
+private module.
 See `concepts.md` for how the parts fit together.
 """
 _ROLE = re.compile(r":\w+:`~?([\w.]+)`")
