@@ -761,3 +761,18 @@ SAMPLES.update(
         ),
     }
 )
+
+SAMPLES["classifier-scorer"] = Sample(
+    lambda judge: scorers.classifier(
+        judge,
+        "Does the reply give the order's delivery date?",
+        choices={"yes": "It names the date", "vague": "It hints at it", "no": "It does not"},
+        scores={"yes": 1, "vague": 0.5, "no": 0},
+    ),
+    {"input": "Where is my order 48213?", "output": ORDER_OUTPUT},
+    [{"choice": "yes", "reason": "It says March 6."}],
+    shown=[
+        "- yes: It names the date\n- vague: It hints at it\n- no: It does not",
+        "User: Where is my order 48213?\n\nAssistant: Your order 48213 shipped on March 3",
+    ],
+)

@@ -6,6 +6,7 @@ Each module starts with the prompts its judge reads; ``_shared`` says how a scor
 from evaldag.scorers.llm.answer_relevancy import answer_relevancy
 from evaldag.scorers.llm.answer_similarity import answer_similarity
 from evaldag.scorers.llm.bias import bias
+from evaldag.scorers.llm.classifier import classifier
 from evaldag.scorers.llm.context_precision import context_precision
 from evaldag.scorers.llm.context_recall import context_recall
 from evaldag.scorers.llm.context_relevance import context_relevance
@@ -24,6 +25,7 @@ __all__ = [
     "answer_relevancy",
     "answer_similarity",
     "bias",
+    "classifier",
     "context_precision",
     "context_recall",
     "context_relevance",
