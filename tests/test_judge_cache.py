@@ -161,7 +161,12 @@ def test_request_key_ignores_credentials_only():
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
     key = request_key(request)
     assert key == request_key({**request, "api_key": "a", "aws_secret_access_key": "b"})
-    assert key == request_key({**request, "extra_headers": {"x": "y"}, "timeout": 3})
+    assert key == request_key({**request, "timeout": 3})
+    # a routing header makes another request (issue 15): hashed into the key, never stored
+    routed = request_key({**request, "extra_headers": {"x-route": "eu-deployment"}})
+    assert routed != key
+    assert routed == request_key({**request, "extra_headers": {"x-route": "eu-deployment"}})
+    assert routed != request_key({**request, "extra_headers": {"x-route": "us-deployment"}})
     assert key != request_key({**request, "max_tokens": 10})
     assert key != request_key({**request, "temperature": 1})
     assert key != request_key({**request, "api_base": "http://elsewhere/v1"})

@@ -256,3 +256,74 @@ def test_the_cli_prints_and_writes_no_key(server, tmp_path, capfd, key_in_enviro
     printed = capfd.readouterr()
     _clean("stdout and stderr", printed.out + printed.err)
     _clean_files(tmp_path)
+
+
+HEADER_TOKEN = f"hdr-{uuid.uuid4().hex}"
+URL_PASSWORD = f"pw-{uuid.uuid4().hex}"
+
+
+def _no_part(where: str, text: str, secret: str) -> None:
+    """Not the secret, nor any first 8 or more characters of it."""
+    for size in range(8, len(secret) + 1):
+        assert secret[:size] not in text, f"{size} characters of a secret leaked into {where}"
+
+
+def _error_text(error: BaseException) -> str:
+    parts = ["".join(traceback.format_exception(error))]
+    if isinstance(error, EvalDagError):
+        parts.append(json.dumps(error.to_dict(), default=str))
+    snapshot = getattr(error, "result", None)
+    if snapshot is not None:
+        parts.append(json.dumps(snapshot.to_dict(), default=str))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("padding", [380, 420, 440, 455, 470])
+def test_a_key_echoed_at_the_cut_leaves_not_even_a_prefix(server, everything_logged, padding):
+    body = {"error": {"message": "p" * padding + f"Incorrect API key provided: {JUDGE_KEY}"}}
+    server.reset()
+    server.reply = Reply(status=401, body=json.dumps(body))
+    judge = Judge(
+        "openai/mock-judge", api_base=server.url, api_key=JUDGE_KEY, cache=False, max_retries=0
+    )
+    with pytest.raises(EvalDagError) as raised:
+        faithfulness(judge, context=CONTEXT).run(input="q", output="a")
+    text = _error_text(raised.value)
+    assert "Incorrect API key provided" in text  # the server's words are shown
+    _no_part("the error", text, JUDGE_KEY)
+    _no_part("the logs", everything_logged(), JUDGE_KEY)
+
+
+def test_header_values_stay_out_of_errors_and_logs(server, everything_logged):
+    echoed = f"the gateway token {HEADER_TOKEN} is wrong"
+    server.reset()
+    server.reply = Reply(status=403, body=json.dumps({"error": {"message": echoed}}))
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=server.url,
+        api_key="sk-anything-long",
+        cache=False,
+        max_retries=0,
+        extra_headers={"X-Gateway-Auth": f"Bearer {HEADER_TOKEN}"},
+    )
+    with pytest.raises(EvalDagError) as raised:
+        faithfulness(judge, context=CONTEXT).run(input="q", output="a")
+    assert server.requests[0].headers.get("X-Gateway-Auth") == f"Bearer {HEADER_TOKEN}"
+    assert "the gateway token" in raised.value.message
+    _no_part("the error", _error_text(raised.value), HEADER_TOKEN)
+    _no_part("the logs", everything_logged(), HEADER_TOKEN)
+
+
+def test_url_credentials_stay_out_of_errors_and_logs(server, everything_logged):
+    host = server.url.split("://", 1)[1]
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=f"http://evaldag-user:{URL_PASSWORD}@{host}?api-key={HEADER_TOKEN}",
+        cache=False,
+        max_retries=0,
+    )
+    with pytest.raises(EvalDagError) as raised:
+        faithfulness(judge, context=CONTEXT).run(input="q", output="a")
+    for secret in (URL_PASSWORD, HEADER_TOKEN):
+        _no_part("the error", _error_text(raised.value), secret)
+        _no_part("the logs", everything_logged(), secret)

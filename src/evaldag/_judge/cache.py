@@ -29,12 +29,20 @@ _TRANSPORT = frozenset({"timeout", "max_retries", "num_retries", "metadata"})
 
 
 def request_key(request: Mapping[str, Any]) -> str:
-    """The cache key of a model call: a SHA-256 over the request without credentials."""
+    """The cache key of a model call: a SHA-256 over the request without credentials.
+
+    Extra headers can route a call (to another deployment, another model version), so they
+    count, as a hash of their values: the cache never holds them.
+    """
     kept = {
         name: value
         for name, value in request.items()
         if name not in _TRANSPORT and not is_secret_setting(name)
     }
+    headers = request.get("extra_headers")
+    if headers:
+        text = json.dumps(headers, sort_keys=True, default=repr)
+        kept["extra_headers_sha256"] = hashlib.sha256(text.encode()).hexdigest()
     text = json.dumps(kept, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

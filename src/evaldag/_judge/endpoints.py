@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from evaldag._judge.errors import JudgeError
+from evaldag._judge.redaction import judge_secrets, url_without_credentials
 from evaldag._judge.settings import LOCAL_MODEL, Judge
 
 #: Providers whose endpoints speak OpenAI's chat-completions API, and the variable litellm reads
@@ -75,10 +76,14 @@ class Endpoint:
     max_concurrency: int
     free: bool = False
     max_tokens: int | None = None
+    #: The judge's credentials, masked in every error and log (``redaction.judge_secrets``).
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def where(self) -> str:
-        return self.api_base or f"the default {self.provider or 'provider'} URL"
+        """Where calls go, credentials in the URL masked."""
+        shown = url_without_credentials(self.api_base)
+        return shown or f"the default {self.provider or 'provider'} URL"
 
 
 async def judge_endpoint(judge: Judge) -> Endpoint:
@@ -113,6 +118,7 @@ async def judge_endpoint(judge: Judge) -> Endpoint:
         transport,
         style,
         judge.max_concurrency,
+        secrets=judge_secrets(judge, api_key, api_base),
     )
 
 
@@ -154,6 +160,7 @@ async def _local_endpoint(judge: Judge) -> Endpoint:
         judge.max_concurrency if explicit else 1,
         free=True,
         max_tokens=judge.max_tokens or 512,
+        secrets=judge_secrets(judge, local.api_key, local.api_base),
     )
 
 

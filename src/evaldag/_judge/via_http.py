@@ -122,8 +122,8 @@ def _status_fault(status: int, raw: bytes, retry_after: tuple[str | None, str | 
 
 
 def _text(raw: bytes) -> str:
-    text = raw[:500].decode("utf-8", "replace")
-    return repr(text + ("…" if len(raw) > 500 else ""))
+    # Cut long after the 500 characters an error shows: the cut there comes after redaction.
+    return repr(raw[:65_536].decode("utf-8", "replace"))
 
 
 def _described(error: BaseException) -> str:

@@ -10,11 +10,13 @@ litellm setting is changed to cut the cost is in :func:`configured_litellm`.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
 from evaldag._judge.errors import CallFault
 from evaldag._judge.records import token_usage
+from evaldag._judge.redaction import redacting
 from evaldag.errors import error_message
 
 if TYPE_CHECKING:
@@ -31,6 +33,9 @@ def configured_litellm() -> Any:
     # litellm prints a "Give Feedback / Get Help" banner before raising; evaldag's errors say
     # what went wrong instead.
     litellm.suppress_debug_info = True
+    # Its DEBUG logs print request headers: credentials are masked in them.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        redacting(logging.getLogger(name))
     # No setting is changed for speed: each was measured against the judge test server by the
     # exact count of Python calls per acompletion (6,360 with litellm 1.110's defaults, an
     # unpriced model, our parameters) and none cuts the cost. turn_off_message_logging adds 19 %
