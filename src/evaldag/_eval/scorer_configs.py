@@ -31,6 +31,7 @@ RESERVED_IDS = frozenset(
         "turn_specs",
         "turn_items",
         "turn_results",
+        "turns",
         "items",
         "batch_items",
         "data",
@@ -46,6 +47,7 @@ RESERVED_IDS = frozenset(
         "experiment_id",
         "judge_cache",
         "judge_cache_rows_dropped",
+        "judge_budget",
         "target",
         # the graph's config keys
         "plan",
@@ -219,21 +221,24 @@ def _config_kind(scorers: Mapping[Any, Any], workflow_target: bool) -> ConfigKin
     return "workflow" if workflow_target else "agent"
 
 
-def scorer_config(
-    scorers: Any, gates: Iterable[Any], *, workflow_target: bool, turn_assertions: bool = False
-) -> ScorerConfig:
+def require_some_scorer(scorers: tuple[Any, ...], turn_assertions: bool) -> None:
+    """A run needs a scorer or gate: top-level, or in its conversations' turns.
+
+    Checked once the data is read (after the scorers' thresholds, as Mastra orders it).
+    """
+    if not scorers and not turn_assertions:
+        raise EvalDagError("NO_SCORERS_PROVIDED", "At least one scorer or gate must be provided")
+
+
+def scorer_config(scorers: Any, gates: Iterable[Any], *, workflow_target: bool) -> ScorerConfig:
     """The scorers and gates of ``run_evals``, validated and keyed (see the module docstring).
 
-    :param turn_assertions: whether the data's turns carry gates or scorers of their own, which
-        make a run without top-level scorers or gates valid.
+    An empty list is left to :func:`require_some_scorer`: a conversation's turns may hold the
+    run's only gates and scorers.
     """
     gate_list = checked_gates(gates)
     if not isinstance(scorers, Mapping):
         plain, thresholds = scorer_entries(scorers, "scorers")
-        if not plain and not gate_list and not turn_assertions:
-            raise EvalDagError(
-                "NO_SCORERS_PROVIDED", "At least one scorer or gate must be provided"
-            )
         checked_ids([("scorers", plain), ("gates", gate_list)])
         sources = {g.id: TRAJECTORY_RUNS for g in gate_list if g.type == "trajectory"}
         return ScorerConfig("list", tuple(plain), tuple(gate_list), thresholds, sources)

@@ -12,7 +12,7 @@ from hamilton.execution import executors
 from hamilton.execution.executors import TaskExecutor
 from hamilton.io.data_adapters import DataSaver
 
-from evaldag._graph import eval_dag, scorer_dag, target_dag, verdict
+from evaldag._graph import eval_dag, scorer_dag, target_dag, turn_dag, verdict
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.scorer_dag import JudgeCacheSetting
 from evaldag._results.eval_result import EvalResult
@@ -33,7 +33,7 @@ def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.
     """
     builder = (
         driver.Builder()
-        .with_modules(eval_dag, target_dag, scorer_dag, verdict)
+        .with_modules(eval_dag, target_dag, turn_dag, scorer_dag, verdict)
         .with_config(plan.config(distributed=executor is not None))
     )
     if executor is not None:

@@ -15,7 +15,7 @@ are in ``scorer_dag``; averages, gates, thresholds and the verdict in ``verdict`
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
@@ -24,7 +24,7 @@ from hamilton.htypes import Collect, Parallelizable
 
 from evaldag._engine.columns import SCORER_COLUMNS, TEXT
 from evaldag._engine.concurrency import gc_paused
-from evaldag._engine.targets import TargetFailure, target_outputs
+from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import EvalPlan
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.transcript_shapes import canonical_transcript
@@ -41,15 +41,13 @@ def outputs__data(dataset: pd.DataFrame) -> pd.Series:
 
 
 @config.when(has_target=True)
-def outputs__target(dataset: pd.DataFrame, target: Callable, concurrency: int) -> pd.Series:
+def outputs__target(target_runs: pd.Series) -> pd.Series:
     """Each item's output as the target produced it, or the TargetFailure it raised."""
-    contexts = (
-        dataset["request_context"].tolist()
-        if "request_context" in dataset.columns
-        else [None] * len(dataset)
+    return pd.Series(
+        [r if isinstance(r, TargetFailure) else _readable(r.output) for r in target_runs],
+        index=target_runs.index,
+        dtype=object,
     )
-    produced = target_outputs(target, dataset["input"].tolist(), contexts, concurrency)
-    return pd.Series([_readable(o) for o in produced], index=dataset.index, dtype=object)
 
 
 def _readable(output: Any) -> Any:
@@ -110,8 +108,10 @@ def _cell(value: Any) -> Any:
 
 
 def _scorer_frames(plan: EvalPlan) -> inject:
+    frames = {s.id: source(s.id) for s in plan.all_scorers}
+    # group() of nothing is an error: a run scored only by its conversations' turns has none.
     return inject(
-        scored=group(**{s.id: source(s.id) for s in plan.all_scorers}),
+        scored=group(**frames) if frames else value({}),
         from_target=value(plan.target is not None),
     )
 

@@ -11,6 +11,25 @@ from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import ThresholdSpec
 
 
+@dataclass(frozen=True)
+class TurnSpec:
+    """One turn of a conversation item: its input and the gates and scorers of that turn."""
+
+    input: Any
+    gates: tuple[ScorerSpec, ...] = ()
+    scorers: tuple[ScorerSpec, ...] = ()
+    thresholds: dict[str, ThresholdSpec] = field(default_factory=dict)
+
+    @property
+    def assertions(self) -> tuple[ScorerSpec, ...]:
+        """Scorers, then gates."""
+        return (*self.scorers, *self.gates)
+
+
+#: Per conversation item (by its label in the data): its turns.
+TurnSpecs = dict[Any, tuple[TurnSpec, ...]]
+
+
 def last_node(scorer: ScorerSpec) -> str:
     """The name of the scorer's last step node: its runs as they end."""
     return f"{scorer.id}.{scorer.steps[-1].value_name}"
@@ -27,6 +46,8 @@ class EvalPlan:
     #: Scorer id → the node of runs it reads, where that is not ``runs`` (the item's input and
     #: output): ``trajectory_runs`` for trajectory scorers.
     sources: dict[str, str] = field(default_factory=dict)
+    #: The data's conversations: each item's turns, by item label (an input of the graph).
+    turn_specs: TurnSpecs = field(default_factory=dict)
 
     @property
     def all_scorers(self) -> tuple[ScorerSpec, ...]:
@@ -72,6 +93,7 @@ class EvalPlan:
             "has_gates": bool(self.gates),
             "has_thresholds": bool(self.thresholds),
             "has_trajectory_runs": "trajectory_runs" in self.sources.values(),
+            "has_turns": bool(self.turn_specs),
             "distributed": distributed,
         }
 

@@ -36,6 +36,7 @@ from evaldag._results.eval_result import (
     ScorerUsage,
     Summary,
     ThresholdResult,
+    TurnResult,
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
@@ -203,7 +204,8 @@ def scores__gates_only() -> dict[str, float]:
 
 
 def _all_averages(plan: EvalPlan) -> inject:
-    return inject(averages=group(**{s.id: source(f"{s.id}.average") for s in plan.all_scorers}))
+    averages = {s.id: source(f"{s.id}.average") for s in plan.all_scorers}
+    return inject(averages=group(**averages) if averages else value({}))
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_all_averages)
@@ -224,12 +226,18 @@ def summary(
 
 
 def verdict(
-    gate_results: list[GateResult], threshold_results: list[ThresholdResult]
+    gate_results: list[GateResult],
+    threshold_results: list[ThresholdResult],
+    turn_results: list[TurnResult] | None = None,
 ) -> Verdict | None:
-    """``failed`` if a gate failed, else ``scored`` if a threshold failed, else ``passed``.
+    """``failed`` if a gate failed, else ``scored`` if a threshold failed, else ``passed``;
+    conversations' turn gates and thresholds count as the others do.
 
     None when no gate or threshold produced a result.
     """
+    for turn in turn_results or ():
+        gate_results = [*gate_results, *turn.gate_results]
+        threshold_results = [*threshold_results, *turn.threshold_results]
     if not gate_results and not threshold_results:
         return None
     if not all(g.passed for g in gate_results):
@@ -297,9 +305,11 @@ def eval_result(
     dag_dot: str,
     scorer_definitions: list[dict],
     experiment_id: str,
+    turns: pd.DataFrame | None = None,
+    turn_results: list[TurnResult] | None = None,
 ) -> EvalResult:
     """Everything the run produced, with the scorers' definitions, the DAG's DOT text and the
-    run's experiment id."""
+    run's experiment id; for conversations, their turns and the results per turn."""
     return EvalResult(
         scores=scores,
         summary=summary,
@@ -311,4 +321,6 @@ def eval_result(
         scorers=scorer_definitions,
         dag_dot=dag_dot,
         experiment_id=experiment_id,
+        turns=turns,
+        turn_results=turn_results or [],
     )

@@ -2,9 +2,9 @@
 
 ``write_report(result, path)`` writes it; ``report_html(result)`` returns the text. It holds the
 verdict, the gates and thresholds, a score histogram per scorer (inline SVG), the items that
-scored worst with their reasons and judge records, judge usage and cost, and the eval's DAG
-(Graphviz's SVG when the ``dot`` program is installed, else a drawing of the eval's stages and
-the DOT text). No script, font or picture is fetched from anywhere.
+scored worst with their reasons and judge records, the conversations as threads of turns, judge
+usage and cost, and the eval's DAG (Graphviz's SVG when the ``dot`` program is installed, else a
+drawing of the eval's stages and the DOT text). No script, font or picture is fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from evaldag._io.files import atomic_write_text
+from evaldag._report.conversations import conversations_section
 from evaldag._report.items import items_section
 from evaldag._report.summary import (
     ScorerSummary,
@@ -44,6 +45,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _requirements_section(summaries),
         _scores_section(summaries),
         items_section(result.items, summaries),
+        conversations_section(result),
         _usage_section(result.usage),
         _dag_section(result),
     ]

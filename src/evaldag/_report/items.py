@@ -99,7 +99,7 @@ def _gaps(items: pd.DataFrame, summaries: list[ScorerSummary]) -> pd.DataFrame:
     )
 
 
-def _tone(score: float | None) -> str:
+def score_tone(score: float | None) -> str:
     if score is None or math.isnan(score):
         return "none"
     return "bad" if score < 0.5 else "fair" if score < 0.8 else "good"
@@ -113,18 +113,18 @@ def _item_block(
     *,
     opened: bool,
 ) -> str:
-    question = _clipped(_input_text(row.get("input")), 140)
+    question = clipped(input_text(row.get("input")), 140)
     chips = "".join(_chip(row, s, gaps.get(s.id)) for s in summaries)
     details = "".join(_scorer_detail(row, s) for s in summaries)
-    output_text = _output_text(row.get("output"))
-    tools = _tool_list(row.get("output"))
+    answer = output_text(row.get("output"))
+    tools = tool_list(row.get("output"))
     return (
         f'<details class="item"{" open" if opened else ""}><summary>'
         f'<span class="item-name">{escaped(name)}</span>'
         f'<span class="item-q">{escaped(question)}</span>'
         f'<span class="chips">{chips}</span></summary><div class="item-body">'
-        f'<div class="qa"><div><h4>Input</h4><p>{escaped(_clipped(_input_text(row.get("input"))))}'
-        f"</p></div><div><h4>Output</h4><p>{escaped(_clipped(output_text))}</p></div></div>"
+        f'<div class="qa"><div><h4>Input</h4><p>{escaped(clipped(input_text(row.get("input"))))}'
+        f"</p></div><div><h4>Output</h4><p>{escaped(clipped(answer))}</p></div></div>"
         f"{tools}<h4>Scorers</h4>{details}</div></details>"
     )
 
@@ -144,7 +144,7 @@ def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
         )
     score = _score(row, sid)
     # Against a requirement, its direction decides: a high hallucination score is bad.
-    tone = _tone(score) if gap is None or math.isnan(gap) else "bad" if gap > 0 else "good"
+    tone = score_tone(score) if gap is None or math.isnan(gap) else "bad" if gap > 0 else "good"
     return (
         f'<span class="chip chip-{tone}" title="{escaped(sid)}">{escaped(short_id(sid))} '
         f"{number_text(score)}</span>"
@@ -176,7 +176,7 @@ def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
     if _present(not_scorable):
         lines.append(f'<p class="muted">Not scorable: {escaped(_plain_text(not_scorable))}</p>')
     if _present(reason):
-        lines.append(f'<p class="reason">{escaped(_clipped(_plain_text(reason)))}</p>')
+        lines.append(f'<p class="reason">{escaped(clipped(_plain_text(reason)))}</p>')
     steps = _decoded(row.get(f"{sid}.steps"))
     if _present(steps) and steps:
         lines.append(
@@ -270,7 +270,7 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:limit]}… {len(text) - limit:,} more characters"
 
 
-def _clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
+def clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
     """``text`` on one line (whitespace runs as one space), clipped to ``limit``."""
     head = " ".join(text[: limit * 4].split())  # only what can be shown is split
     if len(head) <= limit and len(text) <= limit * 4:
@@ -278,11 +278,11 @@ def _clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
     return f"{head[:limit]}… {max(len(text) - limit, 1):,} more characters"
 
 
-def _input_text(value: Any) -> str:
+def input_text(value: Any) -> str:
     return _message_text(value, get_user_message)
 
 
-def _output_text(value: Any) -> str:
+def output_text(value: Any) -> str:
     return _message_text(value, get_assistant_message)
 
 
@@ -297,7 +297,7 @@ def _message_text(value: Any, extract: Callable[[Any], str | None]) -> str:
     return text if text is not None else _pretty(value)
 
 
-def _tool_list(output: Any) -> str:
+def tool_list(output: Any) -> str:
     output = _decoded(output) if isinstance(output, str) and output[:1] in "[{" else output
     if isinstance(output, str) or output is None:
         return ""
@@ -314,7 +314,7 @@ def _tool_list(output: Any) -> str:
         args = json.dumps(call.get("args"), ensure_ascii=False, default=str)
         rows.append(
             f'<li class="{"tool-failed" if failed else ""}"><code>{escaped(call.get("toolName"))}'
-            f"({escaped(_clipped(args, 160))})</code> → "
-            f'<span class="muted">{escaped(_clipped(_pretty(outcome), 200))}</span></li>'
+            f"({escaped(clipped(args, 160))})</code> → "
+            f'<span class="muted">{escaped(clipped(_pretty(outcome), 200))}</span></li>'
         )
     return f'<h4>Tool calls</h4><ol class="tools">{"".join(rows)}</ol>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -9,6 +10,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from evaldag._compat.js import json_text
 from evaldag._results.intervals import ConfidenceInterval
 from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
@@ -56,6 +58,30 @@ class ThresholdResult(_Model):
     threshold: ThresholdSpec
     errors: int = Field(default=0, description="Failed items; any makes the threshold fail.")
     reason: str | None = Field(default=None, description="Why it failed, beyond its average.")
+
+
+class TurnResult(_Model):
+    """One turn index of the conversations, across items: its gates, thresholds and averages."""
+
+    index: int = Field(description="The turn's position in each conversation, from 0.")
+    gate_results: list[GateResult] = Field(default_factory=list)
+    threshold_results: list[ThresholdResult] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict, description="Turn scorer id → average.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Mastra's ``turnResults`` entry: ``{index, gateResults?, thresholdResults?, scores?}``."""
+        data: dict[str, Any] = {"index": self.index}
+        if self.gate_results:
+            data["gateResults"] = [
+                g.model_dump(by_alias=True, exclude_none=True) for g in self.gate_results
+            ]
+        if self.threshold_results:
+            data["thresholdResults"] = [
+                t.model_dump(by_alias=True, exclude_none=True) for t in self.threshold_results
+            ]
+        if self.scores:
+            data["scores"] = dict(self.scores)
+        return data
 
 
 class Summary(_Model):
@@ -106,6 +132,14 @@ class EvalResult(BaseModel):
         default=None,
         description="This run's id (a uuid4 set by run_evals); None in files written before it.",
     )
+    turns: pd.DataFrame | None = Field(
+        default=None,
+        description="One row per turn of the conversation items (item, turn, input, output, "
+        "run_id, each turn gate's and scorer's columns); None without conversations.",
+    )
+    turn_results: list[TurnResult] = Field(
+        default_factory=list, description="Per turn index: its gates, thresholds and averages."
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's ``runEvals`` result shape (camelCase; absent parts left out)."""
@@ -126,6 +160,8 @@ class EvalResult(BaseModel):
                 )
                 for t in self.threshold_results
             ]
+        if self.turn_results:
+            data["turnResults"] = [t.to_dict() for t in self.turn_results]
         if self.verdict is not None:
             data["verdict"] = self.verdict
         return data
@@ -141,6 +177,8 @@ class EvalResult(BaseModel):
             "scorers": self.scorers,
             "dag_dot": self.dag_dot,
             "experiment_id": self.experiment_id,
+            "turn_results": [t.model_dump() for t in self.turn_results],
+            "turns": None if self.turns is None else json_text(self.turns.to_dict("records")),
         }
 
     def to_parquet(self, path: str | Path) -> Path:
@@ -165,6 +203,8 @@ class EvalResult(BaseModel):
             scorers=metadata["scorers"],
             dag_dot=metadata.get("dag_dot"),
             experiment_id=metadata.get("experiment_id"),
+            turn_results=[TurnResult(**t) for t in metadata.get("turn_results", [])],
+            turns=None if metadata.get("turns") is None else _turn_rows(metadata["turns"]),
             items=items,
         )
 
@@ -206,6 +246,11 @@ def mastra_scores(scores: dict[str, float]) -> dict[str, Any]:
         else:
             nested.setdefault(group, {})[rest] = average
     return nested
+
+
+def _turn_rows(text: str) -> pd.DataFrame:
+    rows = pd.DataFrame(json.loads(text))
+    return rows.astype({c: "float64" for c in rows.columns if c.endswith(".score")})
 
 
 def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:

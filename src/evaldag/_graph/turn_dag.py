@@ -1,0 +1,133 @@
+"""Conversations: each turn scored by its own gates and scorers, then results by turn index.
+
+::
+
+    target_runs, runs → turn_items → turns → turn_results → verdict
+
+A conversation item's turns come from the data (``turn_specs``, by item label), so their gates
+and scorers are not nodes of their own: ``turn_items`` runs each through the same engine stages
+as the scorer nodes, grouped by scorer, and gives one row per turn (``item``, ``turn``, the
+turn's ``input`` and ``output``, the item's ``run_id`` and ``<id>.<column>`` per assertion).
+``turn_results`` averages them per turn index across items, with Mastra's gate and threshold
+rules (spec §6.7), through the nodes of ``verdict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from hamilton.function_modifiers import config
+
+from evaldag._engine.columns import SCORER_COLUMNS
+from evaldag._engine.stages import advanced_states, prepared_states
+from evaldag._engine.targets import TargetRun
+from evaldag._graph import verdict
+from evaldag._graph.plan import TurnSpecs
+from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
+from evaldag._results.eval_result import TurnResult
+from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.steps import ScorerSpec
+
+#: Columns of a turn row besides its assertions' columns.
+TURN_COLUMNS = ("item", "turn", "input", "output", "run_id")
+
+
+@config.when(has_turns=True)
+def turn_items(
+    dataset: pd.DataFrame,
+    target_runs: pd.Series,
+    runs: pd.Series,
+    turn_specs: TurnSpecs,
+    concurrency: int,
+    judge_cache: JudgeCacheSetting = None,
+) -> pd.DataFrame:
+    """One row per turn of the batch's conversations the target held to the end; ``id`` is
+    the item's, when the data has that column."""
+    rows: list[dict[str, Any]] = []
+    # scorer object → (role, [(row, run)]): one engine pass per scorer over all its turns
+    scored: dict[int, tuple[ScorerSpec, bool, list[tuple[int, ScorerRun]]]] = {}
+    for label, run in runs.items():
+        specs = turn_specs.get(label)
+        produced = target_runs[label]
+        if not specs or not isinstance(produced, TargetRun):
+            continue
+        for number, (spec, turn) in enumerate(zip(specs, produced.turns, strict=True)):
+            rows.append(
+                {
+                    "item": label,
+                    "turn": number,
+                    "input": turn.input,
+                    "output": turn.output,
+                    "run_id": run.run_id,
+                }
+            )
+            turn_run = run.model_copy(update={"input": turn.input, "output": turn.output})
+            gates = {id(gate) for gate in spec.gates}
+            for scorer in spec.assertions:
+                entry = scored.setdefault(id(scorer), (scorer, id(scorer) in gates, []))
+                entry[2].append((len(rows) - 1, turn_run))
+    frame = pd.DataFrame(rows, columns=list(TURN_COLUMNS))
+    if "id" in dataset.columns:
+        frame.insert(1, "id", dataset["id"].reindex(frame["item"]).tolist())
+    columns: dict[str, list[pd.DataFrame]] = {}
+    for scorer, gate, placed in scored.values():
+        at, turn_runs = zip(*placed, strict=True)
+        states = prepared_states(turn_runs, scorer, concurrency)
+        for step in scorer.steps:
+            states = advanced_states(states, scorer, step, concurrency, judge_cache)
+        items = scorer_items(
+            pd.Series(states, index=list(at), dtype=object),
+            tuple(step.stage for step in scorer.steps),
+            gate,
+        )
+        columns.setdefault(scorer.id, []).append(items.astype(object))
+    for sid, frames in columns.items():
+        joined = pd.concat(frames).reindex(frame.index)
+        for column in SCORER_COLUMNS:
+            frame[f"{sid}.{column}"] = joined[column].astype(
+                "float64" if column == "score" else object
+            )
+    return frame
+
+
+@config.when(has_turns=True, distributed=False)
+def turns(turn_items: pd.DataFrame) -> pd.DataFrame:
+    """Every turn. run_evals sets this to the batches' turn rows, concatenated."""
+    return turn_items
+
+
+@config.when(has_turns=True)
+def turn_results(turns: pd.DataFrame, turn_specs: TurnSpecs) -> list[TurnResult]:
+    """Per turn index, across items: each turn gate's and threshold's result and each turn
+    scorer's average."""
+    results = []
+    depth = max((len(specs) for specs in turn_specs.values()), default=0)
+    for index in range(depth):
+        at_index = [specs[index] for specs in turn_specs.values() if len(specs) > index]
+        rows = turns[turns["turn"] == index]
+        gate_ids = _ordered(gate.id for spec in at_index for gate in spec.gates)
+        scorer_ids = _ordered(scorer.id for spec in at_index for scorer in spec.scorers)
+        thresholds = {sid: t for spec in at_index for sid, t in spec.thresholds.items()}
+        averages = {
+            sid: verdict.average(rows, sid, errors_score_zero=sid in gate_ids)
+            for sid in (*scorer_ids, *gate_ids)
+        }
+        results.append(
+            TurnResult(
+                index=index,
+                gate_results=[verdict.gate_result(averages[gid], gid) for gid in gate_ids],
+                threshold_results=[
+                    verdict.threshold_result(averages[sid], sid, threshold)
+                    for sid, threshold in thresholds.items()
+                ],
+                scores={
+                    sid: averages[sid].mean for sid in scorer_ids if averages[sid].mean is not None
+                },
+            )
+        )
+    return results
+
+
+def _ordered(ids: Any) -> list[str]:
+    return list(dict.fromkeys(ids))

@@ -1,0 +1,67 @@
+"""Which calls are scored: Mastra's sampling (``runScorer`` in ``src/evals/hooks.ts``).
+
+A ratio sample scores a call when ``sha256(trace id or run id)``, its first 6 bytes read as a
+big-endian integer over 2^48, is below the rate: the same ids are sampled as in Mastra, in every
+process, without coordination.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from evaldag.errors import EvalDagError
+
+_SCALE = float(2**48)
+
+
+class NoSampling(BaseModel):
+    """Score every call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["none"] = "none"
+
+
+class RatioSampling(BaseModel):
+    """Score the calls whose id hashes below ``rate``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["ratio"] = "ratio"
+    rate: float = Field(ge=0, le=1, description="The share of calls scored, in [0, 1].")
+
+
+Sampling = Annotated[NoSampling | RatioSampling, Field(discriminator="type")]
+_SAMPLING = TypeAdapter(Sampling)
+
+
+def unit_interval(key: str) -> float:
+    """Mastra's ``hashToUnitInterval``: ``key`` mapped to [0, 1) by its sha256."""
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:6], "big") / _SCALE
+
+
+def sampling_rate(sampling: Any) -> float | None:
+    """The ratio of a sampling option, or None to score every call.
+
+    :param sampling: None or ``{"type": "none"}`` (every call), ``{"type": "ratio", "rate": r}``
+        or the rate alone (a number).
+    """
+    if sampling is None:
+        return None
+    if isinstance(sampling, int | float) and not isinstance(sampling, bool):
+        sampling = {"type": "ratio", "rate": sampling}
+    try:
+        parsed = _SAMPLING.validate_python(sampling)
+    except ValidationError as error:
+        raise EvalDagError(
+            "EVALDAG_LIVE_INVALID_SAMPLING",
+            f"sampling={sampling!r} is not a sampling: give a rate in [0, 1], "
+            "{'type': 'ratio', 'rate': r} or {'type': 'none'} "
+            f"({error.errors()[0]['msg']})",
+            details={"sampling": repr(sampling)},
+        ) from error
+    return parsed.rate if isinstance(parsed, RatioSampling) else None

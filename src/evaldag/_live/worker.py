@@ -1,0 +1,262 @@
+"""The background worker of live scoring: a bounded queue of sampled calls, one thread that
+scores them in batches through the scorers' DAGs and saves the rows in one transaction a batch.
+
+A batch is one execution of each scorer's DAG (``scorer_outcomes``), so the judge calls and
+async steps of its runs go concurrently, at most ``concurrency`` at a time. A scorer that fails
+on a run gives an error row; a run that is not scorable gives no row (as in Mastra); a batch the
+store refuses is counted and logged, never raised into the app.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from evaldag._compat.js import json_text
+from evaldag._graph.drivers import scorer_outcomes, scorers_driver
+from evaldag._results.scorer_result import ScorerResult
+from evaldag._scorer.builder import Scorer
+from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.transcript_shapes import plain_data
+from evaldag._store.rows import ScoreRow
+from evaldag._store.sql import ScoreStore
+from evaldag.errors import ScorerRunError, error_message
+
+logger = logging.getLogger("evaldag.live")
+_STOP = object()
+#: Row fields a call may set (``run_fields=``); the rest come from the run and its score.
+CALL_FIELDS = frozenset(
+    {
+        "input",
+        "request_context",
+        "run_id",
+        "trace_id",
+        "span_id",
+        "thread_id",
+        "resource_id",
+        "project_id",
+        "organization_id",
+        "entity_type",
+    }
+)
+#: The call's fields a row takes as they are.
+_ROW_CALL_FIELDS = tuple(sorted(CALL_FIELDS - {"input", "request_context"}))
+#: The result's fields a row takes as they are.
+_RESULT_FIELDS = (
+    "score",
+    "preprocess_step_result",
+    "analyze_step_result",
+    "preprocess_prompt",
+    "analyze_prompt",
+    "generate_score_prompt",
+    "generate_reason_prompt",
+)
+
+
+class Call(NamedTuple):
+    """A sampled call, waiting to be scored: its fields, output and request-context snapshot."""
+
+    fields: dict[str, Any]
+    output: Any
+    snapshot: dict[str, Any]
+
+
+@dataclass
+class Tally:
+    """What the worker did, counted under its lock."""
+
+    scored: int = 0
+    not_scorable: int = 0
+    errors: int = 0
+    write_errors: int = 0
+    pending: int = 0
+    lock: threading.Condition = field(default_factory=threading.Condition)
+
+
+class Worker:
+    """Scores queued calls on a daemon thread started with the first call it is given."""
+
+    def __init__(
+        self,
+        scorers: Sequence[Scorer],
+        store: ScoreStore,
+        *,
+        entity: dict[str, str],
+        queue_size: int,
+        batch_size: int,
+        concurrency: int,
+    ) -> None:
+        self._scorers = tuple(scorers)
+        self._store = store
+        self._entity = entity
+        self._batch_size = batch_size
+        self._concurrency = concurrency
+        self._queue: queue.Queue[Any] = queue.Queue(queue_size)
+        self._thread: threading.Thread | None = None
+        self._driver = scorers_driver(self._scorers)
+        self._records = {s.id: _scorer_record(s) for s in self._scorers}
+        self.tally = Tally()
+        self.stopped = False
+
+    def offer(self, call: Call) -> bool:
+        """Queue ``call`` unless the queue is full or the worker stopped; never blocks."""
+        if self._thread is None:
+            self._start()
+        tally = self.tally
+        with tally.lock:
+            if self.stopped:
+                return False
+            tally.pending += 1
+        try:
+            self._queue.put_nowait(call)
+        except queue.Full:
+            with tally.lock:
+                tally.pending -= 1
+                tally.lock.notify_all()
+            return False
+        return True
+
+    def flush(self, timeout: float | None) -> bool:
+        """Wait until every queued call is scored and stored; False if ``timeout`` ran out."""
+        with self.tally.lock:
+            return self.tally.lock.wait_for(lambda: self.tally.pending == 0, timeout)
+
+    def stop(self, timeout: float | None) -> bool:
+        """Flush, then end the thread; later calls are not taken."""
+        flushed = self.flush(timeout)
+        with self.tally.lock:
+            self.stopped = True
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+        return flushed
+
+    def _start(self) -> None:
+        with self.tally.lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="evaldag-live-scoring", daemon=True
+                )
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            while len(batch) < self._batch_size:
+                try:
+                    call = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if call is _STOP:
+                    self._queue.put(_STOP)
+                    break
+                batch.append(call)
+            self._score(batch)
+
+    def _score(self, batch: list[Call]) -> None:
+        rows: list[ScoreRow] = []
+        counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
+        try:
+            for scorer_id, call, outcome in self._outcomes(batch):
+                if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
+                    counts["not_scorable"] += 1
+                    continue
+                counts["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
+                rows.append(self._row(scorer_id, call, outcome))
+            self._store.save(rows)
+        except Exception:  # the app never sees a scoring or storage failure
+            logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(batch))
+            counts["write_errors"] += len(rows)
+        with self.tally.lock:
+            for name, count in counts.items():
+                setattr(self.tally, name, getattr(self.tally, name) + count)
+            self.tally.pending -= len(batch)
+            self.tally.lock.notify_all()
+
+    def _outcomes(self, batch: list[Call]) -> list[tuple[str, Call, Any]]:
+        """Each scorer's outcome for each call: a result, or the exception it failed with."""
+        runs, readable, outcomes = [], [], []
+        for call in batch:
+            try:
+                runs.append(_run(call))
+                readable.append(call)
+            except Exception as error:  # an output the scorers cannot read: an error row each
+                outcomes += [(s.id, call, error) for s in self._scorers]
+        for scorer in self._scorers:
+            if runs:
+                results = scorer_outcomes(self._driver, scorer, runs, concurrency=self._concurrency)
+                outcomes += zip([scorer.id] * len(runs), readable, results, strict=True)
+        return outcomes
+
+    def _row(self, scorer_id: str, call: Call, outcome: ScorerResult | Exception) -> ScoreRow:
+        """The LIVE row of one scorer's outcome on one call; an error row when it failed."""
+        row: dict[str, Any] = {
+            "id": str(uuid.uuid4()),
+            "scorer_id": scorer_id,
+            "entity_id": self._entity["id"],
+            "entity": self._entity,
+            "scorer": self._records[scorer_id],
+            "source": "LIVE",
+            "request_context": call.snapshot or None,
+            "input": plain_data(call.fields.get("input")),
+            "output": plain_data(call.output),
+            "score": None,
+            **{key: call.fields.get(key) for key in _ROW_CALL_FIELDS},
+        }
+        result = outcome if isinstance(outcome, ScorerResult) else getattr(outcome, "result", None)
+        if result is not None:
+            row.update(_result_fields(result))
+        if isinstance(outcome, Exception):
+            row.update(score=None, error=error_message(outcome))
+            if isinstance(outcome, ScorerRunError):
+                row.update(
+                    failed_step=outcome.failed_step, completed_steps=list(outcome.completed_steps)
+                )
+        return ScoreRow(**row)
+
+
+def _result_fields(result: ScorerResult) -> dict[str, Any]:
+    """A row's fields from a scorer's (possibly partial) result."""
+    fields = {key: getattr(result, key) for key in _RESULT_FIELDS}
+    return {
+        **fields,
+        "input": plain_data(result.input),
+        "output": plain_data(result.output),
+        "reason": None if result.reason is None else _text(result.reason),
+        "judge": {step: record.to_dict() for step, record in result.judge.items()}
+        if result.judge
+        else None,
+    }
+
+
+def _run(call: Call) -> ScorerRun:
+    """The run a call's scorers score: as Mastra, with the request context's snapshot."""
+    return ScorerRun(
+        input=call.fields.get("input"),
+        output=call.output,
+        run_id=call.fields["run_id"],
+        request_context=call.snapshot or None,
+    )
+
+
+def _scorer_record(scorer: Scorer) -> dict[str, Any]:
+    """Mastra's ``scorer`` field of a row: ``{id, name, description, type, hasJudge}``."""
+    return {
+        "id": scorer.id,
+        "name": scorer.name,
+        "description": scorer.description,
+        "type": scorer.type,
+        "hasJudge": any(step["type"] == "prompt" for step in scorer.get_steps()),
+    }
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json_text(value)

@@ -1,0 +1,293 @@
+"""``live(...)``: score an app function's calls as they happen, without slowing them.
+
+The wrapped call runs the app function and returns its value; on the way out it reads the call's
+fields, keeps it if its trace (else run) id is sampled and the filter lets its scoring context
+through, and queues it for the background worker. Nothing on that path blocks, and nothing
+raises into the app: a full queue drops the call, a failing ``run_fields`` or filter skips it,
+and both are counted in ``stats()``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from random import getrandbits
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaldag._live.predicates import scoring_filter
+from evaldag._live.sampling import sampling_rate, unit_interval
+from evaldag._live.worker import CALL_FIELDS, Call, Worker
+from evaldag._scorer.builder import Scorer
+from evaldag._store.rows import request_context_snapshot
+from evaldag._store.sql import ScoreStore
+from evaldag.errors import EvalDagError
+
+logger = logging.getLogger("evaldag.live")
+#: Seconds the interpreter's exit waits for queued calls to be scored.
+EXIT_TIMEOUT = 10.0
+
+
+class LiveStats(BaseModel):
+    """What live scoring did with the calls it saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = Field(description="Calls of the wrapped function that returned.")
+    sampled: int = Field(description="Calls the sampling and the filter kept, queued to score.")
+    dropped: int = Field(description="Calls they kept but the queue did not: full, or closed.")
+    skipped: int = Field(description="Calls not scored because run_fields or the filter raised.")
+    scored: int = Field(description="Rows saved with a score.")
+    not_scorable: int = Field(description="Runs a scorer declared not scorable (no row).")
+    errors: int = Field(description="Error rows saved: the scorer failed on the run.")
+    write_errors: int = Field(description="Rows the store did not take (logged).")
+    pending: int = Field(description="Calls queued or being scored.")
+
+
+class LiveScoring:
+    """Live scoring of an app function: its calls scored in the background, as Mastra scores an
+    agent's; the rows go to ``store`` with ``source="LIVE"``.
+
+    Use it as a decorator (``@evaldag.live([...], store=...)``) or call it on a function; sync
+    and async functions both work. Call ``.live.flush()`` on the wrapped function to wait for
+    the queued calls (at exit that happens by itself, for up to 10 s).
+
+    :param scorers: the scorers (or one scorer) each sampled call is scored with.
+    :param store: a ``ScoreStore``, a SQLite file path or a database URL.
+    :param sampling: which calls to score: all (None, ``{"type": "none"}``), or a ratio
+        (``0.1``, ``{"type": "ratio", "rate": 0.1}``) of calls chosen by the sha256 of their
+        trace id, else run id, exactly as Mastra chooses them.
+    :param filter: Mastra's scoring predicate over ``requestContext`` (the call's request
+        context, flattened), ``entity``, ``entityType``, ``source``, ``threadId``,
+        ``resourceId``, ``projectId``; or a function of that dict returning a bool.
+    :param run_fields: a function of the call's arguments returning its fields: ``input``,
+        ``request_context``, ``trace_id``, ``run_id``, ``span_id``, ``thread_id``,
+        ``resource_id``, ``project_id``, ``organization_id``, ``entity_type``. Default: the
+        first argument is the input, a ``request_context`` keyword argument the context, and
+        each call gets a new run id.
+    :param output: a function of the return value giving the output to score (default: the
+        return value).
+    :param entity: the rows' entity id and name (default: the function's qualified name).
+    :param queue_size: calls waiting at most; a sampled call beyond it is dropped and counted.
+    :param batch_size: calls scored in one execution of the scorers' DAGs.
+    :param concurrency: judge calls and async steps in flight at once.
+    """
+
+    def __init__(
+        self,
+        scorers: Iterable[Scorer] | Scorer,
+        *,
+        store: ScoreStore | str | os.PathLike[str],
+        sampling: Any = None,
+        filter: Any = None,
+        run_fields: Callable[..., Mapping[str, Any]] | None = None,
+        output: Callable[[Any], Any] | None = None,
+        entity: str | None = None,
+        queue_size: int = 1000,
+        batch_size: int = 64,
+        concurrency: int = 4,
+    ) -> None:
+        self._scorers = _checked_scorers(scorers)
+        for name, value in (
+            ("queue_size", queue_size),
+            ("batch_size", batch_size),
+            ("concurrency", concurrency),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise EvalDagError(
+                    "EVALDAG_LIVE_INVALID_OPTION", f"{name} must be an integer >= 1, got {value!r}"
+                )
+        self._rate = sampling_rate(sampling)
+        self._filter = scoring_filter(filter)
+        self._run_fields = run_fields
+        self._output = output
+        self._entity_name = entity
+        self._owns_store = not isinstance(store, ScoreStore)
+        self._store = ScoreStore(store) if self._owns_store else store
+        self._options = {"queue_size": queue_size, "batch_size": batch_size}
+        self._concurrency = concurrency
+        self._worker: Worker | None = None
+        self._lock = threading.Lock()
+        self._counts = {"calls": 0, "sampled": 0, "dropped": 0, "skipped": 0}
+        self._warned = False
+        atexit.register(self._at_exit)
+
+    def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """``function`` wrapped: same arguments, same result; its calls scored in the background."""
+        if self._worker is not None:
+            raise EvalDagError(
+                "EVALDAG_LIVE_ALREADY_WRAPPING",
+                "This live scoring already wraps a function; call evaldag.live(...) for each",
+            )
+        name = self._entity_name or f"{function.__module__}.{function.__qualname__}"
+        self._entity = {"id": name, "name": name}
+        self._worker = Worker(
+            self._scorers,
+            self._store,
+            entity=self._entity,
+            concurrency=self._concurrency,
+            **self._options,
+        )
+        self._queue = self._worker.offer
+        offer = self._offer
+        if inspect.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def wrapped(*args: Any, **kwargs: Any) -> Any:
+                value = await function(*args, **kwargs)
+                offer(args, kwargs, value)
+                return value
+
+        else:
+
+            @functools.wraps(function)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                value = function(*args, **kwargs)
+                offer(args, kwargs, value)
+                return value
+
+        wrapped.live = self  # type: ignore[attr-defined]
+        return wrapped
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every sampled call so far is scored and its rows stored.
+
+        :return: False when ``timeout`` (seconds) ran out first.
+        """
+        return self._worker is None or self._worker.flush(timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Flush, stop the worker and close the store this scoring opened; later calls of the
+        wrapped function still run but are not scored.
+
+        :return: False when ``timeout`` ran out before the queue was empty.
+        """
+        atexit.unregister(self._at_exit)
+        flushed = True if self._worker is None else self._worker.stop(timeout)
+        if self._owns_store:
+            self._store.close()
+        return flushed
+
+    def stats(self) -> LiveStats:
+        """The counts so far."""
+        with self._lock:
+            counts = dict(self._counts)
+        tally = self._worker.tally if self._worker is not None else None
+        worker = {
+            name: 0 if tally is None else getattr(tally, name)
+            for name in ("scored", "not_scorable", "errors", "write_errors", "pending")
+        }
+        return LiveStats(**counts, **worker)
+
+    def _offer(self, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
+        """Sample, filter and queue one call. Never raises into the app."""
+        outcome = None
+        try:
+            call = self._sampled_call(args, kwargs, output)
+            if call is not None:
+                outcome = "sampled" if self._queue(call) else "dropped"
+        except Exception as error:
+            outcome = "skipped"
+            if not self._warned:
+                self._warned = True
+                logger.warning("live scoring skips calls: %s", error, exc_info=True)
+        with self._lock:
+            self._counts["calls"] += 1
+            if outcome is not None:
+                self._counts[outcome] += 1
+
+    def _sampled_call(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    ) -> Call | None:
+        """The call to score, or None when the sampling or the filter leaves it out.
+
+        The sampling comes first: it is the cheap test, and most calls stop there. Mastra tests
+        the filter first; both must pass, so the same calls are scored.
+        """
+        if self._run_fields is None:
+            fields = _default_fields(args, kwargs)
+        else:
+            fields = self._run_fields(*args, **kwargs)
+        trace_id, run_id = fields.get("trace_id"), fields.get("run_id")
+        if trace_id is None and run_id is None:
+            run_id = fresh_run_id()
+        if self._rate is not None and unit_interval(trace_id or run_id) >= self._rate:
+            return None
+        unknown = fields.keys() - CALL_FIELDS
+        if unknown:
+            raise EvalDagError(
+                "EVALDAG_LIVE_INVALID_RUN_FIELDS",
+                f"run_fields returned {sorted(unknown)}; it may return {sorted(CALL_FIELDS)}",
+            )
+        fields = {**fields, "run_id": run_id or fresh_run_id()}
+        snapshot = request_context_snapshot(fields.get("request_context"))
+        if self._filter is not None and not self._filter(
+            {
+                "requestContext": snapshot,
+                "entity": self._entity,
+                "entityType": fields.get("entity_type"),
+                "source": "LIVE",
+                "threadId": fields.get("thread_id"),
+                "resourceId": fields.get("resource_id"),
+                "projectId": fields.get("project_id"),
+            }
+        ):
+            return None
+        return Call(fields, output if self._output is None else self._output(output), snapshot)
+
+    def _at_exit(self) -> None:
+        if not self.close(EXIT_TIMEOUT):
+            logger.warning(
+                "live scoring: %d calls were not scored before exit", self.stats().pending
+            )
+
+
+def fresh_run_id() -> str:
+    """A random version-4 UUID string, without a system call (``uuid.uuid4`` reads the OS's
+    random source, several microseconds on some VMs)."""
+    bits = getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48) | (0x4000 << 64) | (0x8000 << 48)
+    h = f"{bits:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _default_fields(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The input (the first argument, else the keyword arguments) and ``request_context``."""
+    context = kwargs.get("request_context")
+    if args:
+        return {"input": args[0], "request_context": context}
+    rest = {key: value for key, value in kwargs.items() if key != "request_context"}
+    return {"input": rest or None, "request_context": context}
+
+
+def _checked_scorers(scorers: Iterable[Any]) -> tuple[Scorer, ...]:
+    checked = tuple(scorers) if not isinstance(scorers, Scorer) else (scorers,)
+    if not checked:
+        raise EvalDagError("NO_SCORERS_PROVIDED", "live(...) needs at least one scorer")
+    seen: set[str] = set()
+    for index, scorer in enumerate(checked):
+        if not isinstance(scorer, Scorer):
+            raise EvalDagError(
+                "INVALID_SCORER_ENTRY",
+                f"scorers[{index}] must be a Scorer, got {type(scorer).__name__}",
+            )
+        if scorer.id in seen:
+            raise EvalDagError(
+                "DUPLICATE_SCORER_ID", f"two live scorers share the id '{scorer.id}'"
+            )
+        seen.add(scorer.id)
+        scorer.require_generate_score()
+    return checked
+
+
+def live(scorers: Iterable[Scorer] | Scorer, **options: Any) -> LiveScoring:
+    """Score an app function's calls in the background, as Mastra scores an agent's: a
+    :class:`LiveScoring` (see it for ``store=``, ``sampling=``, ``filter=`` and the other
+    options), used as a decorator (``@evaldag.live([...], store=...)``) or called on a
+    function."""
+    return LiveScoring(scorers, **options)

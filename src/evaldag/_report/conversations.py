@@ -1,0 +1,82 @@
+"""The report's conversations: each conversation item as a thread, turn by turn: the user's
+message, the target's answer with its tool calls, and the chips of that turn's gates and
+scorers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from evaldag._report.items import clipped, input_text, output_text, score_tone, tool_list
+from evaldag._report.text import escaped, number_text, short_id
+from evaldag._results.eval_result import EvalResult
+
+#: How many conversations the report shows, those with a failed turn first.
+SHOWN_CONVERSATIONS = 10
+
+
+def conversations_section(result: EvalResult) -> str:
+    """The section of the run's conversations, or ``''`` for a run without them."""
+    turns = result.turns
+    if turns is None or turns.empty:
+        return ""
+    gates = {(t.index, g.id) for t in result.turn_results for g in t.gate_results}
+    ids = [c.removesuffix(".score") for c in turns.columns if c.endswith(".score")]
+    threads = []
+    for item, rows in turns.groupby("item", sort=False):
+        chips = [
+            [_chip(row, sid, (row["turn"], sid) in gates) for sid in ids]
+            for _, row in rows.iterrows()
+        ]
+        failed = sum("chip-bad" in chip for row_chips in chips for chip in row_chips)
+        threads.append((failed, item, rows, chips))
+    threads.sort(key=lambda thread: -thread[0])
+    shown = threads[:SHOWN_CONVERSATIONS]
+    blocks = "".join(
+        _thread(item, rows, chips, opened=rank == 0)
+        for rank, (_, item, rows, chips) in enumerate(shown)
+    )
+    return (
+        '<section id="conversations"><h2>Conversations</h2>'
+        f'<p class="muted small">{len(shown)} of {len(threads)} conversations, those with a '
+        "failing turn first. Each turn shows the user's message, the target's answer (with its "
+        "tool calls) and the turn's own gates and scorers.</p>"
+        f"{blocks}</section>"
+    )
+
+
+def _thread(item: Any, rows: pd.DataFrame, chips: list[list[str]], *, opened: bool) -> str:
+    name = rows["id"].iloc[0] if "id" in rows.columns else f"item {item}"
+    turns = "".join(
+        '<li class="turn">'
+        f'<div class="bubble bubble-user">{escaped(clipped(input_text(row["input"])))}</div>'
+        f'<div class="bubble bubble-agent">{escaped(clipped(output_text(row["output"])))}'
+        f"{tool_list(row['output'])}</div>"
+        f'<span class="chips">{"".join(turn_chips)}</span></li>'
+        for (_, row), turn_chips in zip(rows.iterrows(), chips, strict=True)
+    )
+    return (
+        f'<details class="item"{" open" if opened else ""}><summary>'
+        f'<span class="item-name">{escaped(name)}</span>'
+        f'<span class="item-q">{len(rows)} turns</span></summary>'
+        f'<div class="item-body"><ol class="thread">{turns}</ol></div></details>'
+    )
+
+
+def _chip(row: pd.Series, sid: str, gate: bool) -> str:
+    error = row.get(f"{sid}.error")
+    score = row.get(f"{sid}.score")
+    if isinstance(error, str):
+        return (
+            f'<span class="chip chip-bad" title="{escaped(error)}">'
+            f"{escaped(short_id(sid))} error</span>"
+        )
+    if score is None or pd.isna(score):
+        return ""
+    tone = ("good" if score >= 1 else "bad") if gate else score_tone(float(score))
+    kind = "gate" if gate else "scorer"
+    return (
+        f'<span class="chip chip-{tone}" title="{escaped(sid)} ({kind})">'
+        f"{escaped(short_id(sid))} {number_text(float(score))}</span>"
+    )

@@ -1,0 +1,113 @@
+"""Where scores are read from: a score store (a ``ScoreStore``, a database URL, a SQLite file)
+or a results Parquet file, told apart by what the location is."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evaldag._results.eval_result import EvalResult
+from evaldag._store.results import entity_name, result_rows
+from evaldag._store.rows import ROW_FIELDS, Source
+from evaldag._store.sql import ScoreStore
+from evaldag.errors import EvalDagError
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+Location = ScoreStore | str | os.PathLike[str]
+
+
+def is_store(location: Any) -> bool:
+    """Whether ``location`` names a score store rather than a results file: a ``ScoreStore``,
+    a URL, or a SQLite file."""
+    if isinstance(location, ScoreStore):
+        return True
+    if not isinstance(location, str | os.PathLike):
+        return False
+    if "://" in os.fspath(location):
+        return True
+    path = Path(location)
+    if not path.is_file():
+        return False
+    with path.open("rb") as file:
+        return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+
+
+@contextmanager
+def open_store(location: Location) -> Iterator[ScoreStore]:
+    """The store ``location`` names, closed on leaving unless it was given open."""
+    if isinstance(location, ScoreStore):
+        yield location
+        return
+    store = ScoreStore(location)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def read_scores(
+    location: Location,
+    *,
+    experiment_id: str | None = None,
+    scorer_id: str | None = None,
+    source: Source | None = None,
+) -> pd.DataFrame:
+    """Score rows as a DataFrame, one column per ``ScoreRow`` field, from a score store or from a
+    results Parquet file (its items as the TEST rows a store would hold).
+
+    :param location: a ``ScoreStore``, a database URL, a SQLite file or a ``.parquet`` file.
+    :param experiment_id: only this ``run_evals`` run's rows.
+    :param scorer_id: only this scorer's rows.
+    :param source: only ``"LIVE"`` or only ``"TEST"`` rows.
+    """
+    if is_store(location):
+        with open_store(location) as store:
+            return store.scores(experiment_id=experiment_id, scorer_id=scorer_id, source=source)
+    result = EvalResult.read_parquet(location)
+    frame = pd.DataFrame([dict(row) for row in result_rows(result)], columns=ROW_FIELDS)
+    for column, value in (
+        ("experiment_id", experiment_id),
+        ("scorer_id", scorer_id),
+        ("source", source),
+    ):
+        if value is not None:
+            frame = frame[frame[column] == value]
+    return frame.reset_index(drop=True)
+
+
+def read_result(location: Location, experiment_id: str | None = None) -> EvalResult:
+    """An ``EvalResult`` from a results Parquet file, or a store's run ``experiment_id`` (default:
+    its latest)."""
+    if is_store(location):
+        with open_store(location) as store:
+            return store.result(experiment_id)
+    result = EvalResult.read_parquet(location)
+    if experiment_id is not None and result.experiment_id != experiment_id:
+        raise EvalDagError(
+            "EVALDAG_STORE_NO_EXPERIMENT",
+            f"'{location}' holds experiment {result.experiment_id!r}, not {experiment_id!r}",
+            domain="STORAGE",
+            details={"path": str(location), "experimentId": experiment_id},
+        )
+    return result
+
+
+def require_store(location: Location) -> None:
+    """Open the store ``location`` names (creating or migrating its schema), so that a bad URL
+    or an unreachable database fails before an eval spends anything."""
+    with open_store(location):
+        pass
+
+
+def save_result(location: Location, result: EvalResult, *, target: Any = None) -> None:
+    """Store ``result``'s experiment and TEST rows in the store ``location`` names.
+
+    :param target: the eval's target, which names the rows' entity.
+    """
+    with open_store(location) as store:
+        store.save_result(result, entity=entity_name(target))

@@ -1,0 +1,192 @@
+"""An eval result as score rows (one per item and scorer, ``source="TEST"``) and back.
+
+A row carries what the item's scorer columns hold; the item's other data columns ride in
+``metadata["data"]`` and its position in ``metadata["item"]``, so that a stored experiment
+reads back as an ``EvalResult`` the report draws. The request context is stored as Mastra
+stores it, as a snapshot (primitives under dotted keys).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from evaldag._compat.js import json_text
+from evaldag._engine.columns import SCORER_COLUMNS
+from evaldag._engine.run_state import RESULT_KEYS
+from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.transcript_shapes import plain_data
+from evaldag._store.rows import ScoreRow, request_context_snapshot
+from evaldag.errors import EvalDagError
+
+#: Item columns that map onto row fields; the others are kept in ``metadata["data"]``.
+_RUN_COLUMNS = ("run_id", "input", "output", "ground_truth", "request_context")
+_PROMPT_KEYS = tuple(f"{stage}_prompt" for stage in ("preprocess", "analyze", "generate_score"))
+_DEFAULT_ENTITY = "dataset"
+
+
+def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreRow]:
+    """One TEST row per item and scorer (gates included) of ``result``.
+
+    :param entity: what produced the outputs, e.g. the target's name (default ``"dataset"``,
+        the outputs being the data's).
+    """
+    name = entity or _DEFAULT_ENTITY
+    scorer_ids = [definition["id"] for definition in result.scorers]
+    records = {definition["id"]: _scorer_record(definition) for definition in result.scorers}
+    own = {f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS}
+    data_columns = [c for c in result.items.columns if c not in own and c not in _RUN_COLUMNS]
+    rows = []
+    for position, item in enumerate(result.items.to_dict("records")):
+        shared = _run_fields(item)
+        metadata = {"item": position, "data": {c: _cell(item[c]) for c in data_columns}}
+        for sid in scorer_ids:
+            rows.append(
+                ScoreRow(
+                    id=_row_id(result.experiment_id, position, sid),
+                    scorer_id=sid,
+                    entity_id=name,
+                    entity={"id": name, "name": name},
+                    scorer=records[sid],
+                    source="TEST",
+                    experiment_id=result.experiment_id,
+                    metadata=metadata,
+                    **shared,
+                    **_scorer_fields(item, sid),
+                )
+            )
+    return rows
+
+
+def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
+    """The ``EvalResult`` an experiment's rows and its stored summary (``experiment_record``)
+    make; the items in their original order."""
+    columns = stored["item_columns"]
+    items: dict[int, dict[str, Any]] = {}
+    for row in rows.to_dict("records"):
+        metadata = row["metadata"] or {}
+        item = items.get(metadata.get("item"))
+        if item is None:
+            context = row["additional_context"] or {}
+            item = items[metadata.get("item")] = {
+                "run_id": row["run_id"],
+                "input": row["input"],
+                "output": row["output"],
+                "ground_truth": context.get("groundTruth"),
+                "request_context": row["request_context"],
+                **(metadata.get("data") or {}),
+            }
+        item.update(_item_columns(row))
+    frame = pd.DataFrame([items[key] for key in sorted(items)], columns=columns)
+    return EvalResult.model_validate({**stored["result"], "items": frame})
+
+
+def experiment_record(result: EvalResult) -> dict[str, Any]:
+    """What the store keeps of a result besides its rows: everything but the items, and the
+    items' column names in order."""
+    metadata = json.loads(json_text(result.model_dump(exclude={"items"})))
+    return {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
+
+
+def entity_name(target: Any) -> str:
+    """What produced an eval's outputs: the target's name (a function's qualified name, a model
+    string), or ``"dataset"`` when the outputs came with the data."""
+    if target is None:
+        return _DEFAULT_ENTITY
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__qualname__", type(target).__name__)
+
+
+def _row_id(experiment_id: str | None, position: int, scorer_id: str) -> str:
+    # Deterministic: saving the same run twice replaces its rows. Ids never hold ':'.
+    if experiment_id is None:
+        return f"{position}:{scorer_id}"
+    return f"{experiment_id}:{position}:{scorer_id}"
+
+
+def _scorer_record(definition: dict[str, Any]) -> dict[str, Any]:
+    """Mastra's ``scorer`` field: ``{id, name, description, hasJudge}``, and the scorer's role."""
+    return {
+        "id": definition["id"],
+        "name": definition.get("name") or definition["id"],
+        "description": definition.get("description") or "",
+        "hasJudge": any(step.get("type") == "prompt" for step in definition.get("steps", [])),
+        "role": definition.get("role", "scorer"),
+    }
+
+
+def _run_fields(item: dict[str, Any]) -> dict[str, Any]:
+    ground_truth = _cell(item.get("ground_truth"))
+    run_id = _cell(item.get("run_id"))
+    return {
+        "run_id": None if run_id is None else str(run_id),
+        "input": _cell(item.get("input")),
+        "output": _cell(item.get("output")),
+        "additional_context": None if ground_truth is None else {"groundTruth": ground_truth},
+        "request_context": request_context_snapshot(_cell(item.get("request_context"))) or None,
+    }
+
+
+def _scorer_fields(item: dict[str, Any], scorer_id: str) -> dict[str, Any]:
+    """A row's score fields from an item's ``<scorer_id>.*`` columns."""
+    cell = {column: _cell(item.get(f"{scorer_id}.{column}")) for column in SCORER_COLUMNS}
+    steps = _decoded(cell["steps"]) or {}
+    return {
+        "score": cell["score"],
+        "reason": cell["reason"],
+        "error": cell["error"],
+        "failed_step": cell["failed_step"],
+        "completed_steps": _decoded(cell["completed_steps"]),
+        "not_scorable": _decoded(cell["not_scorable"]),
+        "judge": _decoded(cell["judge"]),
+        **{key: steps.get(key) for key in (*RESULT_KEYS, *_PROMPT_KEYS)},
+    }
+
+
+def _item_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """An item's ``<scorer_id>.*`` columns from a row, as ``run_evals`` writes them."""
+    sid = row["scorer_id"]
+    steps = {key: row[key] for key in (*RESULT_KEYS, *_PROMPT_KEYS) if row[key] is not None}
+    score = row["score"]
+    return {
+        f"{sid}.score": math.nan if score is None else score,
+        f"{sid}.reason": row["reason"],
+        f"{sid}.error": row["error"],
+        f"{sid}.failed_step": row["failed_step"],
+        f"{sid}.completed_steps": _steps_text(row["completed_steps"]),
+        f"{sid}.not_scorable": json_text(row["not_scorable"]),
+        f"{sid}.steps": json_text(steps) if steps else None,
+        f"{sid}.judge": json_text(row["judge"]),
+    }
+
+
+def _steps_text(steps: list[str] | None) -> str | None:
+    # As run_evals writes its categories: json.dumps' spacing.
+    return None if steps is None else json.dumps(steps)
+
+
+def _cell(value: Any) -> Any:
+    """A DataFrame cell as plain Python data: missing markers (NaN, NA) become None."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return plain_data(value)
+
+
+def _decoded(value: Any) -> Any:
+    """A JSON-text cell's value (cells read back from Parquet may already be decoded)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as error:
+        raise EvalDagError(
+            "EVALDAG_STORE_INVALID_CELL",
+            f"An item cell holds text that is not JSON: {value[:80]!r}",
+            domain="STORAGE",
+            category="SYSTEM",
+            cause=error,
+        ) from error

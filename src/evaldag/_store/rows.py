@@ -1,0 +1,117 @@
+"""A score row: Mastra's saved score (``scoreRowDataSchema``) in snake_case, plus evaldag's fields.
+
+Mastra saves one row per scorer and run; so does evaldag, for ``run_evals`` (``source="TEST"``)
+and for live scoring (``source="LIVE"``). evaldag adds the experiment id, the error of a failed
+run, the step it failed at, a not-scorable verdict and the judge records, so that a row says
+everything an item column says. Mastra's camelCase keys are accepted as aliases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Source = Literal["LIVE", "TEST"]
+#: Mastra never stores the framework's bearer token with a score.
+_AUTH_TOKEN_KEY = "mastra__authToken"
+_SNAPSHOT_DEPTH = 8
+
+
+class ScoreRow(BaseModel):
+    """One scorer's score of one run, as a score store holds it."""
+
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, frozen=True)
+
+    id: str = Field(description="Unique; saving a row with an existing id replaces that row.")
+    scorer_id: str
+    entity_id: str = Field(description="What produced the output: the target or app function.")
+    run_id: str
+    input: Any = None
+    output: Any = None
+    additional_context: dict[str, Any] | None = Field(
+        default=None, description="``{'groundTruth': ...}`` when the item had a ground truth."
+    )
+    request_context: dict[str, Any] | None = Field(
+        default=None, description="The request context's snapshot: primitives, dotted keys."
+    )
+    score: float | None = Field(
+        description="The score; None when the run was not scorable or the scorer failed."
+    )
+    reason: str | None = None
+    preprocess_step_result: Any = None
+    preprocess_prompt: str | None = None
+    analyze_step_result: Any = None
+    analyze_prompt: str | None = None
+    generate_score_prompt: str | None = None
+    generate_reason_prompt: str | None = None
+    extract_step_result: Any = Field(default=None, description="Mastra's legacy field; unused.")
+    extract_prompt: str | None = Field(default=None, description="Mastra's legacy field; unused.")
+    reason_prompt: str | None = Field(default=None, description="Mastra's legacy field; unused.")
+    scorer: dict[str, Any] = Field(description="``{id, name, description, type, hasJudge}``.")
+    metadata: dict[str, Any] | None = None
+    source: Source
+    entity: dict[str, Any] = Field(description="``{id, name}`` of what produced the output.")
+    entity_type: str | None = None
+    structured_output: bool | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    resource_id: str | None = None
+    thread_id: str | None = None
+    organization_id: str | None = None
+    project_id: str | None = None
+    batch_id: str | None = None
+    dataset_id: str | None = None
+    dataset_item_id: str | None = None
+    created_at: datetime | None = Field(default=None, description="Set by the store.")
+    updated_at: datetime | None = Field(default=None, description="Set by the store.")
+    experiment_id: str | None = Field(default=None, description="evaldag: the run_evals run.")
+    error: str | None = Field(default=None, description="evaldag: why the scorer failed.")
+    failed_step: str | None = Field(default=None, description="evaldag: the step that failed.")
+    completed_steps: list[str] | None = Field(
+        default=None, description="evaldag: the steps that completed, in order."
+    )
+    not_scorable: dict[str, Any] | None = Field(
+        default=None, description="evaldag: ``{step, reason}`` when the run was not scorable."
+    )
+    judge: dict[str, Any] | None = Field(
+        default=None, description="evaldag: the judge records of the prompt steps."
+    )
+
+
+#: The row's fields in order: the store's columns and ``read_scores``' DataFrame columns.
+ROW_FIELDS = tuple(ScoreRow.model_fields)
+
+
+def request_context_snapshot(context: Any) -> dict[str, Any]:
+    """Mastra's ``snapshotRequestContextForScore``: the strings, booleans and finite numbers of a
+    request context, nested mappings flattened into dotted keys (8 levels at most); lists,
+    bytes and the auth token left out."""
+    snapshot: dict[str, Any] = {}
+    if not isinstance(context, Mapping):
+        return snapshot
+    seen: set[int] = set()
+
+    def flatten(mapping: Mapping, prefix: str, depth: int) -> None:
+        if depth > _SNAPSHOT_DEPTH or id(mapping) in seen:
+            return
+        seen.add(id(mapping))
+        for key, value in mapping.items():
+            flat_key = f"{prefix}.{key}" if prefix else str(key)
+            if key == _AUTH_TOKEN_KEY:
+                continue
+            kind = type(value)  # the exact types first: this runs on every live call scored
+            if kind is str or kind is bool or isinstance(value, str | bool):
+                snapshot[flat_key] = value
+            elif kind is int or kind is float or isinstance(value, int | float):
+                if math.isfinite(value):
+                    snapshot[flat_key] = value
+            elif kind is dict or isinstance(value, Mapping):
+                flatten(value, flat_key, depth + 1)
+
+    flatten(context, "", 0)
+    return snapshot

@@ -1,0 +1,277 @@
+"""``ScoreStore``: score rows in SQLite (a file) or any database SQLAlchemy reaches by URL.
+
+Writes are upserts by row id (``INSERT ... ON CONFLICT (id) DO UPDATE``), so saving a row again
+replaces it and keeps its ``created_at``. Concurrent writers are safe: on SQLite every write
+transaction takes the database's write lock when it begins (``BEGIN IMMEDIATE``, WAL journal,
+waiting up to 30 s for another writer), on PostgreSQL rows are upserted atomically. A store
+object is safe to share between threads; each process opens its own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from evaldag._compat.js import json_text
+from evaldag._results.eval_result import EvalResult
+from evaldag._store import schema
+from evaldag._store.results import experiment_record, result_from_rows, result_rows
+from evaldag._store.rows import ROW_FIELDS, ScoreRow, Source
+from evaldag.errors import EvalDagError
+
+#: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
+_UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+#: Seconds a SQLite writer waits for another to finish.
+_SQLITE_BUSY_TIMEOUT = 30
+_WRITE = "evaldag_write"
+_ROWS_PER_STATEMENT = 500
+
+
+class ScoreStore:
+    """A score store: Mastra's score rows in a SQL database that evaldag creates and migrates.
+
+    :param location: a file path for SQLite (created if missing), or a SQLAlchemy URL such as
+        ``"postgresql://user:password@host/db"`` (PostgreSQL needs ``evaldag[postgres]``).
+    """
+
+    def __init__(self, location: str | os.PathLike[str] = "scores.db") -> None:
+        self.url = _url(location)
+        self.location = self.url.render_as_string(hide_password=True)
+        if self.url.get_backend_name() not in _UPSERTS:
+            raise EvalDagError(
+                "EVALDAG_STORE_UNSUPPORTED_DATABASE",
+                f"The score store {self.location} is on '{self.url.get_backend_name()}'; evaldag "
+                f"stores scores in {' or '.join(sorted(_UPSERTS))} (databases with "
+                "INSERT ... ON CONFLICT)",
+                domain="STORAGE",
+                details={"store": self.location},
+            )
+        self._engine = _engine(self.url)
+        try:
+            with self._transaction("open") as connection:
+                schema.migrated(connection, self.location)
+        except EvalDagError:
+            self._engine.dispose()
+            raise
+
+    def save(self, rows: Iterable[ScoreRow | Mapping[str, Any]]) -> int:
+        """Upsert ``rows`` (``ScoreRow``s or dicts of their fields) in one transaction.
+
+        :return: how many rows were written.
+        """
+        now = datetime.now(UTC)
+        records = [_record(row, now) for row in rows]
+        if records:
+            with self._transaction("write to") as connection:
+                _upsert(connection, records)
+        return len(records)
+
+    def save_result(self, result: EvalResult, *, entity: str | None = None) -> int:
+        """Store a ``run_evals`` result: its experiment and one TEST row per item and scorer.
+
+        :param entity: what produced the outputs (default ``"dataset"``).
+        :return: how many score rows were written.
+        """
+        if result.experiment_id is None:
+            raise EvalDagError(
+                "EVALDAG_STORE_NO_EXPERIMENT_ID",
+                "This result has no experiment id (it was written before evaldag kept one); "
+                "run the eval again to store it",
+                domain="STORAGE",
+            )
+        now = datetime.now(UTC)
+        records = [_record(row, now) for row in result_rows(result, entity=entity)]
+        experiment = {
+            "id": result.experiment_id,
+            "created_at": now,
+            "verdict": result.verdict,
+            "total_items": result.summary.total_items,
+            "record": experiment_record(result),
+        }
+        insert = _UPSERTS[self.url.get_backend_name()](schema.experiments)
+        with self._transaction("write to") as connection:
+            connection.execute(
+                insert.on_conflict_do_update(
+                    index_elements=["id"],
+                    set_={c: insert.excluded[c] for c in ("verdict", "total_items", "record")},
+                ),
+                [experiment],
+            )
+            _upsert(connection, records)
+        return len(records)
+
+    def scores(
+        self,
+        *,
+        experiment_id: str | None = None,
+        scorer_id: str | None = None,
+        source: Source | None = None,
+    ) -> pd.DataFrame:
+        """The stored rows matching every filter given, oldest first: one column per row field."""
+        table = schema.scores
+        query = sa.select(table).order_by(table.c.created_at, table.c.id)
+        for column, value in (
+            ("experiment_id", experiment_id),
+            ("scorer_id", scorer_id),
+            ("source", source),
+        ):
+            if value is not None:
+                query = query.where(table.c[column] == value)
+        with self._transaction("read") as connection:
+            frame = pd.DataFrame(connection.execute(query).mappings().all(), columns=ROW_FIELDS)
+        for column in ROW_FIELDS:
+            if column in ("created_at", "updated_at"):
+                frame[column] = pd.to_datetime(frame[column], utc=True)
+            elif column != "score":  # missing text and JSON values are None, never NaN
+                frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        return frame
+
+    def experiments(self) -> pd.DataFrame:
+        """The stored ``run_evals`` runs, oldest first: id, created_at, verdict, total_items."""
+        table = schema.experiments
+        query = sa.select(
+            table.c.id, table.c.created_at, table.c.verdict, table.c.total_items
+        ).order_by(table.c.created_at, table.c.id)
+        with self._transaction("read") as connection:
+            frame = pd.DataFrame(
+                connection.execute(query).mappings().all(),
+                columns=list(query.selected_columns.keys()),
+            )
+        frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+        return frame
+
+    def result(self, experiment_id: str | None = None) -> EvalResult:
+        """The stored run ``experiment_id`` (default: the latest) as an ``EvalResult``."""
+        table = schema.experiments
+        query = sa.select(table.c.id, table.c.record)
+        if experiment_id is None:
+            query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(1)
+        else:
+            query = query.where(table.c.id == experiment_id)
+        with self._transaction("read") as connection:
+            found = connection.execute(query).first()
+        if found is None:
+            which = "no experiment" if experiment_id is None else f"no experiment {experiment_id!r}"
+            raise EvalDagError(
+                "EVALDAG_STORE_NO_EXPERIMENT",
+                f"The score store {self.location} holds {which}; store one with "
+                "run_evals(..., store=...)",
+                domain="STORAGE",
+                details={"store": self.location, "experimentId": experiment_id},
+            )
+        return result_from_rows(self.scores(experiment_id=found.id, source="TEST"), found.record)
+
+    def close(self) -> None:
+        """Close the store's connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> ScoreStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ScoreStore({self.location!r})"
+
+    @contextmanager
+    def _transaction(self, action: Literal["open", "write to", "read"]) -> Iterator[sa.Connection]:
+        """A transaction; one that may write takes SQLite's write lock as it begins."""
+        options = {_WRITE: action != "read"}
+        try:
+            with self._engine.connect().execution_options(**options) as connection:
+                with connection.begin():
+                    yield connection
+        except sa.exc.SQLAlchemyError as error:
+            raise _store_error(self.location, action, error) from error
+
+
+def _url(location: str | os.PathLike[str]) -> sa.URL:
+    text = os.fspath(location)
+    if "://" in text:
+        try:
+            return sa.make_url(text)
+        except sa.exc.ArgumentError as error:
+            raise EvalDagError(
+                "EVALDAG_STORE_INVALID_URL",
+                f"store={text!r} is not a database URL (e.g. 'postgresql://user@host/db') nor a "
+                "file path",
+                domain="STORAGE",
+                cause=error,
+            ) from error
+    path = Path(text).expanduser()
+    if not text.strip() or path.is_dir() or not path.parent.is_dir():
+        problem = "is a directory" if path.is_dir() else "is not in an existing folder"
+        raise EvalDagError(
+            "EVALDAG_STORE_INVALID_URL",
+            f"store={text!r} {problem}; give a SQLite file path or a database URL",
+            domain="STORAGE",
+            details={"store": text},
+        )
+    return sa.URL.create("sqlite", database=str(path.resolve()))
+
+
+def _engine(url: sa.URL) -> sa.Engine:
+    options: dict[str, Any] = {
+        "json_serializer": json_text,
+        "json_deserializer": orjson.loads,
+        "pool_pre_ping": True,
+    }
+    if url.get_backend_name() != "sqlite":
+        return sa.create_engine(url, **options)
+    engine = sa.create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT}, **options)
+
+    @sa.event.listens_for(engine, "connect")
+    def _connected(dbapi_connection: Any, _record: Any) -> None:
+        # The driver's own transaction handling would begin transactions lazily and deferred;
+        # evaldag begins them itself (below) so that a writer takes the lock up front.
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA journal_mode=WAL")
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
+
+    @sa.event.listens_for(engine, "begin")
+    def _begun(connection: sa.Connection) -> None:
+        write = connection.get_execution_options().get(_WRITE)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def _record(row: ScoreRow | Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    model = row if isinstance(row, ScoreRow) else ScoreRow.model_validate(row)
+    record = dict(model)
+    record["created_at"] = model.created_at or now
+    record["updated_at"] = now
+    return record
+
+
+def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
+    insert = _UPSERTS[connection.dialect.name](schema.scores)
+    kept = ("id", "created_at")
+    statement = insert.on_conflict_do_update(
+        index_elements=["id"],
+        set_={c.name: insert.excluded[c.name] for c in schema.scores.c if c.name not in kept},
+    )
+    for start in range(0, len(records), _ROWS_PER_STATEMENT):
+        connection.execute(statement, records[start : start + _ROWS_PER_STATEMENT])
+
+
+def _store_error(location: str, action: str, error: sa.exc.SQLAlchemyError) -> EvalDagError:
+    detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+    return EvalDagError(
+        "EVALDAG_STORE_FAILED",
+        f"Could not {action} the score store {location}: {detail}",
+        domain="STORAGE",
+        category="THIRD_PARTY",
+        details={"store": location},
+        cause=error,
+    )

@@ -1,0 +1,273 @@
+"""Conversations in run_evals: items with ``inputs`` (turns on one thread) or ``turns`` (each turn
+with its gates and scorers), Mastra's validation (spec §6.2), per-turn rows and turn results."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import evaldag
+from evaldag import EvalDagError, EvalResult, checks, create_scorer, run_evals
+from evaldag.transcripts import get_text_content
+
+
+def echo(input, history=(), thread_id=None):
+    """Says which turn this is, on which thread, and what it heard."""
+    return f"turn {len(history) // 2 + 1} on {thread_id}: you said {input}"
+
+
+def test_inputs_run_in_order_on_one_thread_and_see_the_earlier_turns():
+    seen = []
+
+    def target(input, history=(), thread_id=None):
+        seen.append((input, [get_text_content(m) for m in history], thread_id))
+        return f"answer to {input}"
+
+    result = run_evals(
+        [{"id": "a", "inputs": ["hi", "and then?"]}, {"id": "b", "inputs": ["alone"]}],
+        target=target,
+        scorers=[checks.includes("answer to")],
+        concurrency=1,
+    )
+    first, second, third = seen
+    assert first[:2] == ("hi", []) and second[:2] == ("and then?", ["hi", "answer to hi"])
+    assert first[2] == second[2] != third[2]
+    items = result.items
+    # Mastra's scoring input is the first turn's input; the output is every turn's messages.
+    assert items["input"].tolist() == ["hi", "alone"]
+    assert items["inputs"].tolist() == [["hi", "and then?"], ["alone"]]
+    assert [get_text_content(m) for m in items["output"][0]] == [
+        "answer to hi",
+        "answer to and then?",
+    ]
+    turns = result.turns
+    assert turns[["item", "id", "turn", "input"]].values.tolist() == [
+        [0, "a", 0, "hi"],
+        [0, "a", 1, "and then?"],
+        [1, "b", 0, "alone"],
+    ]
+    assert turns["run_id"].tolist()[:2] == [items["run_id"][0]] * 2
+    assert [t.to_dict() for t in result.turn_results] == [{"index": 0}, {"index": 1}]
+
+
+def test_turns_are_scored_by_their_own_gates_and_scorers():
+    result = run_evals(
+        [
+            {
+                "turns": [
+                    {"input": "hello", "gates": [checks.includes("turn 1")]},
+                    {
+                        "input": "weather?",
+                        "scorers": [checks.includes("weather").with_threshold(0.5)],
+                    },
+                ]
+            },
+            {
+                "turns": [
+                    {"input": "hi", "gates": [checks.includes("turn 2")]},
+                    {"input": "bye", "scorers": [checks.includes("weather")]},
+                ]
+            },
+        ],
+        target=echo,
+        scorers=[checks.includes("you said")],
+    )
+    turns = result.turns
+    assert turns["turn"].tolist() == [0, 1, 0, 1]
+    assert turns["check-includes.score"].tolist() == [1.0, 1.0, 0.0, 0.0]
+    first, second = result.turn_results
+    assert first.index == 0
+    assert [(g.id, g.passed, g.score) for g in first.gate_results] == [
+        ("check-includes", False, 0.5)
+    ]
+    assert second.scores == {"check-includes": 0.5}
+    assert [(t.id, t.passed) for t in second.threshold_results] == [("check-includes", True)]
+    assert result.verdict == "failed"  # a turn gate failed
+    assert result.to_dict()["turnResults"] == [
+        {"index": 0, "gateResults": [{"id": "check-includes", "passed": False, "score": 0.5}]},
+        {
+            "index": 1,
+            "thresholdResults": [
+                {
+                    "id": "check-includes",
+                    "passed": True,
+                    "averageScore": 0.5,
+                    "threshold": 0.5,
+                    "errors": 0,
+                }
+            ],
+            "scores": {"check-includes": 0.5},
+        },
+    ]
+
+
+def test_a_missed_turn_threshold_scores_the_run():
+    result = run_evals(
+        [{"turns": [{"input": "x", "scorers": [checks.includes("nothing").with_threshold(1)]}]}],
+        target=echo,
+    )
+    assert result.verdict == "scored"
+    assert result.scores == {}
+
+
+def test_turn_scorers_get_the_turns_input_and_output():
+    seen = []
+    probe = create_scorer("probe").generate_score(
+        lambda run: seen.append((run.input, get_text_content(run.output[0]))) or 1
+    )
+    run_evals([{"turns": [{"input": "one"}, {"input": "two", "scorers": [probe]}]}], target=echo)
+    ((turn_input, turn_output),) = seen
+    assert turn_input == "two"
+    assert turn_output.startswith("turn 2 on ") and turn_output.endswith(": you said two")
+
+
+def test_a_failing_turn_is_the_items_target_error():
+    def flaky(input, history=()):
+        if input == "boom":
+            raise RuntimeError("lost the thread")
+        return "ok"
+
+    result = run_evals(
+        [{"inputs": ["fine", "boom", "never"]}, {"inputs": ["fine"]}],
+        target=flaky,
+        scorers=[checks.includes("ok")],
+    )
+    assert result.items["target_error"][0] == "RuntimeError: turn 2 of 3: lost the thread"
+    assert result.turns["item"].tolist() == [1]
+
+
+def test_an_agent_remembers_the_conversation(judge_server):
+    judge_server.script("Nice to meet you, Ada.", "Your name is Ada.")
+    agent = evaldag.agent(judge_server.judge(), instructions="Be brief.")
+    result = run_evals(
+        [
+            {
+                "turns": [
+                    {"input": "My name is Ada."},
+                    {"input": "What is my name?", "gates": [checks.includes("Ada")]},
+                ]
+            }
+        ],
+        target=agent,
+    )
+    assert result.verdict == "passed"
+    second = judge_server.requests[1].messages
+    assert [(m["role"], m["content"]) for m in second] == [
+        ("system", "Be brief."),
+        ("user", "My name is Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "What is my name?"),
+    ]
+
+
+def test_turn_results_survive_parquet(tmp_path):
+    result = run_evals(
+        [{"turns": [{"input": "a", "gates": [checks.includes("said a")]}, {"input": "b"}]}],
+        target=echo,
+    )
+    again = EvalResult.read_parquet(result.to_parquet(tmp_path / "r.parquet"))
+    assert again.turn_results == result.turn_results
+    assert again.turns["check-includes.score"].tolist()[:1] == [1.0]
+    assert again.turns["input"].tolist() == ["a", "b"]
+
+
+# --- validation (spec §6.2) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"inputs": []}, "'inputs' must be a non-empty array"),
+        ({"inputs": "hello"}, "'inputs' must be a non-empty array"),
+        ({"turns": []}, "'turns' must be a non-empty array"),
+        ({"turns": {"input": "x"}}, "'turns' must be a non-empty array"),
+        ({"turns": [{"input": "x"}, {"gates": []}]}, "turns[1] must be an object with an 'input'"),
+        ({"turns": ["x"]}, "turns[0] must be an object with an 'input'"),
+        ({"input": "x", "turns": [{"input": "y"}]}, "'turns' cannot be combined with 'input'"),
+        ({"inputs": ["x"], "turns": [{"input": "y"}]}, "'turns' cannot be combined"),
+        ({"input": "x", "inputs": ["y"]}, "'inputs' cannot be combined with 'input'"),
+        ({"turns": [{"input": "x", "gate": []}]}, "unknown keys ['gate']"),
+    ],
+)
+def test_invalid_conversation_items(item, message):
+    with pytest.raises(EvalDagError) as raised:
+        run_evals([{"input": "ok"}, item], target=echo, scorers=[checks.includes("x")])
+    assert raised.value.id == "INVALID_DATA_ITEM"
+    assert raised.value.message.startswith("Invalid data item at index 1: ")
+    assert message in raised.value.message
+
+
+def test_items_need_an_input_inputs_or_turns():
+    with pytest.raises(EvalDagError, match="must have 'input', 'inputs', or 'turns' property"):
+        run_evals([{"output": "x"}], scorers=[checks.includes("x")])
+    with pytest.raises(EvalDagError, match="must have 'input', 'inputs', or 'turns' property"):
+        run_evals(
+            pd.DataFrame({"inputs": [["a"], None]}), target=echo, scorers=[checks.includes("x")]
+        )
+
+
+def test_per_turn_thresholds_are_checked():
+    bad = {"scorer": checks.includes("x"), "threshold": {"min": 0.9, "max": 0.1}}
+    with pytest.raises(EvalDagError) as raised:
+        run_evals([{"turns": [{"input": "a", "scorers": [bad]}]}], target=echo)
+    assert raised.value.id == "INVALID_SCORER_THRESHOLD"
+
+
+def test_a_turn_entry_that_is_no_scorer_is_named():
+    with pytest.raises(EvalDagError, match=r"data\[0\]\.turns\[0\]\.gates\[0\]"):
+        run_evals([{"turns": [{"input": "a", "gates": ["includes"]}]}], target=echo)
+
+
+def test_conversations_need_a_target():
+    with pytest.raises(EvalDagError, match="need a target"):
+        run_evals([{"inputs": ["a"], "output": "x"}], scorers=[checks.includes("x")])
+
+
+def test_turn_assertions_stand_in_for_scorers_but_plain_inputs_do_not():
+    run_evals([{"turns": [{"input": "a", "gates": [checks.includes("a")]}]}], target=echo)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals([{"inputs": ["a"]}], target=echo)
+    assert raised.value.id == "NO_SCORERS_PROVIDED"
+
+
+def test_one_id_has_one_role_per_turn_index():
+    with pytest.raises(
+        EvalDagError, match="as a gate, but item 0's turns\\[0\\] has it as a scorer"
+    ):
+        run_evals(
+            [
+                {"turns": [{"input": "a", "scorers": [checks.includes("a")]}]},
+                {"turns": [{"input": "b", "gates": [checks.includes("b")]}]},
+            ],
+            target=echo,
+        )
+
+
+def test_conversations_are_refused_with_a_checkpoint(tmp_path):
+    with pytest.raises(EvalDagError, match="checkpoint"):
+        run_evals(
+            [{"inputs": ["a"]}],
+            target=echo,
+            scorers=[checks.includes("a")],
+            checkpoint=tmp_path / "c.parquet",
+        )
+
+
+def test_the_report_shows_a_conversation_as_a_thread():
+    from evaldag._report.html import report_html
+
+    result = run_evals(
+        [
+            {"id": "fine", "inputs": ["a", "b"]},
+            {"id": "broken", "turns": [{"input": "hi", "gates": [checks.includes("turn 2")]}]},
+        ],
+        target=echo,
+        scorers=[checks.includes("said")],
+    )
+    page = report_html(result)
+    section = page[page.index('<section id="conversations">') :]
+    section = section[: section.index("</section>")]
+    assert section.index("broken") < section.index("fine")  # a failing turn first
+    assert section.count('<li class="turn">') == 3
+    assert '<div class="bubble bubble-user">hi</div>' in section
+    assert "turn 1 on " in section and 'title="check-includes (gate)"' in section

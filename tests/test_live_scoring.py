@@ -1,0 +1,290 @@
+"""Live scoring (spec §10.1): Mastra's sampling, filters and request-context snapshots checked
+against Mastra's own runScorer (tests/fixtures/live/mastra_live.json); a real app function under
+load; error rows, drops, skips and store failures that never reach the app; flush and close."""
+
+import asyncio
+import json
+import math
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import evaldag
+from evaldag import EvalDagError, PromptStep, create_scorer, live, not_scorable, read_scores
+from evaldag._live.predicates import scoring_filter
+from evaldag._live.sampling import sampling_rate, unit_interval
+from evaldag._store.rows import request_context_snapshot
+
+MASTRA = json.loads((Path(__file__).parent / "fixtures/live/mastra_live.json").read_text())
+IDS = [f"trace-{n:05d}" for n in range(10_000)]
+CLAIMS = {"type": "object", "properties": {"claims": {"type": "array"}}, "required": ["claims"]}
+
+
+def _given(value):
+    """A fixture context as Python: Mastra's non-finite numbers were written as {'number': ...}."""
+    if isinstance(value, dict):
+        if set(value) == {"number"}:
+            return float(value["number"].replace("Infinity", "inf"))
+        return {key: _given(item) for key, item in value.items()}
+    return value
+
+
+def _length():
+    return create_scorer("length").generate_score(lambda run: len(run.output) / 100)
+
+
+def _fields(question, request_context=None):
+    return {"input": question, "trace_id": question, "request_context": request_context}
+
+
+# --- Mastra's decisions ----------------------------------------------------------------------
+
+
+def test_ratio_sampling_picks_the_ids_mastra_picks():
+    assert MASTRA["sampling"]["rate"] == 0.1
+    assert [i for i in IDS if unit_interval(i) < 0.1] == MASTRA["sampling"]["sampled"]
+
+
+def test_request_context_snapshots_are_mastras():
+    for context in MASTRA["contexts"]:
+        assert request_context_snapshot(_given(context["given"])) == context["snapshot"]
+
+
+def test_filters_let_through_what_mastras_let_through():
+    contexts = [_given(c["given"]) for c in MASTRA["contexts"]]
+    for case in MASTRA["cases"]:
+        check = scoring_filter(MASTRA["filters"][case["filter"]])
+        scoring_context = {
+            "requestContext": request_context_snapshot(contexts[case["context"]]),
+            "entity": {"id": "app", "name": "app"},
+            "entityType": "AGENT",
+            "source": "LIVE",
+            "threadId": "t1" if case["context"] == 1 else None,
+        }
+        assert check(scoring_context) == case["scored"], case
+
+
+@pytest.mark.parametrize(
+    ("sampling", "message"),
+    [
+        (1.5, "less than or equal to 1"),
+        ({"type": "ratio"}, "Field required"),
+        ({"type": "sometimes"}, "does not match any of the expected tags"),
+        ("0.1", "is not a sampling"),
+    ],
+)
+def test_bad_sampling_is_refused_when_given(sampling, message):
+    with pytest.raises(EvalDagError) as raised:
+        sampling_rate(sampling)
+    assert message in raised.value.message
+
+
+def test_bad_filters_are_refused_when_given():
+    with pytest.raises(EvalDagError) as raised:
+        scoring_filter({"op": "eq", "left": {"path": "input.text"}, "right": {"literal": 1}})
+    assert "'input.text' must start with one of: requestContext, entity" in raised.value.message
+    with pytest.raises(EvalDagError) as raised:
+        scoring_filter({"op": "between", "value": {"literal": 1}})
+    assert raised.value.id == "EVALDAG_LIVE_INVALID_FILTER"
+
+
+# --- an app under load -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ten_thousand_calls_score_exactly_mastras_sample_and_store_every_row(tmp_path):
+    store = tmp_path / "scores.db"
+    judged = create_scorer("words").generate_score(lambda run: len(run.output.split()) / 10)
+
+    @live([_length(), judged], store=store, sampling={"type": "ratio", "rate": 0.1},
+          run_fields=_fields, queue_size=10_000)  # fmt: skip
+    def answer(question, request_context=None):
+        """The app: answers with a sentence about the question."""
+        return f"An answer about {question} for {request_context['user']}."
+
+    def client(ids):
+        for trace_id in ids:
+            assert answer(trace_id, request_context={"user": trace_id[-2:]}).startswith("An ")
+
+    threads = [threading.Thread(target=client, args=(IDS[n::4],)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answer.live.flush(timeout=120)
+    stats = answer.live.stats()
+    sampled = MASTRA["sampling"]["sampled"]
+    assert (stats.calls, stats.sampled, stats.dropped, stats.skipped) == (10_000, 908, 0, 0)
+    assert (stats.scored, stats.errors, stats.write_errors, stats.pending) == (2 * 908, 0, 0, 0)
+    rows = read_scores(store)
+    answer.live.close()
+    assert len(rows) == 2 * len(sampled) and rows.id.is_unique
+    assert set(rows.source) == {"LIVE"} and set(rows.scorer_id) == {"length", "words"}
+    for scorer_id, group in rows.groupby("scorer_id"):
+        assert sorted(group.trace_id) == sampled, scorer_id
+    row = rows[(rows.trace_id == sampled[0]) & (rows.scorer_id == "length")].iloc[0]
+    output = f"An answer about {sampled[0]} for {sampled[0][-2:]}."
+    assert (row.input, row.output, row.score) == (sampled[0], output, len(output) / 100)
+    assert row.request_context == {"user": sampled[0][-2:]}
+    assert row.entity == {"id": f"{__name__}.{answer.__qualname__}"} | {"name": row.entity_id}
+    assert len(row.run_id) == 36 and row.scorer["id"] == "length"
+
+
+def test_an_async_app_function_is_scored_too(tmp_path):
+    scoring = live(_length(), store=tmp_path / "scores.db")
+
+    @scoring
+    async def answer(question):
+        await asyncio.sleep(0)
+        return question.upper()
+
+    async def main():
+        return await asyncio.gather(*(answer(f"q{n}") for n in range(20)))
+
+    assert asyncio.run(main())[3] == "Q3"
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert sorted(rows.input) == sorted(f"q{n}" for n in range(20))
+    assert answer.__name__ == "answer" and answer.live is scoring
+
+
+def test_llm_scorers_run_their_dag_with_the_judge(tmp_path, judge_server):
+    judge_server.on("Extract", {"claims": ["a", "b"]})
+    judge_server.on("Score", {"score": 0.7})
+    scorer = (
+        create_scorer("judged", judge=judge_server.judge(instructions="Grade it."))
+        .preprocess(PromptStep("claims", lambda run: f"Extract claims from {run.output}", CLAIMS))
+        .generate_score(PromptStep("score", lambda preprocess_step_result: "Score the claims"))
+    )
+    scoring = live([scorer], store=tmp_path / "scores.db")
+    answer = scoring(lambda question: f"Said {question}.")
+    answer("hi")
+    assert scoring.flush(timeout=60)
+    row = read_scores(tmp_path / "scores.db").iloc[0]
+    scoring.close()
+    assert row.error is None, row.error
+    assert row.score == 0.7 and row.preprocess_step_result == {"claims": ["a", "b"]}
+    assert row.preprocess_prompt == "Extract claims from Said hi."
+    assert row.judge["preprocess"]["executions"][0]["status"] == "success"
+    assert row.scorer["hasJudge"] is True
+
+
+# --- never blocks or fails the app -----------------------------------------------------------
+
+
+def test_scorer_errors_are_error_rows_and_not_scorable_runs_are_not_stored(tmp_path):
+    def picky(run):
+        if run.output == "empty":
+            return not_scorable("nothing to score")
+        if run.output == "boom":
+            raise ValueError("the scorer broke")
+        return 1.0
+
+    scoring = live(create_scorer("picky").generate_score(picky), store=tmp_path / "scores.db")
+    answer = scoring(lambda text: text)
+    for text in ("fine", "empty", "boom"):
+        assert answer(text) == text
+    assert scoring.flush(timeout=30)
+    stats = scoring.stats()
+    rows = read_scores(tmp_path / "scores.db").set_index("output")
+    scoring.close()
+    assert (stats.scored, stats.errors, stats.not_scorable) == (1, 1, 1)
+    assert sorted(rows.index) == ["boom", "fine"]
+    assert "the scorer broke" in rows.loc["boom", "error"]
+    assert rows.loc["boom", "failed_step"] == "generate_score"
+    assert math.isnan(rows.loc["boom", "score"])
+
+
+def test_a_full_queue_drops_and_counts_without_blocking_the_app(tmp_path):
+    release = threading.Event()
+    slow = create_scorer("slow").generate_score(lambda run: release.wait(30) and 1.0)
+    scoring = live(slow, store=tmp_path / "scores.db", queue_size=2, batch_size=1)
+    answer = scoring(lambda n: n)
+    answer(0)
+    deadline = time.monotonic() + 10
+    while scoring._worker._queue.qsize() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the worker took call 0; it then waits in its scorer
+    started = time.perf_counter()
+    for n in range(1, 11):
+        assert answer(n) == n
+    assert time.perf_counter() - started < 1.0  # nothing waited for the stuck scorer
+    release.set()
+    assert scoring.flush(timeout=30)
+    stats = scoring.stats()
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert (stats.calls, stats.sampled, stats.dropped) == (11, 3, 8)
+    assert sorted(rows.input) == [0, 1, 2] and stats.scored == 3
+
+
+def test_failing_run_fields_and_filters_skip_the_call_not_the_app(tmp_path, caplog):
+    def broken(run):
+        raise RuntimeError("no")
+
+    scoring = live(_length(), store=tmp_path / "scores.db", filter=broken)
+    answer = scoring(lambda text: text)
+    assert answer("x") == "x"
+    fields = live(_length(), store=tmp_path / "scores.db", run_fields=lambda text: {"nope": 1})
+    other = fields(lambda text: text)
+    assert other("y") == "y"
+    assert scoring.stats().skipped == 1 and fields.stats().skipped == 1
+    assert "live scoring skips calls" in caplog.text
+    scoring.close()
+    fields.close()
+
+
+def test_a_store_that_fails_is_counted_and_logged(tmp_path, caplog):
+    path = tmp_path / "scores.db"
+    scoring = live(_length(), store=path)
+    answer = scoring(lambda text: text)
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE evaldag_scores")
+    assert answer("lost") == "lost"
+    assert scoring.flush(timeout=30)
+    scoring.close()
+    assert scoring.stats().write_errors == 1
+    assert "live scoring: 1 rows of 1 calls not saved" in caplog.text
+
+
+def test_filters_choose_calls_by_their_request_context(tmp_path):
+    pro_only = {"op": "eq", "left": {"path": "requestContext.plan.tier"},
+                "right": {"literal": "pro"}}  # fmt: skip
+    scoring = live(_length(), store=tmp_path / "scores.db", filter=pro_only)
+    answer = scoring(lambda question, request_context=None: question)
+    for n in range(6):
+        answer(f"q{n}", request_context={"plan": {"tier": "pro" if n % 2 else "free"}})
+    answer("no context")
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert sorted(rows.input) == ["q1", "q3", "q5"]
+    assert set(rows.request_context.map(json.dumps)) == {'{"plan.tier": "pro"}'}
+
+
+def test_close_flushes_and_later_calls_run_unscored(store_url):
+    scoring = live(_length(), store=store_url)
+    answer = scoring(lambda text: text)
+    answer("before")
+    assert scoring.close(timeout=30)
+    assert answer("after") == "after"
+    assert scoring.stats().dropped == 1
+    assert list(read_scores(store_url).input) == ["before"]
+
+
+def test_live_options_are_checked(tmp_path):
+    with pytest.raises(EvalDagError, match="at least one scorer"):
+        live([], store=tmp_path / "s.db")
+    with pytest.raises(EvalDagError, match="queue_size must be an integer >= 1"):
+        live(_length(), store=tmp_path / "s.db", queue_size=0)
+    with pytest.raises(EvalDagError, match="share the id 'length'"):
+        live([_length(), _length()], store=tmp_path / "s.db")
+    scoring = live(_length(), store=tmp_path / "s.db")
+    scoring(lambda: 1)
+    with pytest.raises(EvalDagError, match="already wraps a function"):
+        scoring(lambda: 2)
+    scoring.close()
+    assert evaldag.LiveStats.model_fields.keys() >= {"dropped", "errors", "pending"}

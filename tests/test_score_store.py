@@ -1,0 +1,376 @@
+"""The score store (spec §10.2) on SQLite and on a real PostgreSQL server: Mastra's row fields,
+upserts by id, the schema and its migrations, concurrent writers, run_evals(store=...),
+read_scores and the report from a store."""
+
+import math
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import datetime
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import evaldag
+from evaldag import EvalDagError, ScoreRow, ScoreStore, create_scorer, read_scores, run_evals
+from evaldag._cli.main import main as cli
+from evaldag._store import schema
+
+MASTRA_FIELDS = [
+    "id", "scorerId", "entityId", "runId", "input", "output", "additionalContext",
+    "requestContext", "score", "reason", "preprocessStepResult", "preprocessPrompt",
+    "analyzeStepResult", "analyzePrompt", "generateScorePrompt", "generateReasonPrompt",
+    "extractStepResult", "extractPrompt", "reasonPrompt", "scorer", "metadata", "source",
+    "entity", "entityType", "structuredOutput", "traceId", "spanId", "resourceId", "threadId",
+    "organizationId", "projectId", "batchId", "datasetId", "datasetItemId", "createdAt",
+    "updatedAt",
+]  # fmt: skip
+
+
+def _row(row_id="r1", **fields):
+    base = {
+        "id": row_id,
+        "scorer_id": "s",
+        "entity_id": "app",
+        "run_id": f"run-{row_id}",
+        "score": 0.5,
+        "scorer": {"id": "s"},
+        "entity": {"id": "app", "name": "app"},
+        "source": "LIVE",
+    }
+    return ScoreRow(**{**base, **fields})
+
+
+def _length(scorer_id="length"):
+    return create_scorer(scorer_id).generate_score(lambda run: min(1.0, len(run.output) / 10))
+
+
+def _evens(run):
+    if run.output == "":
+        return evaldag.not_scorable("empty")
+    if run.output == "boom":
+        raise ValueError("the scorer broke")
+    return 1.0 if len(run.output) % 2 == 0 else 0.0
+
+
+DATA = pd.DataFrame(
+    {
+        "input": ["q1", "q2", "q3", "q4"],
+        "output": ["four", "three", "", "boom"],
+        "ground_truth": ["4", None, None, None],
+        "request_context": [{"user": {"tier": "pro", "id": 7}, "tags": ["x"]}, None, None, None],
+        "case": ["a", "b", "c", "d"],
+    }
+)
+
+
+def _result(store=None):
+    return run_evals(
+        DATA,
+        scorers=[_length().with_threshold(0.2), create_scorer("evens").generate_score(_evens)],
+        gates=[create_scorer("always").generate_score(lambda: 1)],
+        store=store,
+    )
+
+
+# --- rows and the schema ---------------------------------------------------------------------
+
+
+def test_a_row_has_mastras_fields_in_snake_case_and_takes_its_camel_case_keys():
+    aliases = [field.alias for field in ScoreRow.model_fields.values()]
+    assert aliases[: len(MASTRA_FIELDS)] == MASTRA_FIELDS
+    row = ScoreRow.model_validate({**_row().model_dump(by_alias=True), "traceId": "t-1"})
+    assert row.trace_id == "t-1"
+
+
+def test_a_new_store_gets_the_schema_and_its_version(store_url):
+    with ScoreStore(store_url) as store:
+        engine = sa.create_engine(store.url)
+    with engine.connect() as connection:
+        names = set(sa.inspect(connection).get_table_names())
+        version = connection.scalar(sa.select(sa.func.max(schema.versions.c.version)))
+    engine.dispose()
+    assert {"evaldag_scores", "evaldag_experiments", "evaldag_schema"} <= names
+    assert version == schema.SCHEMA_VERSION
+    ScoreStore(store_url).close()  # opening again changes nothing
+
+
+def test_every_field_round_trips(store_url):
+    row = _row(
+        input={"inputMessages": [{"role": "user", "content": "héllo ✓"}]},
+        output=[{"role": "assistant", "content": "ok"}],
+        additional_context={"groundTruth": "ok"},
+        request_context={"user.tier": "pro", "n": 3},
+        reason="fine",
+        preprocess_step_result={"claims": ["a", "b"]},
+        preprocess_prompt="p1",
+        analyze_step_result=[1, 2],
+        analyze_prompt="p2",
+        generate_score_prompt="p3",
+        generate_reason_prompt="p4",
+        scorer={"id": "s", "name": "S", "description": "d", "hasJudge": True},
+        metadata={"turnIndex": 2},
+        entity_type="AGENT",
+        structured_output=False,
+        trace_id="t",
+        span_id="sp",
+        resource_id="res",
+        thread_id="th",
+        organization_id="org",
+        project_id="proj",
+        batch_id="b",
+        dataset_id="ds",
+        dataset_item_id="dsi",
+        experiment_id="e",
+        error=None,
+        completed_steps=["preprocess", "analyze"],
+        judge={"analyze": {"executions": []}},
+    )
+    numbers = _row("r2", input=0, output=2**70, metadata={"ratio": 0.1})
+    with ScoreStore(store_url) as store:
+        assert store.save([row, numbers]) == 2
+        frame = store.scores().set_index("id", drop=False)
+    assert frame.loc["r2", "input"] == 0 and frame.loc["r2", "output"] == 2**70
+    stored = frame.loc["r1"].to_dict()
+    assert isinstance(stored.pop("created_at"), datetime)
+    assert isinstance(stored.pop("updated_at"), datetime)
+    expected = row.model_dump(exclude={"created_at", "updated_at"})
+    assert {k: (None if v is None or v is pd.NA else v) for k, v in stored.items()} == expected
+
+
+def test_saving_a_row_again_replaces_it_and_keeps_created_at(store_url):
+    with ScoreStore(store_url) as store:
+        store.save([_row(score=0.1), _row("r2")])
+        first = store.scores().set_index("id")
+        store.save([_row(score=0.9, reason="again")])
+        second = store.scores().set_index("id")
+    assert len(second) == 2
+    assert second.loc["r1", "score"] == 0.9 and second.loc["r1", "reason"] == "again"
+    assert second.loc["r1", "created_at"] == first.loc["r1", "created_at"]
+    assert second.loc["r1", "updated_at"] > first.loc["r1", "updated_at"]
+    assert second.loc["r2", "score"] == 0.5
+
+
+def test_rows_are_filtered_by_experiment_scorer_and_source(store_url):
+    rows = [
+        _row("a", source="TEST", experiment_id="e1"),
+        _row("b", source="TEST", experiment_id="e2", scorer_id="t"),
+        _row("c", source="LIVE"),
+    ]
+    with ScoreStore(store_url) as store:
+        store.save(rows)
+        assert list(store.scores(experiment_id="e1").id) == ["a"]
+        assert list(store.scores(scorer_id="t").id) == ["b"]
+        assert list(store.scores(source="LIVE").id) == ["c"]
+    assert list(read_scores(store_url, source="TEST").id) == ["a", "b"]
+
+
+def test_a_store_written_by_a_newer_evaldag_is_refused(store_url, monkeypatch):
+    ScoreStore(store_url).close()
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
+    with pytest.raises(EvalDagError) as raised:
+        ScoreStore(store_url)
+    assert raised.value.id == "EVALDAG_STORE_SCHEMA_TOO_NEW"
+    assert "upgrade evaldag" in raised.value.message
+
+
+def test_an_older_store_is_migrated_once_and_a_new_one_created_at_the_current_version(
+    store_url, tmp_path, monkeypatch
+):
+    with ScoreStore(store_url) as store:
+        store.save([_row()])
+    applied = []
+
+    def add_column(connection):
+        applied.append(connection.dialect.name)
+        connection.execute(sa.text("ALTER TABLE evaldag_scores ADD COLUMN note TEXT"))
+
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1)
+    monkeypatch.setattr(schema, "MIGRATIONS", {schema.SCHEMA_VERSION: add_column})
+    for _ in range(2):
+        with ScoreStore(store_url) as store:
+            assert list(store.scores().id) == ["r1"]
+            with store._engine.connect() as connection:
+                columns = {c["name"] for c in sa.inspect(connection).get_columns("evaldag_scores")}
+                versions = connection.scalars(sa.select(schema.versions.c.version)).all()
+    assert len(applied) == 1 and "note" in columns
+    assert sorted(versions) == [schema.SCHEMA_VERSION - 1, schema.SCHEMA_VERSION]
+    ScoreStore(tmp_path / "fresh.db").close()
+    assert len(applied) == 1  # a new store is created at the current version, not migrated
+
+
+# --- concurrent writers ----------------------------------------------------------------------
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from evaldag import ScoreRow, ScoreStore
+
+    url, writer = sys.argv[1], sys.argv[2]
+    store = ScoreStore(url)
+    for batch in range(10):
+        store.save(
+            ScoreRow(id=f"{writer}-{batch}-{n}", scorer_id="s", entity_id="app", run_id="r",
+                     score=n / 20, scorer={"id": "s"}, entity={"id": "app"}, source="LIVE")
+            for n in range(20)
+        )
+        # every writer also upserts the same shared rows
+        store.save(
+            ScoreRow(id=f"shared-{n}", scorer_id="s", entity_id="app", run_id="r",
+                     score=batch / 10, scorer={"id": "s"}, entity={"id": "app"}, source="LIVE")
+            for n in range(5)
+        )
+    store.close()
+    """
+)
+
+
+@pytest.mark.slow
+def test_processes_and_threads_writing_at_once_lose_nothing(store_url):
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, store_url, f"p{n}"], stderr=subprocess.PIPE, text=True
+        )
+        for n in range(4)
+    ]
+    store = ScoreStore(store_url)
+    errors = []
+
+    def write(writer):
+        try:
+            for batch in range(10):
+                store.save(_row(f"{writer}-{batch}-{n}", score=n / 20) for n in range(20))
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=write, args=(f"t{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for process in processes:
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr
+    assert errors == []
+    frame = store.scores()
+    store.close()
+    assert len(frame) == 8 * 10 * 20 + 5
+    assert frame.id.is_unique
+
+
+@pytest.mark.slow
+def test_processes_opening_a_new_store_at_once_create_it_once(store_url):
+    code = "import sys; from evaldag import ScoreStore; ScoreStore(sys.argv[1]).close()"
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code, store_url], stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    for process in processes:
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr
+    with ScoreStore(store_url) as store, store._engine.connect() as connection:
+        assert connection.scalars(sa.select(schema.versions.c.version)).all() == [
+            schema.SCHEMA_VERSION
+        ]
+
+
+# --- run_evals, read_scores and the report ----------------------------------------------------
+
+
+def test_run_evals_saves_every_items_scores_as_test_rows(store_url):
+    result = _result(store=store_url)
+    frame = read_scores(store_url)
+    assert len(frame) == 4 * 3
+    assert set(frame.source) == {"TEST"} and set(frame.experiment_id) == {result.experiment_id}
+    assert frame.id.is_unique
+    rows = frame.set_index(["scorer_id", frame.metadata.map(lambda m: m["item"])])
+    assert rows.loc[("length", 0), "score"] == 0.4
+    assert rows.loc[("length", 0), "run_id"] == result.items.run_id[0]
+    assert rows.loc[("length", 0), "input"] == "q1"
+    assert rows.loc[("length", 0), "additional_context"] == {"groundTruth": "4"}
+    # Mastra's snapshot: primitives under dotted keys, lists left out
+    assert rows.loc[("length", 0), "request_context"] == {"user.tier": "pro", "user.id": 7}
+    assert rows.loc[("length", 0), "metadata"] == {"item": 0, "data": {"case": "a"}}
+    assert rows.loc[("length", 0), "scorer"] == {
+        "id": "length",
+        "name": "length",
+        "description": "",
+        "hasJudge": False,
+        "role": "scorer",
+    }
+    assert rows.loc[("always", 0), "scorer"]["role"] == "gate"
+    assert rows.loc[("length", 0), "entity"] == {"id": "dataset", "name": "dataset"}
+    not_scorable = rows.loc[("evens", 2)]
+    assert math.isnan(not_scorable.score) or not_scorable.score is None
+    assert not_scorable.not_scorable == {"step": "generate_score", "reason": "empty"}
+    failed = rows.loc[("evens", 3)]
+    assert "the scorer broke" in failed.error and failed.failed_step == "generate_score"
+
+
+def test_a_stored_run_reads_back_as_its_result(store_url):
+    result = _result(store=store_url)
+    again = _result(store=store_url)
+    with ScoreStore(store_url) as store:
+        assert list(store.experiments().id) == [result.experiment_id, again.experiment_id]
+        back = store.result(result.experiment_id)
+        assert store.result().experiment_id == again.experiment_id
+    assert back.experiment_id == result.experiment_id
+    assert back.scores == result.scores and back.verdict == result.verdict
+    assert back.summary == result.summary and back.usage == result.usage
+    assert back.threshold_results == result.threshold_results
+    assert list(back.items.columns) == list(result.items.columns)
+    for column in result.items.columns:
+        if column.endswith(".score"):
+            pd.testing.assert_series_equal(back.items[column], result.items[column])
+        elif column != "request_context":
+            assert _cells(back.items[column]) == _cells(result.items[column]), column
+
+
+def _cells(column):
+    return [None if _missing(v) else v for v in column.astype(object)]
+
+
+def _missing(value):
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def test_read_scores_reads_a_results_file_as_a_store_holds_it(store_url, tmp_path):
+    result = _result(store=store_url)
+    path = result.to_parquet(tmp_path / "results.parquet")
+    from_file = read_scores(path)
+    from_store = read_scores(store_url).sort_values("id", ignore_index=True)
+    from_file = from_file.sort_values("id", ignore_index=True)
+    columns = [c for c in from_file.columns if c not in ("created_at", "updated_at")]
+    assert len(from_file) == len(from_store) == 12
+    for column in columns:  # values, not text: PostgreSQL's JSONB does not keep key order
+        assert _cells(from_file[column]) == _cells(from_store[column]), column
+    assert list(read_scores(path, scorer_id="evens").scorer_id) == ["evens"] * 4
+
+
+def test_evaldag_report_reads_a_store(tmp_path, capsys):
+    path = tmp_path / "scores.db"
+    first = _result(store=path)
+    _result(store=path)
+    assert cli(["report", str(path), "--out", str(tmp_path / "latest.html")]) == 0
+    assert "evens" in (tmp_path / "latest.html").read_text()
+    out = tmp_path / "first.html"
+    assert cli(["report", str(path), "--experiment", first.experiment_id, "--out", str(out)]) == 0
+    assert first.experiment_id in out.read_text()
+
+
+def test_store_errors_name_the_store(tmp_path):
+    with pytest.raises(EvalDagError) as raised:
+        ScoreStore("mysql://user@127.0.0.1/db")
+    assert raised.value.id == "EVALDAG_STORE_UNSUPPORTED_DATABASE"
+    with pytest.raises(EvalDagError) as raised:
+        ScoreStore(tmp_path / "missing" / "scores.db")
+    assert "is not in an existing folder" in raised.value.message
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, scorers=[_length()], store="postgresql://nobody@127.0.0.1:9/none")
+    assert raised.value.id == "EVALDAG_STORE_FAILED"
+    assert "127.0.0.1:9" in raised.value.message
+    with pytest.raises(EvalDagError) as raised:
+        ScoreStore(tmp_path / "empty.db").result()
+    assert raised.value.id == "EVALDAG_STORE_NO_EXPERIMENT"
