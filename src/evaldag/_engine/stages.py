@@ -24,6 +24,7 @@ from evaldag._engine.concurrency import (
     run_sync,
 )
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
+from evaldag._judge.budget import JudgeBudget
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import (
     FunctionStep,
@@ -117,6 +118,7 @@ def advanced_states(
     judge_cache: bool | str | Path | None = None,
     *,
     settle: bool = True,
+    budget: JudgeBudget | None = None,
 ) -> list[RunState | PendingState]:
     """Each state after ``step``; finished states pass through untouched.
 
@@ -126,6 +128,7 @@ def advanced_states(
     ``settle``, rows still in flight come back as PendingStates for the next step to chain onto.
 
     :param judge_cache: the run's reply cache, for judges that set none (see ``run_evals``).
+    :param budget: the run's judge budget, asked before each judge call (see ``run_evals``).
     """
     definition = step.definition
     in_flight = any(type(state) is PendingState for state in states)
@@ -133,7 +136,9 @@ def advanced_states(
         return _advanced_sync(states, scorer, step, definition)
     if in_engine_thread():  # a scorer run from a step: on a private loop, all at once
         limit = asyncio.Semaphore(concurrency)
-        return run_sync(_gathered(_next_state(s, scorer, step, judge_cache, limit) for s in states))
+        return run_sync(
+            _gathered(_next_state(s, scorer, step, judge_cache, limit, budget) for s in states)
+        )
     limit = next((s.limit for s in states if type(s) is PendingState), None)
     limit = limit or asyncio.Semaphore(concurrency)
     advanced: list[RunState | PendingState] = []
@@ -145,7 +150,7 @@ def advanced_states(
             pending = PendingState(limit)
             advanced.append(pending)
             started.append((pending, state))
-    engine_loop().call_soon_threadsafe(_started_rows, started, scorer, step, judge_cache)
+    engine_loop().call_soon_threadsafe(_started_rows, started, scorer, step, judge_cache, budget)
     return settled_states(advanced) if settle else advanced
 
 
@@ -170,12 +175,13 @@ def _started_rows(
     scorer: ScorerSpec,
     step: Step,
     judge_cache: bool | str | Path | None,
+    budget: JudgeBudget | None,
 ) -> None:
     """Start each row's next step (on the engine loop, in the stage node's context)."""
     loop = asyncio.get_running_loop()
     for pending, previous in rows:
         pending.task = loop.create_task(
-            _next_state(previous, scorer, step, judge_cache, pending.limit)
+            _next_state(previous, scorer, step, judge_cache, pending.limit, budget)
         )
 
 
@@ -185,6 +191,7 @@ async def _next_state(
     step: Step,
     judge_cache: bool | str | Path | None,
     limit: asyncio.Semaphore,
+    budget: JudgeBudget | None = None,
 ) -> RunState:
     state = previous if type(previous) is RunState else await previous.task
     if state.done:
@@ -193,7 +200,7 @@ async def _next_state(
     if isinstance(definition, FunctionStep) and not definition.is_async:
         return await _advanced_async(state, scorer, step, judge_cache)  # no wait: no slot
     async with limit:
-        return await _advanced_async(state, scorer, step, judge_cache)
+        return await _advanced_async(state, scorer, step, judge_cache, budget)
 
 
 def _advanced_sync(
@@ -235,17 +242,31 @@ def _advanced_sync(
 
 
 async def _advanced_async(
-    state: RunState, scorer: ScorerSpec, step: Step, judge_cache: bool | str | Path | None
+    state: RunState,
+    scorer: ScorerSpec,
+    step: Step,
+    judge_cache: bool | str | Path | None,
+    budget: JudgeBudget | None = None,
 ) -> RunState:
     definition = step.definition
     try:
         if isinstance(definition, PromptStep):
             from evaldag._judge.transport import judged_value
 
+            if budget is not None and budget.spent:
+                return state.advanced(step, NotScorable(budget.refusal()))
             prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
-            value, execution = await judged_value(
-                definition, step.stage, scorer.judge, prompt, judge_cache
-            )
+            execution = None
+            try:
+                value, execution = await judged_value(
+                    definition, step.stage, scorer.judge, prompt, judge_cache
+                )
+            except Exception as error:
+                execution = getattr(error, "execution", None)
+                raise
+            finally:
+                if budget is not None:
+                    budget.spend(execution)
             return state.advanced(step, value, prompt=prompt, execution=execution)
         value = await _awaited(definition.fn(**state.inputs(definition.parameters)))
         return state.advanced(step, value)

@@ -34,6 +34,7 @@ from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import compact_picture, full_picture, write_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
+from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer
@@ -106,6 +107,7 @@ def run_evals(
     executor: Any = None,
     cache: bool | str | os.PathLike[str] | None = None,
     max_error_share: float = 1.0,
+    budget_usd: float | None = None,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -138,9 +140,13 @@ def run_evals(
     :param max_error_share: the share of items a scorer, gate or the target may fail on; above
         it, or when one fails on every item, the run raises ``UntrustworthyRunError`` (carrying
         the result, after writing ``out``) instead of returning a verdict.
+    :param budget_usd: stop judging once the judge calls have cost this many US dollars
+        (litellm's prices): items whose judge was not called yet are not scorable, with a
+        ``budget`` reason; what was scored is kept. Calls in flight finish.
     """
     plan = _plan(scorers, gates, target)
     max_error_share = checked_share(max_error_share)
+    budget = None if budget_usd is None else JudgeBudget(budget_usd)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise EvalDagError(
             "INVALID_CONCURRENCY", f"concurrency must be an integer >= 1, got {concurrency!r}"
@@ -183,13 +189,14 @@ def run_evals(
             conversations=bool(turns),
             on_error=on_error == "raise",
             cache=cache is not None,
+            budget_usd=budget is not None,
         )
         result = _distributed_run(plan, dataset, executor, size, concurrency, out, experiment_id)
         return require_trustworthy(result, max_error_share)
     result = _local_run(
         plan,
         dataset,
-        run_inputs=_run_inputs(plan, cache, experiment_id),
+        run_inputs={**_run_inputs(plan, cache, experiment_id), "judge_budget": budget},
         batch_size=size,
         concurrency=concurrency,
         on_item_complete=on_item_complete,

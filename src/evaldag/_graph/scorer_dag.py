@@ -22,6 +22,7 @@ from hamilton.function_modifiers import ResolveAt, parameterize, resolve, source
 from evaldag._engine.columns import scored_frame
 from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._graph.plan import EvalPlan, last_node
+from evaldag._judge.budget import JudgeBudget
 from evaldag._scorer.steps import ScorerSpec, Step
 
 #: A judge-cache setting: a directory, True for the default one, False for none, None to let
@@ -82,6 +83,7 @@ def step_states(
     settle: bool,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
+    judge_budget: JudgeBudget | None = None,
 ) -> pd.Series:
     """Each run after the step: its result added, or the error or not-scorable that ends it.
 
@@ -89,7 +91,9 @@ def step_states(
     the next step chains onto, so no run waits for the slowest of a step; the last step
     (``settle``) waits for all of them.
     """
-    advanced = advanced_states(list(states), scorer, step, concurrency, judge_cache, settle=settle)
+    advanced = advanced_states(
+        list(states), scorer, step, concurrency, judge_cache, settle=settle, budget=judge_budget
+    )
     return pd.Series(advanced, index=states.index, dtype=object)
 
 

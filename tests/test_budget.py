@@ -1,0 +1,93 @@
+"""run_evals(budget_usd=...): judging stops once the judge calls have cost the budget; the items
+not judged yet are not scorable with a budget reason, and what was scored is kept. The judge is
+the loopback server under a priced model name, so each call costs what litellm's table says."""
+
+import json
+
+import litellm
+import pytest
+from judge_server import Reply
+
+from evaldag import EvalDagError, PromptStep, create_scorer, run_evals
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+
+
+def _one_call_usd():
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    return 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
+
+
+def _judged(server):
+    judge = server.judge("openai/gpt-4o-mini", instructions="Grade it.")
+    return create_scorer("graded", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade: {run.output}")
+    )
+
+
+def _items(count):
+    return [
+        {"id": f"q{n}", "input": f"question {n}", "output": f"answer {n}"} for n in range(count)
+    ]
+
+
+def test_judging_stops_when_the_budget_is_spent_and_keeps_what_was_scored(judge_server):
+    judge_server.reply = Reply({"score": 0.75}, usage=USAGE)
+    result = run_evals(
+        _items(10),
+        scorers=[_judged(judge_server)],
+        concurrency=1,
+        budget_usd=2.5 * _one_call_usd(),
+        progress=False,
+    )
+    assert len(judge_server.requests) == 3  # the third call takes the spent cost past the budget
+    items = result.items
+    scored = items["graded.score"].notna()
+    assert scored.sum() == 3 and (items.loc[scored, "graded.score"] == 0.75).all()
+    assert result.scores == {"graded": 0.75}
+    assert result.summary.not_scorable == {"graded": 7}
+    reasons = [json.loads(text) for text in items.loc[~scored, "graded.not_scorable"]]
+    assert all(r["step"] == "generate_score" for r in reasons)
+    assert all(r["reason"].startswith("budget: the run's judge budget of $") for r in reasons)
+    assert result.usage["graded"].calls == 3
+    assert result.usage["graded"].cost_usd == pytest.approx(3 * _one_call_usd())
+
+
+def test_a_budget_of_zero_calls_no_judge(judge_server):
+    judge_server.reply = Reply({"score": 1}, usage=USAGE)
+    result = run_evals(
+        _items(3),
+        scorers=[_judged(judge_server).with_threshold(0.5)],
+        budget_usd=0,
+        progress=False,
+    )
+    assert judge_server.requests == []
+    assert result.summary.not_scorable == {"graded": 3}
+    assert result.verdict == "scored"  # a threshold with no scored item fails, and says why
+    assert result.threshold_results[0].reason == "no item could be scored (3 not scorable)"
+
+
+def test_code_steps_are_free(judge_server):
+    code = create_scorer("code").generate_score(lambda run: 1.0)
+    result = run_evals(_items(3), scorers=[code], budget_usd=0, progress=False)
+    assert result.scores == {"code": 1.0}
+
+
+@pytest.mark.parametrize("budget", [-1, float("nan"), float("inf"), "1", True])
+def test_a_budget_is_a_finite_number_of_dollars(budget):
+    with pytest.raises(EvalDagError, match="budget_usd must be a finite number of US dollars"):
+        run_evals(
+            _items(1),
+            scorers=[create_scorer("s").generate_score(lambda run: 1)],
+            budget_usd=budget,
+        )
+
+
+def test_a_budget_runs_locally_only():
+    with pytest.raises(EvalDagError, match="budget_usd cannot be combined with executor="):
+        run_evals(
+            _items(1),
+            scorers=[create_scorer("s").generate_score(lambda run: 1)],
+            budget_usd=1,
+            executor="dask",
+        )
