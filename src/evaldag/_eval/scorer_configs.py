@@ -48,7 +48,6 @@ RESERVED_IDS = frozenset(
         "judge_cache",
         "judge_cache_rows_dropped",
         "judge_budget",
-        "judge_budget",
         "target",
         # the graph's config keys
         "plan",
