@@ -426,13 +426,22 @@ def test_a_shrunk_limit_holds_back_calls_until_enough_are_done():
 
 
 @pytest.mark.slow
-def test_a_429_storm_loses_nothing_and_the_limit_adapts(judge_server):
+def test_a_429_storm_loses_nothing_and_the_run_shows_the_limit_adapt(judge_server):
     judge_server.script(*[rate_limited(retry_after=0)] * 6)
     judge_server.reply = Reply({"score": 1}, latency=0.02)
     scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=8))
-    runs = [ScorerRun(output=str(i)) for i in range(80)]
-    outcomes = scorer_outcomes(scorers_driver([scorer]), scorer, runs, concurrency=8)
-    assert [o.score for o in outcomes] == [1] * 80
-    sizes = [size for _, size in shared_limit(("openai/mock-judge", judge_server.url), 8).history]
-    assert sizes[0] == 8 and min(sizes) < 8 and sizes[-1] == 8  # cut, then grown back
+    data = pd.DataFrame({"input": ["q"] * 80, "output": [str(i) for i in range(80)]})
+    result = run_evals(data, scorers=[scorer], concurrency=8, progress=False)
+    assert result.scores == {"transport": 1.0} and result.summary.errors == {}
+    (limit,) = result.usage["total"].judge_limits
+    assert limit.endpoint == f"openai/mock-judge at {judge_server.url}"
+    assert (limit.max_concurrency, limit.final) == (8, 8)
+    assert limit.lowest < 8  # cut by the 429s, then grown back
+    sizes = [size for _, size in limit.changes]
+    assert sizes[0] == 8 and max(sizes) == 8
+    assert result.usage["transport"] == result.usage["total"]
     assert judge_server.max_in_flight <= 8
+
+    again = run_evals(data.iloc[:4], scorers=[scorer], concurrency=8, progress=False)
+    (calm,) = again.usage["total"].judge_limits  # a new run starts where the last one left off
+    assert (calm.lowest, calm.final, calm.changes) == (8, 8, [(0.0, 8)])

@@ -13,6 +13,7 @@ thresholds or plain scorers exist is ``@config.when``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 
 import pandas as pd
@@ -29,6 +30,7 @@ from hamilton.function_modifiers import (
 
 from evaldag._compat.js import js_total
 from evaldag._graph.plan import EvalPlan
+from evaldag._judge.limiter import judge_limits
 from evaldag._results.eval_result import (
     EvalResult,
     GateResult,
@@ -40,6 +42,7 @@ from evaldag._results.eval_result import (
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
+from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
 
@@ -247,14 +250,31 @@ def verdict(
     return "passed"
 
 
-def _scorer_ids(plan: EvalPlan) -> inject:
-    return inject(scorer_ids=value(tuple(s.id for s in plan.all_scorers)))
+def _scorers(plan: EvalPlan) -> inject:
+    # The graph is resolved as run_evals builds it, that is as the run starts.
+    return inject(scorers=value(plan.all_scorers), run_started=value(time.time()))
 
 
-@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorer_ids)
-def usage(items: pd.DataFrame, scorer_ids: tuple[str, ...]) -> dict[str, ScorerUsage]:
-    """Judge calls, tokens and cost per scorer, and in total."""
-    return _judge_usage(items, scorer_ids)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorers)
+def usage(
+    items: pd.DataFrame, scorers: tuple[ScorerSpec, ...], run_started: float
+) -> dict[str, ScorerUsage]:
+    """Judge calls, tokens and cost per scorer, and in total, with the limits on calls in flight
+    of the endpoints called and how they adapted over the run (none from Dask or Ray workers)."""
+    totals = _judge_usage(items, [s.id for s in scorers])
+    endpoints = {}
+    for scorer in scorers:
+        if scorer.id in totals:
+            limits = judge_limits(scorer, run_started)
+            endpoints.update((limit["endpoint"], limit) for limit in limits)
+            totals[scorer.id] = _with_limits(totals[scorer.id], limits)
+    if "total" in totals:
+        totals["total"] = _with_limits(totals["total"], list(endpoints.values()))
+    return totals
+
+
+def _with_limits(usage: ScorerUsage, limits: list[dict]) -> ScorerUsage:
+    return ScorerUsage(**{**usage.model_dump(), "judge_limits": limits})
 
 
 def _judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, ScorerUsage]:

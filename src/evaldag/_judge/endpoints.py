@@ -26,7 +26,7 @@ import orjson
 
 from evaldag._judge.errors import JudgeError
 from evaldag._judge.redaction import judge_secrets, url_without_credentials
-from evaldag._judge.settings import LOCAL_MODEL, Judge
+from evaldag._judge.settings import LOCAL_MODEL, Judge, call_limit
 
 #: Providers whose endpoints speak OpenAI's chat-completions API, and the variable litellm reads
 #: their key from when the judge gives none.
@@ -141,14 +141,13 @@ def _transport(model: str, api_base: str | None, setting: str, extras: dict[str,
 
 async def _local_endpoint(judge: Judge) -> Endpoint:
     # The local judge (llama.cpp) takes JSON requests as json_object plus a schema, answers one
-    # request at a time (more in flight would only queue into timeouts, unless the judge asks
-    # for more) and costs nothing; a cut-off answer is not JSON, hence max_tokens.
+    # request at a time (see call_limit) and costs nothing; a cut-off answer is not JSON, hence
+    # max_tokens.
     from evaldag.local_judge import local_judge_endpoint
 
     local = await asyncio.to_thread(local_judge_endpoint)
     transport = _transport(local.model, local.api_base, judge.transport, judge.litellm_kwargs)
     style = "json_object" if judge.structured_output == "auto" else judge.structured_output
-    explicit = "max_concurrency" in judge.model_fields_set
     return Endpoint(
         local.model,
         local.api_base,
@@ -157,7 +156,7 @@ async def _local_endpoint(judge: Judge) -> Endpoint:
         "local",
         transport,
         style,
-        judge.max_concurrency if explicit else 1,
+        call_limit(judge),
         free=True,
         max_tokens=judge.max_tokens or 512,
         secrets=judge_secrets(judge, local.api_key, local.api_base),

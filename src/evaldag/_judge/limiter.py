@@ -11,7 +11,12 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from typing import Any
+
+from evaldag._judge.settings import Judge, call_limit, resolved_judge
+from evaldag._scorer.steps import PromptStep, ScorerSpec
+from evaldag.errors import EvalDagError
 
 #: Limit changes kept per endpoint (a long run under a 429 storm changes it often).
 HISTORY_LENGTH = 10_000
@@ -34,6 +39,8 @@ class SharedLimit:
         self.history: deque[tuple[float, int]] = deque(
             [(time.time(), ceiling)], maxlen=HISTORY_LENGTH
         )
+        #: time.time() of the last call that asked for a slot.
+        self.last_used = 0.0
         self._held = 0
         self._round = 0  # one more after each cut
         self._credit = 0.0
@@ -48,6 +55,7 @@ class SharedLimit:
     async def acquire(self) -> int:
         """Wait for a slot; the round it was granted in."""
         loop = asyncio.get_running_loop()
+        self.last_used = time.time()
         with self._lock:
             if self._held < self.size and not self._waiters:
                 self._held += 1
@@ -131,3 +139,44 @@ def shared_limit(endpoint: tuple[Any, ...], size: int) -> SharedLimit:
         if limit is None:
             limit = _limits[key] = SharedLimit(size)
         return limit
+
+
+def judge_limits(scorer: ScorerSpec, since: float) -> list[dict[str, Any]]:
+    """The limits the calls of ``scorer``'s prompt steps share, if used since ``since`` (a
+    ``time.time()``): per endpoint its max_concurrency, lowest and final limit and its changes
+    from then on, as (seconds since ``since``, limit)."""
+    found = []
+    for model, api_base, size in dict.fromkeys(_limit_key(j) for j in _prompt_judges(scorer)):
+        with _limits_lock:
+            limit = _limits.get((model, api_base, size))
+        if limit is None or limit.last_used < since:
+            continue
+        with limit._lock:
+            history = list(limit.history)
+        before = [size for at, size in history if at <= since] or [history[0][1]]
+        changes = [(0.0, before[-1])]
+        changes += [(round(at - since, 3), size) for at, size in history if at > since]
+        found.append(
+            {
+                "endpoint": f"{model} at {api_base}" if api_base else model,
+                "max_concurrency": limit.ceiling,
+                "lowest": min(size for _, size in changes),
+                "final": changes[-1][1],
+                "changes": changes,
+            }
+        )
+    return found
+
+
+def _limit_key(judge: Judge) -> tuple[str | None, str | None, int]:
+    """Which limit a judge's calls share: one per model, api_base and max_concurrency."""
+    return judge.model, judge.api_base, call_limit(judge)
+
+
+def _prompt_judges(scorer: ScorerSpec) -> Iterable[Judge]:
+    for step in scorer.steps:
+        if isinstance(step.definition, PromptStep):
+            try:
+                yield resolved_judge(step.definition.judge, scorer.judge, step.stage)
+            except EvalDagError:  # its runs failed before any call
+                continue

@@ -195,6 +195,15 @@ def resolved_judge(step_judge: Any, scorer_judge: Any, where: str) -> Judge:
     return judge
 
 
+def call_limit(judge: Judge) -> int:
+    """How many of the judge's calls may be in flight at once: ``max_concurrency``, or 1 for the
+    local judge unless set (llama.cpp answers one request at a time; more would only queue into
+    timeouts)."""
+    if judge.model == LOCAL_MODEL and "max_concurrency" not in judge.model_fields_set:
+        return 1
+    return judge.max_concurrency
+
+
 def cache_directory(setting: bool | str | Path | None) -> Path | None:
     """Where a judge's reply cache lives, or None when caching is off."""
     if setting is False:

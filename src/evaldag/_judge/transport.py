@@ -212,7 +212,7 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
         call = http_reply
     else:
         from evaldag._judge.via_litellm import litellm_reply as call
-    limit = shared_limit((endpoint.model, endpoint.api_base), endpoint.max_concurrency)
+    limit = shared_limit((judge.model, judge.api_base), endpoint.max_concurrency)
     retry = 0
     while True:
         async with limit as started:

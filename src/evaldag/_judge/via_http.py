@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from evaldag._engine.concurrency import engine_loop, in_engine_thread
 from evaldag._judge.errors import CallFault
@@ -60,14 +62,20 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     body.update((key, value) for key, value in request.items() if key not in _NOT_BODY)
     body.update(request.get("extra_body") or {})
     url = f"{endpoint.api_base.rstrip('/')}/chat/completions"
+    proxy, proxy_auth = _proxy(url)
     session = _pooled_session(endpoint.api_base)
     own = session is None
     if own:
-        session = aiohttp.ClientSession(trust_env=True)
+        session = aiohttp.ClientSession()
     fault = None
     try:
         async with session.post(
-            url, data=orjson.dumps(body), headers=headers, timeout=_timeout(timeout)
+            url,
+            data=orjson.dumps(body),
+            headers=headers,
+            timeout=_timeout(timeout),
+            proxy=proxy,
+            proxy_auth=proxy_auth,
         ) as response:
             status = response.status
             raw = await response.read()
@@ -135,6 +143,16 @@ def _timeout(seconds: float) -> aiohttp.ClientTimeout:
     return aiohttp.ClientTimeout(total=seconds)
 
 
+@functools.lru_cache(maxsize=64)
+def _proxy(url: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment (``HTTPS_PROXY``, ``NO_PROXY``...) sets for ``url``, read once:
+    aiohttp's ``trust_env`` reads it, and ``~/.netrc``, in a worker thread on every request."""
+    try:
+        return get_env_proxy_for_url(URL(url))
+    except LookupError:
+        return None, None
+
+
 def _pooled_session(api_base: str) -> aiohttp.ClientSession | None:
     """The engine loop's session for ``api_base``; None on any other loop."""
     global _sessions_pid
@@ -148,7 +166,7 @@ def _pooled_session(api_base: str) -> aiohttp.ClientSession | None:
         if not _sessions:
             atexit.register(_closed_sessions)
         connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=KEEPALIVE_SECONDS)
-        session = _sessions[api_base] = aiohttp.ClientSession(connector=connector, trust_env=True)
+        session = _sessions[api_base] = aiohttp.ClientSession(connector=connector)
     return session
 
 

@@ -100,6 +100,20 @@ class Summary(_Model):
     )
 
 
+class JudgeLimit(_Model):
+    """A judge endpoint's limit on calls in flight over the run: halved on 429, grown back by one
+    per round of successful calls, never above max_concurrency (AIMD)."""
+
+    endpoint: str = Field(description="The judge's model and api_base.")
+    max_concurrency: int
+    lowest: int = Field(description="The lowest the limit went during the run.")
+    final: int
+    changes: list[tuple[float, int]] = Field(
+        description="(seconds since the run started, limit): the limit at the start and after "
+        "each change."
+    )
+
+
 class ScorerUsage(_Model):
     """Judge calls of one scorer, summed over its items."""
 
@@ -108,6 +122,10 @@ class ScorerUsage(_Model):
     output_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float = 0.0
+    judge_limits: list[JudgeLimit] = Field(
+        default_factory=list,
+        description="The limits of the endpoints its judges called (in 'total': of all of them).",
+    )
 
 
 class EvalResult(BaseModel):
