@@ -25,7 +25,7 @@ from judge_server import (
 
 from evaldag import PromptStep, ScorerRun, ScorerRunError, create_scorer, run_evals
 from evaldag._graph.drivers import scorer_outcomes, scorers_driver
-from evaldag._judge.limiter import SharedLimit, shared_limit
+from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.transport import BACKOFF_BASE_SECONDS
 
 INSTRUCTIONS = "Grade the answer."
