@@ -9,12 +9,13 @@ store refuses is counted and logged, never raised into the app.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-import queue
 import threading
 import uuid
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from evaldag._compat.js import json_text
@@ -28,7 +29,6 @@ from evaldag._store.sql import ScoreStore
 from evaldag.errors import ScorerRunError, error_message
 
 logger = logging.getLogger("evaldag.live")
-_STOP = object()
 #: Row fields a call may set (``run_fields=``); the rest come from the run and its score.
 CALL_FIELDS = frozenset(
     {
@@ -68,18 +68,21 @@ class Call(NamedTuple):
 
 @dataclass
 class Tally:
-    """What the worker did, counted under its lock."""
+    """What the worker did so far."""
 
     scored: int = 0
     not_scorable: int = 0
     errors: int = 0
     write_errors: int = 0
     pending: int = 0
-    lock: threading.Condition = field(default_factory=threading.Condition)
 
 
 class Worker:
-    """Scores queued calls on a daemon thread started with the first call it is given."""
+    """Scores queued calls on a daemon thread started with the first call it is given.
+
+    One condition guards the queue and the tally: a call is queued with one lock and one
+    notify, the cheapest hand-over Python has.
+    """
 
     def __init__(
         self,
@@ -94,50 +97,51 @@ class Worker:
         self._scorers = tuple(scorers)
         self._store = store
         self._entity = entity
+        self._queue_size = queue_size
         self._batch_size = batch_size
         self._concurrency = concurrency
-        self._queue: queue.Queue[Any] = queue.Queue(queue_size)
+        self._calls: deque[Call] = deque()
+        self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
+        self._stopped = False
         self._driver = scorers_driver(self._scorers)
         self._records = {s.id: _scorer_record(s) for s in self._scorers}
         self.tally = Tally()
-        self.stopped = False
 
     def offer(self, call: Call) -> bool:
         """Queue ``call`` unless the queue is full or the worker stopped; never blocks."""
         if self._thread is None:
             self._start()
-        tally = self.tally
-        with tally.lock:
-            if self.stopped:
+        with self._lock:
+            if self._stopped or len(self._calls) >= self._queue_size:
                 return False
-            tally.pending += 1
-        try:
-            self._queue.put_nowait(call)
-        except queue.Full:
-            with tally.lock:
-                tally.pending -= 1
-                tally.lock.notify_all()
-            return False
+            self._calls.append(call)
+            self.tally.pending += 1
+            self._lock.notify()
         return True
+
+    def counts(self) -> Tally:
+        """A copy of the tally, read under the lock."""
+        with self._lock:
+            return dataclasses.replace(self.tally)
 
     def flush(self, timeout: float | None) -> bool:
         """Wait until every queued call is scored and stored; False if ``timeout`` ran out."""
-        with self.tally.lock:
-            return self.tally.lock.wait_for(lambda: self.tally.pending == 0, timeout)
+        with self._lock:
+            return self._lock.wait_for(lambda: self.tally.pending == 0, timeout)
 
     def stop(self, timeout: float | None) -> bool:
         """Flush, then end the thread; later calls are not taken."""
         flushed = self.flush(timeout)
-        with self.tally.lock:
-            self.stopped = True
+        with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
         if self._thread is not None:
-            self._queue.put(_STOP)
             self._thread.join(timeout)
         return flushed
 
     def _start(self) -> None:
-        with self.tally.lock:
+        with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._loop, name="evaldag-live-scoring", daemon=True
@@ -146,19 +150,12 @@ class Worker:
 
     def _loop(self) -> None:
         while True:
-            first = self._queue.get()
-            if first is _STOP:
-                return
-            batch = [first]
-            while len(batch) < self._batch_size:
-                try:
-                    call = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if call is _STOP:
-                    self._queue.put(_STOP)
-                    break
-                batch.append(call)
+            with self._lock:
+                self._lock.wait_for(lambda: self._calls or self._stopped)
+                if not self._calls:
+                    return
+                size = min(len(self._calls), self._batch_size)
+                batch = [self._calls.popleft() for _ in range(size)]
             self._score(batch)
 
     def _score(self, batch: list[Call]) -> None:
@@ -175,11 +172,11 @@ class Worker:
         except Exception:  # the app never sees a scoring or storage failure
             logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(batch))
             counts["write_errors"] += len(rows)
-        with self.tally.lock:
+        with self._lock:
             for name, count in counts.items():
                 setattr(self.tally, name, getattr(self.tally, name) + count)
             self.tally.pending -= len(batch)
-            self.tally.lock.notify_all()
+            self._lock.notify_all()
 
     def _outcomes(self, batch: list[Call]) -> list[tuple[str, Call, Any]]:
         """Each scorer's outcome for each call: a result, or the exception it failed with."""

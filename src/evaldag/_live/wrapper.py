@@ -178,7 +178,7 @@ class LiveScoring:
         """The counts so far."""
         with self._lock:
             counts = dict(self._counts)
-        tally = self._worker.tally if self._worker is not None else None
+        tally = self._worker.counts() if self._worker is not None else None
         worker = {
             name: 0 if tally is None else getattr(tally, name)
             for name in ("scored", "not_scorable", "errors", "write_errors", "pending")
