@@ -120,6 +120,19 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 3 (an error, not a verdict) when a scorer or the target fails on more than "
         "this share of the items (default: 1, only when it fails on every item)",
     )
+    run.add_argument(
+        "--budget-usd",
+        type=_dollars,
+        metavar="USD",
+        help="stop judging once the judge calls have cost this much (litellm's prices); the "
+        "items not judged yet are not scorable, what was scored is kept",
+    )
+    run.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the judge calls, tokens and dollars the run would cost, call no judge (and "
+        "no target), and exit 0",
+    )
     run.set_defaults(command=_run_command)
 
     demo = commands.add_parser(
@@ -203,6 +216,16 @@ def _positive_int(text: str) -> int:
     return number
 
 
+def _dollars(text: str) -> float:
+    try:
+        dollars = float(text)
+    except ValueError:
+        dollars = -1.0
+    if not 0 <= dollars < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of US dollars >= 0, got {text!r}")
+    return dollars
+
+
 def _share(text: str) -> float:
     try:
         share = float(text)
@@ -268,6 +291,15 @@ def _run_command(args: argparse.Namespace) -> int:
             path=args.dag,
             full=args.full_dag,
         )
+    if args.estimate:
+        from evaldag._cli.estimate import estimate_text
+        from evaldag._eval.estimate import cost_estimate
+
+        estimate = cost_estimate(
+            args.data, scorers=definition.scorers, gates=definition.gates, target=definition.target
+        )
+        print(estimate_text(estimate, f"{definition.name} on {Path(args.data).name}"))
+        return EXIT_PASSED
     result = run_evals(
         args.data,
         scorers=definition.scorers,
@@ -277,6 +309,7 @@ def _run_command(args: argparse.Namespace) -> int:
         out=None if args.resume else args.out,
         checkpoint=args.out if args.resume else None,
         max_error_share=args.max_error_share,
+        budget_usd=args.budget_usd,
     )
     _print_summary(result, f"{definition.name} on {Path(args.data).name}")
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]

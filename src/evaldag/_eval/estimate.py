@@ -1,0 +1,151 @@
+"""Cost before cost: the judge calls a run would make, their tokens and dollars, no judge called.
+
+For each item and scorer, the code steps before the scorer's first judged step run for real (an
+item they declare not scorable costs nothing), then that step's prompt is rendered and counted
+with the tokenizer litellm ships for the judge's model, its system prompt included. What is
+estimated rather than counted:
+
+- **calls**: one per judged step of each item that reaches its scorer's first judged step;
+  retries, repaired answers and steps a later not-scorable skips are not foreseen;
+- **input tokens**: a later judged step's prompt depends on the judge's earlier answers, so it
+  is counted as large as the first one of its scorer and item (the JSON schema sent with a
+  structured-output request is not counted);
+- **output tokens**: ``OUTPUT_TOKENS`` per call (the answers are short JSON or a sentence);
+- **dollars**: litellm's price table for each judge's model; the calls of a model it does not
+  price are listed in ``unpriced`` and left out of the dollars; the local judge costs nothing;
+- with a **target**, outputs are not produced (that would call it): prompts are rendered with
+  an empty output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from evaldag._engine.concurrency import run_sync
+from evaldag._engine.stages import advanced_states, prepared_states
+from evaldag._eval.dataset import loaded_dataset
+from evaldag._eval.run_evals import _plan as eval_plan
+from evaldag._graph.drivers import eval_driver
+from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
+from evaldag._judge.via_litellm import configured_litellm
+from evaldag._scorer.steps import PromptStep, ScorerSpec
+
+#: Output tokens assumed for each judge call.
+OUTPUT_TOKENS = 200
+
+
+class JudgeCallEstimate(BaseModel):
+    """The judge calls of a scorer (or of the run), estimated."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = Field(default=0.0, description="US dollars of the priced calls.")
+    unpriced: list[str] = Field(
+        default_factory=list, description="Models litellm's table lacks: their calls cost extra."
+    )
+
+    def plus(self, other: JudgeCallEstimate) -> JudgeCallEstimate:
+        """Both estimates together."""
+        return JudgeCallEstimate(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            unpriced=sorted({*self.unpriced, *other.unpriced}),
+        )
+
+
+class CostEstimate(BaseModel):
+    """What a run's judges would be asked, and cost, before anything is asked."""
+
+    items: int
+    scorers: dict[str, JudgeCallEstimate] = Field(
+        description="Per scorer and gate with judged steps."
+    )
+    total: JudgeCallEstimate
+    output_tokens_per_call: int = OUTPUT_TOKENS
+
+
+def cost_estimate(
+    data: Any, *, scorers: Any = (), gates: Iterable[Any] = (), target: Any = None
+) -> CostEstimate:
+    """The judge calls ``run_evals`` would make on ``data``, with tokens and dollars; no judge
+    (and no target) is called. Arguments as ``run_evals``'s; what is estimated rather than
+    counted is in this module's docstring."""
+    plan = eval_plan(scorers, gates, target)
+    dataset = loaded_dataset(data, has_target=plan.target is not None)
+    runs = _runs(plan, dataset)
+    estimates = {}
+    for scorer in plan.all_scorers:
+        estimate = _scorer_estimate(scorer, runs)
+        if estimate is not None:
+            estimates[scorer.id] = estimate
+    total = JudgeCallEstimate()
+    for estimate in estimates.values():
+        total = total.plus(estimate)
+    return CostEstimate(items=len(dataset), scorers=estimates, total=total)
+
+
+def _runs(plan: Any, dataset: pd.DataFrame) -> pd.Series:
+    """The items as the scorers receive them; with a target, an empty output each."""
+    overrides = {}
+    if plan.target is not None:
+        overrides["outputs"] = pd.Series([""] * len(dataset), index=dataset.index, dtype=object)
+    dr = eval_driver(plan)
+    return dr.execute(["runs"], inputs={"dataset": dataset}, overrides=overrides)["runs"]
+
+
+def _scorer_estimate(scorer: ScorerSpec, runs: pd.Series) -> JudgeCallEstimate | None:
+    judged = [i for i, step in enumerate(scorer.steps) if isinstance(step.definition, PromptStep)]
+    if not judged:
+        return None
+    states = prepared_states(runs.tolist(), scorer, 8)
+    for step in scorer.steps[: judged[0]]:
+        states = advanced_states(states, scorer, step, 8)
+    first = scorer.steps[judged[0]].definition
+    judges = [
+        resolved_judge(scorer.steps[i].definition.judge, scorer.judge, scorer.steps[i].stage)
+        for i in judged
+    ]
+    estimate = JudgeCallEstimate()
+    for state in states:
+        if state.done:
+            continue
+        try:
+            prompt = first.create_prompt(**state.inputs(first.parameters))
+            if hasattr(prompt, "__await__"):
+                prompt = run_sync(_awaited(prompt))
+        except Exception:  # the step would fail the item before calling its judge
+            continue
+        for judge in judges:
+            estimate = estimate.plus(_call_estimate(judge, str(prompt)))
+    return estimate
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _call_estimate(judge: Judge, prompt: str) -> JudgeCallEstimate:
+    litellm = configured_litellm()
+    messages = [{"role": "user", "content": prompt}]
+    if judge.instructions:
+        messages.insert(0, {"role": "system", "content": judge.instructions})
+    tokens = litellm.token_counter(model=judge.model, messages=messages)
+    cost, unpriced = 0.0, []
+    if judge.model != LOCAL_MODEL:  # the local judge costs nothing
+        try:
+            input_usd, output_usd = litellm.cost_per_token(
+                model=judge.model, prompt_tokens=tokens, completion_tokens=OUTPUT_TOKENS
+            )
+            cost = input_usd + output_usd
+        except Exception:  # litellm's table does not price the model
+            unpriced = [judge.model]
+    return JudgeCallEstimate(
+        calls=1, input_tokens=tokens, output_tokens=OUTPUT_TOKENS, cost_usd=cost, unpriced=unpriced
+    )
