@@ -18,6 +18,7 @@ import asyncio
 import functools
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,10 @@ HTTP_SETTINGS = frozenset(
     }
 )
 _PRICE_TABLE = "model_prices_and_context_window_backup.json"
+#: Judges whose endpoints are kept (by the judge's identity; a scorer's judge is one object).
+KNOWN_ENDPOINTS = 256
+_known_endpoints: dict[int, tuple[Judge, Endpoint]] = {}
+_known_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,26 @@ class Endpoint:
 
 
 async def judge_endpoint(judge: Judge) -> Endpoint:
-    """Where and how ``judge`` is called; the local judge starts here on first use."""
+    """Where and how ``judge`` is called; the local judge starts here on first use.
+
+    A judge's endpoint is worked out at its first call in the process and kept with it (keys
+    from the environment included); the local judge's is asked for on every call, since it
+    restarts a server that stopped.
+    """
     if judge.model == LOCAL_MODEL:
         return await _local_endpoint(judge)
+    known = _known_endpoints.get(id(judge))
+    if known is not None and known[0] is judge:
+        return known[1]
+    endpoint = _endpoint(judge)
+    with _known_lock:
+        if len(_known_endpoints) >= KNOWN_ENDPOINTS:
+            del _known_endpoints[next(iter(_known_endpoints))]
+        _known_endpoints[id(judge)] = (judge, endpoint)  # the judge kept: its id stays its own
+    return endpoint
+
+
+def _endpoint(judge: Judge) -> Endpoint:
     api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
     transport = _transport(judge.model, judge.api_base, judge.transport, judge.litellm_kwargs)
     if transport == "http":
