@@ -155,7 +155,9 @@ def judge_limits(scorer: ScorerSpec, since: float) -> list[dict[str, Any]]:
             history = list(limit.history)
         before = [size for at, size in history if at <= since] or [history[0][1]]
         changes = [(0.0, before[-1])]
-        changes += [(round(at - since, 3), size) for at, size in history if at > since]
+        for at, size in history:
+            if at > since and size != changes[-1][1]:  # a limit made during the run is no change
+                changes.append((round(at - since, 3), size))
         found.append(
             {
                 "endpoint": f"{model} at {api_base}" if api_base else model,
