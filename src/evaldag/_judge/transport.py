@@ -74,7 +74,6 @@ async def judged_value(
     generate_score gives the number of the judge's ``{"score": number}``; generate_reason gives
     the judge's text.
     """
-    started = time.perf_counter()
     try:
         judge = resolved_judge(step.judge, scorer_judge, stage)
     except EvalDagError as error:
@@ -96,6 +95,8 @@ async def judged_value(
         raise JudgeError(
             error.id, error.message, category=error.category, details=error.details, cause=error
         ) from error
+    # The clock starts with the calls: not with the one-off litellm import or local judge start.
+    started = time.perf_counter()
     tally = Tally(endpoint.model_name, endpoint.provider, cache)
     try:
         value = await _attempted(judge, endpoint, contract, prompt, tally)
