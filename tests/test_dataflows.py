@@ -20,7 +20,7 @@ import evaldag
 from evaldag import checks, create_scorer
 
 DATAFLOWS = Path(__file__).resolve().parents[1] / "dataflows"
-NAMES = ["agent_tool_use", "rag_answer_quality", "regression_gate"]
+NAMES = ["agent_tool_use", "rag_answer_quality", "rag_pipeline_steps", "regression_gate"]
 FILES = ["__init__.py", "README.md", "dag.png", "valid_configs.jsonl", "tags.json"]
 
 
@@ -403,6 +403,80 @@ def test_rag_answer_quality_names_missing_columns():
         _driver("rag_answer_quality", {"scoring": "code_only"}).execute(
             ["rag_dataset"], overrides={"raw_rag_answers": answers}
         )
+
+
+# --- rag_pipeline_steps ------------------------------------------------------------------------
+
+CORPUS = {
+    "louvre": "The Louvre opens at 9 am. It closes at 9:45 pm on Fridays.",
+    "seine": "The Seine is 777 km long. It flows through Paris.",
+    "eiffel": "The Eiffel Tower is 330 m tall. It was finished in 1889.",
+}
+RAG_QUESTIONS = [
+    {
+        "question": "How tall is the Eiffel Tower?",
+        "expected_passage": "eiffel",
+        "expected_answer": "330 m",
+    },
+    {
+        "question": "How long is the Seine river?",
+        "expected_passage": "seine",
+        "expected_answer": "777 km",
+    },
+    {
+        "question": "Who painted the Mona Lisa?",
+        "expected_passage": "louvre",
+        "expected_answer": "Leonardo",
+    },
+]
+
+
+def test_rag_pipeline_steps_scores_each_node(tmp_path):
+    path = tmp_path / "questions.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in RAG_QUESTIONS[:2]))
+    outputs = _driver("rag_pipeline_steps").execute(
+        ["verdict", "node_scores", "failed_questions", "eval_result", "answer"],
+        inputs={"rag_questions_path": str(path), "corpus": CORPUS, "question": "Seine length?"},
+    )
+    assert outputs["verdict"] == "passed"
+    assert outputs["answer"] == "The Seine is 777 km long."  # the pipeline alone
+    scores = outputs["node_scores"].set_index("node")
+    assert scores.loc["retrieved_passages", "average"] == 1.0
+    assert scores.loc["reranked_passages", "average"] == 1.0
+    assert scores.loc["answer", "average"] == 1.0 and scores.loc["path", "average"] == 1.0
+    assert outputs["failed_questions"].empty
+    items = outputs["eval_result"].items
+    assert items["steps.reranked_passages.reciprocal-rank.score"].tolist() == [1.0, 1.0]
+
+
+def test_rag_pipeline_steps_records_a_failing_node():
+    outputs = _driver("rag_pipeline_steps").execute(
+        ["verdict", "node_scores", "failed_questions"],
+        overrides={"rag_questions": pd.DataFrame(RAG_QUESTIONS)},
+        inputs={"corpus": CORPUS},
+    )
+    failed = outputs["failed_questions"]
+    assert failed["question"].tolist() == ["Who painted the Mona Lisa?"]
+    assert failed["error"].iloc[0].startswith("ValueError: node 'reranked_passages' failed")
+    assert outputs["verdict"] == "scored"  # a failed question fails every threshold
+    assert outputs["node_scores"]["errors"].tolist() == [1, 1, 1, 1]
+
+
+def test_rag_pipeline_steps_with_an_llm_answer(judge_server):
+    judge_server.reply = "It is 330 m tall."
+    outputs = _driver("rag_pipeline_steps", {"answering": "llm"}).execute(
+        ["node_scores", "eval_result"],
+        overrides={"rag_questions": pd.DataFrame(RAG_QUESTIONS[:1])},
+        inputs={
+            "corpus": CORPUS,
+            "answer_model": "openai/mock-judge",
+            "answer_api_base": judge_server.url,
+            "answer_api_key": "sk-test",
+        },
+    )
+    assert outputs["eval_result"].items["output"].tolist() == ["It is 330 m tall."]
+    (request,) = judge_server.requests
+    assert "[eiffel] The Eiffel Tower is 330 m tall." in request.prompt
 
 
 # --- the __main__ smoke examples -----------------------------------------------------------------

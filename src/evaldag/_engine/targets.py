@@ -7,7 +7,7 @@ import asyncio
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evaldag._engine.concurrency import gather_limited, run_sync
@@ -68,12 +68,27 @@ class TurnRun:
 
 
 @dataclass(frozen=True, slots=True)
+class StepRun:
+    """One node of a workflow's execution: its inputs, its output, and how it went."""
+
+    input: dict[str, Any]
+    output: Any
+    status: str
+    started_at: float
+    duration_ms: float
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TargetRun:
-    """What the target produced for one item: the output its scorers score, and for a
-    conversation each turn (the output is then every turn's messages, in order)."""
+    """What the target produced for one item: the output its scorers score; for a
+    conversation each turn (the output is then every turn's messages, in order); for a workflow
+    each node that ran, by name in execution order, and the trajectory they make."""
 
     output: Any
     turns: tuple[TurnRun, ...] = ()
+    steps: dict[str, StepRun] = field(default_factory=dict)
+    trajectory: dict[str, Any] | None = None
 
 
 #: The keyword parameters a target may declare to get more than the input.
@@ -107,7 +122,9 @@ def target_runs(
         try:
             if turns is None:
                 produced = await output(input, request_context=context)
-                return produced if isinstance(produced, TargetRun) else TargetRun(produced)
+                if isinstance(produced, TargetRun | TargetFailure):
+                    return produced
+                return TargetRun(produced)
             return await _conversation(output, turns, context)
         except Exception as error:
             return TargetFailure(error_message(error), type(error).__name__)

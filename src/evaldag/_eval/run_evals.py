@@ -39,6 +39,7 @@ from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.transcript_shapes import canonical_transcript
+from evaldag._targets.workflow import as_workflow
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -48,13 +49,18 @@ _FUNCTION_BATCH = 20_000
 
 
 def _plan(scorers: Any, gates: Iterable[Any], target: Any) -> EvalPlan:
-    config = scorer_config(scorers, gates, workflow_target=False)
+    flow = as_workflow(target)
+    config = scorer_config(scorers, gates, workflow_target=flow is not None)
+    if flow is not None:
+        flow.require_nodes(config.steps)
     return EvalPlan(
         scorers=config.scorers,
         gates=config.gates,
         thresholds=config.thresholds,
         sources=config.sources,
-        target=None if target is None else target_callable(target),
+        target=flow or (None if target is None else target_callable(target)),
+        workflow=flow is not None,
+        steps=config.steps,
     )
 
 
@@ -114,10 +120,17 @@ def run_evals(
     :param data: a DataFrame (``input``; ``output`` unless a target produces it; optional
         ``ground_truth``, ``request_context``, ``expected_trajectory``; other columns carried
         through), a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
-    :param scorers: scorers, ``scorer.with_threshold(...)`` or ``{"scorer": s, "threshold": t}``.
+        With a target, an item may be a conversation: ``inputs`` (turns in order on one thread)
+        or ``turns`` (``[{"input", "gates", "scorers"}]``, each turn with its own assertions).
+    :param scorers: scorers, ``scorer.with_threshold(...)`` or ``{"scorer": s, "threshold": t}``;
+        or Mastra's agent config ``{"agent": [...], "trajectory": [...]}`` or workflow config
+        ``{"workflow": [...], "steps": {"<node>": [...]}, "trajectory": [...]}``, whose results
+        are keyed ``agent.<id>``, ``trajectory.<id>``, ``workflow.<id>``, ``steps.<node>.<id>``.
     :param gates: scorers whose average must be 1.0, e.g. checks.
     :param target: produces outputs: a function of the input (sync or async; gets
-        ``request_context`` if it has that parameter) or a litellm model string.
+        ``request_context``, ``thread_id`` and ``history`` if it has those parameters) returning
+        a text or a transcript, ``evaldag.agent(...)``, a litellm model string, or a Hamilton
+        dataflow (``evaldag.workflow(...)``, a driver or a module), run once per item.
     :param concurrency: judge, async-step and target calls in flight at once.
     :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item.
     :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
@@ -173,7 +186,7 @@ def run_evals(
                 )
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     dataset, turns = conversation_items(
-        dataset, has_target=plan.target is not None, workflow_target=False
+        dataset, has_target=plan.target is not None, workflow_target=plan.workflow
     )
     require_some_scorer(plan.all_scorers, turn_assertions(turns))
     plan = dataclasses.replace(plan, turn_specs=turns)

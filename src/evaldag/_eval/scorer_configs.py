@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evaldag._graph.plan import step_runs_node
 from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
@@ -57,7 +58,8 @@ RESERVED_IDS = frozenset(
         "has_thresholds",
         "has_trajectory_runs",
         "has_turns",
-        "target_kind",
+        "workflow_target",
+        "has_steps",
         "distributed",
     }
 )
@@ -72,11 +74,6 @@ _AGENT_KEYS = ("agent", "trajectory")
 _WORKFLOW_KEYS = ("workflow", "steps", "trajectory")
 
 ConfigKind = Literal["list", "agent", "workflow"]
-
-
-def step_runs(step: str) -> str:
-    """The node holding the runs of a workflow step: its inputs and its output per item."""
-    return f"steps.{step}.runs"
 
 
 @dataclass(frozen=True)
@@ -263,7 +260,9 @@ def scorer_config(scorers: Any, gates: Iterable[Any], *, workflow_target: bool) 
                 f"scorers['steps'] has the key {step!r}; give the name of a node of the workflow",
             )
         where = f"scorers['steps'][{step!r}]"
-        groups.append((f"steps.{step}", step_runs(step), where, *scorer_entries(entries, where)))
+        groups.append(
+            (f"steps.{step}", step_runs_node(step), where, *scorer_entries(entries, where))
+        )
     if "trajectory" in scorers:
         where = "scorers['trajectory']"
         groups.append(

@@ -30,6 +30,11 @@ class TurnSpec:
 TurnSpecs = dict[Any, tuple[TurnSpec, ...]]
 
 
+def step_runs_node(step: str) -> str:
+    """The node holding the runs of a workflow's node ``step``: its inputs and its output."""
+    return f"steps.{step}.runs"
+
+
 def last_node(scorer: ScorerSpec) -> str:
     """The name of the scorer's last step node: its runs as they end."""
     return f"{scorer.id}.{scorer.steps[-1].value_name}"
@@ -48,6 +53,9 @@ class EvalPlan:
     sources: dict[str, str] = field(default_factory=dict)
     #: The data's conversations: each item's turns, by item label (an input of the graph).
     turn_specs: TurnSpecs = field(default_factory=dict)
+    #: Whether the target is a workflow (a Hamilton dataflow), and its nodes with scorers.
+    workflow: bool = False
+    steps: tuple[str, ...] = ()
 
     @property
     def all_scorers(self) -> tuple[ScorerSpec, ...]:
@@ -94,6 +102,8 @@ class EvalPlan:
             "has_thresholds": bool(self.thresholds),
             "has_trajectory_runs": "trajectory_runs" in self.sources.values(),
             "has_turns": bool(self.turn_specs),
+            "workflow_target": self.workflow,
+            "has_steps": bool(self.steps),
             "distributed": distributed,
         }
 

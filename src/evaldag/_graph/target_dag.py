@@ -4,10 +4,14 @@
 
     dataset → target_runs → outputs → runs → trajectory_runs → trajectory.<id>.prepared_run → …
 
-``target_runs`` holds, per item, what the target produced: its output and, for a conversation,
-each turn (``turn_dag``). ``runs`` hold each item's input and output (``eval_dag``); a trajectory
-scorer or gate reads ``trajectory_runs``, the same runs with the output replaced by its
-trajectory (Mastra's ``extractTrajectory`` of an agent's messages, spec §6.6).
+``target_runs`` holds, per item, what the target produced: its output; for a conversation each
+turn (``turn_dag``); for a workflow each node's record and the trajectory. ``runs`` hold each
+item's input and output (``eval_dag``); a trajectory scorer or gate reads ``trajectory_runs``,
+the same runs with the output replaced by the item's trajectory: Mastra's ``extractTrajectory``
+of an agent's messages, or a workflow's execution path (spec §6.6). A step scorer of a workflow
+reads ``steps.<node>.runs``: the node's inputs as the run's input, its output as the output.
+
+    target_runs → steps.<node>.runs → steps.<node>.<id>.prepared_run → …
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pandas as pd
-from hamilton.function_modifiers import config
+from hamilton.function_modifiers import ResolveAt, config, parameterize, resolve, value
 
 from evaldag._engine import targets
+from evaldag._graph.plan import EvalPlan, step_runs_node
 from evaldag.transcripts import extract_trajectory
 
 
@@ -38,8 +43,8 @@ def target_runs(dataset: pd.DataFrame, target: Callable, concurrency: int) -> pd
     return pd.Series(produced, index=dataset.index, dtype=object)
 
 
-@config.when(has_trajectory_runs=True)
-def trajectory_runs(runs: pd.Series) -> pd.Series:
+@config.when(has_trajectory_runs=True, workflow_target=False)
+def trajectory_runs__messages(runs: pd.Series) -> pd.Series:
     """Each run with the trajectory of its messages as output; the item's expected trajectory
     stays on the run."""
     return pd.Series(
@@ -47,3 +52,35 @@ def trajectory_runs(runs: pd.Series) -> pd.Series:
         index=runs.index,
         dtype=object,
     )
+
+
+@config.when(has_trajectory_runs=True, workflow_target=True)
+def trajectory_runs__workflow(runs: pd.Series, target_runs: pd.Series) -> pd.Series:
+    """Each run with the workflow's execution path as output: a ``workflow_step`` per node that
+    ran, in order, with its status, output and duration."""
+    return pd.Series(
+        [
+            run.model_copy(update={"output": target_runs[label].trajectory})
+            for label, run in runs.items()
+        ],
+        index=runs.index,
+        dtype=object,
+    )
+
+
+def _workflow_steps(plan: EvalPlan) -> parameterize:
+    return parameterize(**{step_runs_node(step): {"step": value(step)} for step in plan.steps})
+
+
+@config.when(has_steps=True)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_workflow_steps)
+def step_runs(runs: pd.Series, target_runs: pd.Series, step: str) -> pd.Series:
+    """Per item where the node ran, a run of the node's inputs (a dict by parameter name) and
+    its output; items where it did not run are left out, as Mastra skips them."""
+    values, index = [], []
+    for label, run in runs.items():
+        ran = target_runs[label].steps.get(step)
+        if ran is not None and ran.status == "success":
+            values.append(run.model_copy(update={"input": ran.input, "output": ran.output}))
+            index.append(label)
+    return pd.Series(values, index=pd.Index(index, dtype=runs.index.dtype), dtype=object)
