@@ -244,3 +244,18 @@ def test_each_average_carries_its_interval_into_the_summary_and_the_file(tmp_pat
 def test_a_missing_file_is_a_named_error(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "nope.parquet"), str(tmp_path / "b.parquet")]) == 3
     assert "is not a results file" in capsys.readouterr().err
+
+
+def test_runs_in_a_score_store_are_compared_by_experiment_id(tmp_path, capsys):
+    from evaldag._store.locations import save_result
+
+    store = tmp_path / "scores.db"
+    a = _result([1.0, 1.0, 1.0, 1.0], ids=["w", "x", "y", "z"])
+    b = _result([0.0, 0.0, 0.0, 1.0], ids=["w", "x", "y", "z"])
+    save_result(store, a)
+    save_result(store, b)
+    comparison = compare_experiments(a.experiment_id, b.experiment_id, store=store)
+    assert comparison.item_key == "id" and comparison.regressions == ["s"]
+    assert comparison.a.experiment_id == a.experiment_id and comparison.a.source == str(store)
+    assert main(["compare", a.experiment_id, b.experiment_id, "--store", str(store)]) == 1
+    assert "REGRESSED: s" in capsys.readouterr().out

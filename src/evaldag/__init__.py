@@ -36,6 +36,8 @@ _EXPORTS = {
     "ScorerWithThreshold": "evaldag._scorer.builder",
     "filter_run": "evaldag._scorer.run_filter",
     "compare_experiments": "evaldag._experiments.compare",
+    "cost_estimate": "evaldag._eval.estimate",
+    "CostEstimate": "evaldag._eval.estimate",
     "Comparison": "evaldag._experiments.compare",
     "ScoreStore": "evaldag._store.sql",
     "ScoreRow": "evaldag._store.rows",
@@ -50,14 +52,13 @@ _EXPORTS = {
     "local_judge": "evaldag.local_judge",
     "agent": "evaldag._targets.agent",
     "Agent": "evaldag._targets.agent",
-    "workflow": "evaldag._targets.workflow",
-    "Workflow": "evaldag._targets.workflow",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
+    from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._experiments.compare import Comparison, compare_experiments
     from evaldag._judge.errors import JudgeError
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
     from evaldag._store.rows import ScoreRow
     from evaldag._store.sql import ScoreStore
     from evaldag._targets.agent import Agent, agent
-    from evaldag._targets.workflow import Workflow, workflow
     from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
 
 

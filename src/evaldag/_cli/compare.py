@@ -25,14 +25,21 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         help="compare two runs: per-scorer stats and paired per-item deltas; exit 1 on a "
         "regression",
         description="Compare experiment B with experiment A (results files written by "
-        "'evaldag run --out' or 'evaldag demo'): Mastra's per-scorer stats (error rate, pass "
-        "rate, average, delta), then the items of both paired and the mean of their deltas "
-        "with a bootstrap confidence interval. B is worse only when that interval lies wholly "
-        "on the worse side of 0; exit 1 when a scorer or gate is worse by more than the "
-        "threshold, else 0.",
+        "'evaldag run --out' or 'evaldag demo', or runs saved in a score store): Mastra's "
+        "per-scorer stats (error rate, pass rate, average, delta), then the items of both "
+        "paired and the mean of their deltas with a bootstrap confidence interval. B is worse "
+        "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer or "
+        "gate is worse by more than the threshold, else 0.",
     )
-    compare.add_argument("a", metavar="A", help="the baseline: a results .parquet file")
-    compare.add_argument("b", metavar="B", help="the candidate: a results .parquet file")
+    compare.add_argument(
+        "a", metavar="A", help="the baseline: a results .parquet file, or with --store a run's id"
+    )
+    compare.add_argument("b", metavar="B", help="the candidate, likewise")
+    compare.add_argument(
+        "--store",
+        metavar="STORE",
+        help="a score store (a SQLite file or a database URL) whose experiment ids A and B are",
+    )
     compare.add_argument(
         "--threshold",
         type=float,
@@ -78,6 +85,7 @@ def compare_command(args: argparse.Namespace) -> int:
         key=args.key,
         seed=args.seed,
         resamples=args.resamples,
+        store=args.store,
     )
     print(comparison_text(comparison))
     return EXIT_REGRESSED if comparison.regressions else EXIT_SAME

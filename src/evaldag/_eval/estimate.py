@@ -63,12 +63,14 @@ class JudgeCallEstimate(BaseModel):
 class CostEstimate(BaseModel):
     """What a run's judges would be asked, and cost, before anything is asked."""
 
-    items: int
+    items: int = Field(description="Items of the data.")
     scorers: dict[str, JudgeCallEstimate] = Field(
         description="Per scorer and gate with judged steps."
     )
-    total: JudgeCallEstimate
-    output_tokens_per_call: int = OUTPUT_TOKENS
+    total: JudgeCallEstimate = Field(description="Every judged scorer and gate together.")
+    output_tokens_per_call: int = Field(
+        default=OUTPUT_TOKENS, description="The output tokens assumed for each call."
+    )
 
 
 def cost_estimate(

@@ -105,13 +105,18 @@ class Comparison(BaseModel):
         return [s.scorer_id for s in self.scorers if s.regressed]
 
 
-def experiment_result(experiment: EvalResult | str | os.PathLike[str]) -> tuple[EvalResult, str]:
-    """An experiment's result and where it came from: an ``EvalResult`` or a results file.
-
-    This is where another source of experiments (a score store's experiment ids) plugs in.
-    """
+def experiment_result(
+    experiment: EvalResult | str | os.PathLike[str], store: Any = None
+) -> tuple[EvalResult, str]:
+    """An experiment's result and where it came from: an ``EvalResult``, a results file, or
+    (with ``store``: a ``ScoreStore``, a SQLite file or a database URL) an experiment id."""
     if isinstance(experiment, EvalResult):
         return experiment, "a result in memory"
+    if store is not None:
+        from evaldag._store.locations import read_result  # SQLAlchemy loads when used
+
+        where = store if isinstance(store, str | os.PathLike) else "the score store"
+        return read_result(store, str(experiment)), str(where)
     path = Path(experiment)
     if not path.is_file():
         raise EvalDagError(
@@ -134,10 +139,12 @@ def compare_experiments(
     level: float = LEVEL,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    store: Any = None,
 ) -> Comparison:
     """Experiment ``b`` against experiment ``a``: which scorers regressed, and on which items.
 
-    :param a: the baseline: an ``EvalResult`` or a results ``.parquet`` file.
+    :param a: the baseline: an ``EvalResult``, a results ``.parquet`` file, or with ``store`` an
+        experiment id.
     :param b: the candidate, likewise.
     :param threshold: how far an average may move the worse way before it counts (Mastra's
         threshold, default 0); one number, or scorer id → number.
@@ -149,9 +156,11 @@ def compare_experiments(
     :param level: the intervals' confidence level.
     :param resamples: bootstrap resamples per interval.
     :param seed: the bootstrap's seed.
+    :param store: the score store ``a`` and ``b`` are experiment ids of: a ``ScoreStore``, a
+        SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
     """
-    result_a, source_a = experiment_result(a)
-    result_b, source_b = experiment_result(b)
+    result_a, source_a = experiment_result(a, store)
+    result_b, source_b = experiment_result(b, store)
     if not 0 < level < 1:
         raise EvalDagError("INVALID_COMPARE_OPTION", f"level must lie in (0, 1), got {level!r}")
     if not isinstance(resamples, int) or resamples < 1:
