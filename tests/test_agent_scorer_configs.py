@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +226,38 @@ def test_entries_of_a_group_are_checked_and_named():
         "DUPLICATE_SCORER_ID",
         "scorers['agent'][0] and scorers['agent'][1]",
     )
+
+
+# --- Mastra's answer for the same agent runs ---------------------------------------------------
+
+ORACLE = json.loads(
+    (Path(__file__).parent / "fixtures/mastra/run_evals_agent_config.json").read_text()
+)
+
+
+def test_an_agent_config_averages_and_gates_as_mastras():
+    """Mastra's runEvals on a real Agent (the oracle's mock model scripting tool calls, one
+    failing); evaldag scores the messages that agent produced with the same config."""
+    (entry,) = ORACLE
+    case, expected = entry["case"], entry["expected"]
+    data = [
+        {
+            "input": item["scoringData"]["input"],
+            "output": item["scoringData"]["output"],
+            "expected_trajectory": given["expectedTrajectory"],
+        }
+        for item, given in zip(expected["perItem"], case["data"], strict=True)
+    ]
+    result = run_evals(
+        data,
+        scorers={
+            "agent": [checks.called_tool("get_weather"), checks.used_no_tools()],
+            "trajectory": [scorers.trajectory_accuracy(), scorers.trajectory()],
+        },
+        gates=[checks.no_tool_errors()],
+    )
+    assert result.to_dict() == expected["result"]
+    for index, item in enumerate(expected["perItem"]):
+        for group, results in item["scorerResults"].items():
+            for sid, found in results.items():
+                assert result.items[f"{group}.{sid}.score"][index] == found["score"], (group, sid)

@@ -146,17 +146,18 @@ def workflow_trajectory(steps: Mapping[str, StepRun]) -> dict[str, Any]:
     node in execution order, and ``totalDurationMs`` from the first start to the last end."""
     trajectory_steps = []
     for name, step in steps.items():
-        output = step.output
-        trajectory_steps.append(
-            {
-                "stepType": "workflow_step",
-                "name": name,
-                "stepId": name,
-                "status": step.status,
-                "output": output if isinstance(output, dict) else {"value": output},
-                "durationMs": step.duration_ms,
-            }
-        )
+        entry: dict[str, Any] = {
+            "stepType": "workflow_step",
+            "name": name,
+            "stepId": name,
+            "status": step.status,
+        }
+        if step.output is not None:
+            entry["output"] = (
+                step.output if isinstance(step.output, dict) else {"value": step.output}
+            )
+        entry["durationMs"] = step.duration_ms
+        trajectory_steps.append(entry)
     trajectory: dict[str, Any] = {"steps": trajectory_steps}
     if steps:
         start = min(s.started_at for s in steps.values())
