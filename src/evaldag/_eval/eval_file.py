@@ -1,7 +1,10 @@
 """Eval files: a Python file or module whose module-level names define an eval.
 
-``scorers`` and ``gates`` (lists), ``target`` (optional) and ``data`` (optional: what the pytest
-plugin scores; ``evaldag run`` takes ``--data``). Misspelt names are errors, not silently
+``scorers`` (a list, or Mastra's agent or workflow config: ``{"agent": [...], "trajectory":
+[...]}``, ``{"workflow": [...], "steps": {...}, "trajectory": [...]}``), ``gates`` (a list),
+``target`` (optional: a function, ``evaldag.agent(...)``, a litellm model string, or a Hamilton
+dataflow: ``evaldag.workflow(...)``, a driver or a module) and ``data`` (optional: what the
+pytest plugin scores; ``evaldag run`` takes ``--data``). Misspelt names are errors, not silently
 ignored.
 """
 
@@ -13,7 +16,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -27,7 +30,7 @@ class EvalDefinition:
     """What an eval file defines: its scorers, gates, target and data."""
 
     name: str
-    scorers: Sequence[Any]
+    scorers: Sequence[Any] | Mapping[str, Any]
     gates: Sequence[Any]
     target: Any
     data: Any = None
@@ -66,7 +69,7 @@ def _require_known_names(spec: str, module: ModuleType, definition: EvalDefiniti
     ``scorers`` nor ``gates`` holds would be silently ignored: both are errors."""
     from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 
-    used = {id(entry) for entry in (*definition.scorers, *definition.gates)}
+    used = {id(entry) for entry in (*_listed(definition.scorers), *definition.gates)}
     for name, value in vars(module).items():
         if name.startswith("_") or name in EVAL_NAMES or isinstance(value, ModuleType):
             continue
@@ -94,7 +97,20 @@ def _require_known_names(spec: str, module: ModuleType, definition: EvalDefiniti
         )
 
 
-def _entries(spec: str, name: str, value: Any) -> list[Any]:
+def _listed(scorers: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
+    """Every scorer entry of a list, or of an agent or workflow config (``steps`` included)."""
+    if not isinstance(scorers, Mapping):
+        return list(scorers)
+    entries = []
+    for key, value in scorers.items():
+        groups = value.values() if key == "steps" and isinstance(value, Mapping) else [value]
+        entries += [entry for group in groups if isinstance(group, list | tuple) for entry in group]
+    return entries
+
+
+def _entries(spec: str, name: str, value: Any) -> list[Any] | Mapping[str, Any]:
+    if name == "scorers" and isinstance(value, Mapping):
+        return value  # an agent or workflow config, checked by run_evals
     if not isinstance(value, list | tuple):
         raise EvalDagError(
             "EVAL_INVALID_ENTRIES",
