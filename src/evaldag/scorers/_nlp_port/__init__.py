@@ -45,7 +45,7 @@ def _text(terms: list[_tokens.Term]) -> str:
 def extracted_strings(text: str) -> list[str]:
     """The strings Mastra's completeness reads from ``text``: noun phrases, then every term of
     the text with each verb phrase rewritten to the infinitive."""
-    doc = tagged(text.strip())
+    doc = _views.Doc(tagged(text.strip()))
     spans = [(n, 0, len(terms)) for n, terms in enumerate(doc)]
     nouns = [_text(doc[n][start:end]) for n, start, end in _views.nouns(doc, spans)]
     _verbs.to_infinitive(doc, model())

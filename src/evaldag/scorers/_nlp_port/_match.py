@@ -180,11 +180,160 @@ def parse(pattern: str) -> tuple[Reg, ...]:
     return tuple(_fast_or(reg) for reg in regs)
 
 
+# --- compiled tokens ---------------------------------------------------------------------------
+
+ANYTHING, WORD, TAG, METHOD, REGEX, CHUNK, SWITCH, FAST_OR, CHOICES = range(9)
+
+
+class Token:
+    """A parsed match token, with attributes instead of keys (matching is the hot loop)."""
+
+    __slots__ = (
+        "kind", "start", "end", "optional", "negative", "greedy", "group", "min", "max", "value",
+        "choices", "conjunction", "keys",
+    )  # fmt: skip
+
+    def __init__(self, reg: Reg) -> None:
+        self.start = bool(reg.get("start"))
+        self.end = bool(reg.get("end"))
+        self.optional = bool(reg.get("optional"))
+        self.negative = bool(reg.get("negative"))
+        self.greedy = bool(reg.get("greedy"))
+        self.group: str | None = reg.get("group") or None
+        self.min: int | None = reg.get("min")
+        self.max: int | None = reg.get("max")
+        self.choices: tuple[tuple[Token, ...], ...] = ()
+        self.conjunction = reg.get("operator") == "and"
+        self.value: Any = None
+        if reg.get("anything"):
+            self.kind = ANYTHING
+        elif "word" in reg:
+            self.kind, self.value = WORD, reg["word"]
+        elif "tag" in reg:
+            self.kind, self.value = TAG, reg["tag"]
+        elif "method" in reg:
+            self.kind, self.value = METHOD, reg["method"]
+        elif "regex" in reg:
+            self.kind, self.value = REGEX, reg["regex"]
+        elif "chunk" in reg:
+            self.kind, self.value = CHUNK, reg["chunk"]
+        elif "switch" in reg:
+            self.kind, self.value = SWITCH, reg["switch"]
+        elif "fastOr" in reg:
+            self.kind, self.value = FAST_OR, reg["fastOr"]
+        else:
+            self.kind = CHOICES
+            self.choices = tuple(tuple(Token(one) for one in block) for block in reg["choices"])
+        self.keys = self._keys()
+
+    def copy(self, **changes: Any) -> Token:
+        twin = object.__new__(Token)
+        for name in Token.__slots__:
+            setattr(twin, name, getattr(self, name))
+        for name, value in changes.items():
+            setattr(twin, name, value)
+        return twin
+
+    def _keys(self) -> frozenset[str] | None:
+        """Index keys one of which a term this token matches has; None: any term may match."""
+        if self.negative or self.optional:
+            return None
+        if self.kind == WORD:
+            return frozenset([self.value])
+        if self.kind == TAG:
+            return frozenset(["#" + self.value])
+        if self.kind == FAST_OR:
+            return frozenset(self.value)
+        if self.kind == SWITCH:
+            return frozenset([f"%{self.value}%"])
+        if self.kind == CHUNK:
+            return frozenset([f"<{self.value}>"])
+        if self.kind == CHOICES and self.choices:
+            blocks = self.choices[:1] if self.conjunction else self.choices
+            keys: set[str] = set()
+            for block in blocks:
+                found = block[0].keys if block else None
+                if found is None:
+                    return None
+                keys |= found
+            return frozenset(keys)
+        return None
+
+
+class Pattern:
+    """A compiled match pattern, with what a clause must hold for it to match: ``needs`` (for
+    each required token, the keys one of which some term has) and ``lead`` (the keys of the
+    first few tokens, which match one term each, in order)."""
+
+    __slots__ = ("tokens", "least", "keys", "anchored", "ends", "needs", "lead")
+
+    def __init__(self, regs: Sequence[Reg]) -> None:
+        self.tokens = tuple(Token(reg) for reg in regs)
+        self.least = sum(1 for t in self.tokens if not t.optional and not t.negative)
+        self.keys = self.tokens[0].keys if self.tokens else None
+        self.anchored = bool(self.tokens) and self.tokens[0].start
+        self.ends = bool(self.tokens) and self.tokens[-1].end
+        self.needs = tuple(token.keys for token in self.tokens if token.keys is not None)
+        lead: list[frozenset[str]] = []
+        for token in self.tokens:
+            if token.keys is None or token.kind == CHOICES or token.greedy:
+                break
+            lead.append(token.keys)
+            if token.end:
+                break
+        self.lead = tuple(lead)
+
+    def possible(self, at: Index) -> bool:
+        """Whether a clause with this index may hold a match."""
+        keys = at.positions.keys()
+        return all(not keys.isdisjoint(need) for need in self.needs)
+
+
+@cache
+def pattern(text: str) -> Pattern:
+    """A compiled match pattern, cached."""
+    return Pattern(parse(text))
+
+
+def index_keys(term: Term) -> list[str]:
+    """The keys under which a term is indexed: its forms, tags, switch and chunk."""
+    keys = ["#" + tag for tag in term.tags]
+    for form in (term.normal, term.machine, term.implicit, term.text):
+        if form:
+            keys.append(form)
+    if term.alias:
+        keys.extend(term.alias)
+    if term.switch:
+        keys.append(f"%{term.switch}%")
+    if term.chunk:
+        keys.append(f"<{term.chunk}>")
+    return keys
+
+
+class Index:
+    """A clause's terms by key (``positions``) and each term's keys (``keys``)."""
+
+    __slots__ = ("positions", "keys")
+
+    def __init__(self, terms: Sequence[Term]) -> None:
+        positions: dict[str, list[int]] = {}
+        self.keys = [index_keys(term) for term in terms]
+        for position, keys in enumerate(self.keys):
+            for key in keys:
+                listed = positions.get(key)
+                if listed is None:
+                    positions[key] = [position]
+                elif listed[-1] != position:
+                    listed.append(position)
+        self.positions = positions
+
+
 # --- matching one term (1-one/match/methods/term/doesMatch.js) ---------------------------------
 
 _TITLE_CASE = re.compile("^[^\\W\\d_a-z][a-z'\u00c0-\u00ff]")
 _START_QUOTE = re.compile(
-    "[\u0022\uff02\u0027\u201c\u2018\u201f\u201b\u201e\u2e42\u201a\u00ab\u2039\u2035\u2036\u2037\u301d\u0060\u301f]"
+    "[\u0022\uff02\u0027\u201c\u2018\u201f\u201b\u201e\u2e42\u201a\u00ab\u2039\u2035\u2036\u2037"
+    "\u301d\u0060\u301f]"
 )
 _END_QUOTE = re.compile(
     "[\u0022\uff02\u0027\u201d\u2019\u00bb\u203a\u2032\u2033\u2034\u301e\u00b4]"
@@ -230,92 +379,92 @@ def _method(name: str, term: Term) -> bool:
     return False
 
 
-def _does_match(term: Term, reg: Reg, index: int, length: int) -> bool:
-    if reg.get("anything"):
+def _does_match(term: Term, token: Token, index: int, length: int) -> bool:
+    kind = token.kind
+    if kind == ANYTHING:
         return True
-    if reg.get("start") and index != 0:
+    if token.start and index != 0 or token.end and index != length - 1:
         return False
-    if reg.get("end") and index != length - 1:
-        return False
-    word = reg.get("word")
-    if word is not None:
-        if term.machine is not None and term.machine == word:
+    if kind == TAG:
+        return token.value in term.tags
+    if kind == WORD:
+        word = token.value
+        if term.machine == word or word == term.text or word == term.normal:
             return True
-        if term.alias and word in term.alias:
-            return True
-        return word == term.text or word == term.normal
-    if "tag" in reg:
-        return reg["tag"] in term.tags
-    if "method" in reg:
-        return _method(reg["method"], term)
-    if "regex" in reg:
-        return bool(reg["regex"].search(term.normal))
-    if "chunk" in reg:
-        return term.chunk == reg["chunk"]
-    if "switch" in reg:
-        return term.switch == reg["switch"]
-    fast_or = reg.get("fastOr")
-    if fast_or is not None:
-        form = term.implicit or term.machine or term.normal
-        return form in fast_or or term.text in fast_or
+        return term.alias is not None and word in term.alias
+    if kind == FAST_OR:
+        words = token.value
+        return (term.implicit or term.machine or term.normal) in words or term.text in words
+    if kind == METHOD:
+        return _method(token.value, term)
+    if kind == REGEX:
+        return bool(token.value.search(term.normal))
+    if kind == CHUNK:
+        return term.chunk == token.value
+    if kind == SWITCH:
+        return term.switch == token.value
     # A slow (a b|c) block never matches a lone term: compromise passes it a list of blocks.
     return False
 
 
-def matches(term: Term, reg: Reg, index: int, length: int) -> bool:
+def matches(term: Term, token: Token, index: int, length: int) -> bool:
     """Whether one term matches one token, negation included (``wrapMatch``)."""
-    found = _does_match(term, reg, index, length)
-    return not found if reg.get("negative") else found
+    found = _does_match(term, token, index, length)
+    return not found if token.negative else found
 
 
 # --- matching a sequence of tokens (1-one/match/methods/match) ---------------------------------
 
 
 class _State:
-    __slots__ = ("terms", "size", "t", "r", "regs", "groups", "start", "length", "group", "grouped")
+    """A match attempt on ``terms[base:end]`` inside the window ``terms[low:end]``; ``t`` counts
+    terms from ``base``; anchors and lengths are the window's."""
 
-    def __init__(self, terms: Sequence[Term], regs: Sequence[Reg], start: int, length: int):
+    __slots__ = ("terms", "base", "low", "size", "t", "r", "tokens", "groups", "length", "group")
+
+    def __init__(self, terms: Sequence[Term], base: int, low: int, end: int, tokens):
         self.terms = terms
-        self.size = len(terms)
+        self.base = base
+        self.low = low
+        self.size = end - base
         self.t = 0
         self.r = 0
-        self.regs = regs
+        self.tokens = tokens
         self.groups: dict[str, list[int]] = {}
-        self.start = start
-        self.length = length
+        self.length = end - low
         self.group: str | None = None
-        self.grouped = False
 
-    def term_matches(self, offset: int, reg: Reg | None) -> bool:
-        if reg is None or offset >= self.size:
+    def hit(self, offset: int, token: Token | None) -> bool:
+        if token is None or offset >= self.size:
             return False
-        return matches(self.terms[offset], reg, self.start + offset, self.length)
+        at = self.base + offset
+        return matches(self.terms[at], token, at - self.low, self.length)
 
-    def group_at(self, index: int) -> list[int]:
-        """The current capture group as [start, length], opened at ``index`` if new."""
+    def group_at(self, offset: int) -> list[int]:
+        """The current capture group as [start, length], opened at ``offset`` if new."""
         assert self.group is not None
         found = self.groups.get(self.group)
         if found is None:
-            found = self.groups[self.group] = [index, 0]
+            found = self.groups[self.group] = [offset, 0]
         return found
 
-    def next_reg(self, ahead: int = 1) -> Reg | None:
-        index = self.r + ahead
-        return self.regs[index] if index < len(self.regs) else None
+    def ahead(self, step: int = 1) -> Token | None:
+        index = self.r + step
+        return self.tokens[index] if index < len(self.tokens) else None
 
 
-def _greedy_end(state: _State, end_reg: Reg | None) -> int | None:
-    reg = {**state.regs[state.r], "start": False, "end": False}
+def _greedy_end(state: _State, end_token: Token | None) -> int | None:
+    token = state.tokens[state.r].copy(start=False, end=False)
     first = state.t
-    low, high = reg.get("min"), reg.get("max")
+    low, high = token.min, token.max
     while state.t < state.size:
         count = state.t - first + 1
-        if end_reg is not None and state.term_matches(state.t, end_reg):
+        if end_token is not None and state.hit(state.t, end_token):
             if low is None or count >= low:
                 return state.t
         if high is not None and count == high:
             return state.t
-        if not state.term_matches(state.t, reg):
+        if not state.hit(state.t, token):
             if low is not None and count < low:
                 return None
             return state.t
@@ -326,71 +475,78 @@ def _greedy_end(state: _State, end_reg: Reg | None) -> int | None:
 
 
 def _simple_match(state: _State) -> bool:
-    reg = state.regs[state.r]
+    token = state.tokens[state.r]
     start_at = state.t
-    term = state.terms[state.t]
-    nxt = state.next_reg()
-    if reg.get("optional") and nxt is not None and reg.get("negative"):
-        return True
-    if reg.get("optional") and nxt is not None:
+    term = state.terms[state.base + state.t]
+    following = state.ahead()
+    if token.optional and following is not None:
+        if token.negative:
+            return True
         # 'foo? foo': skip the next token when it matches this term but not the next one
-        if reg.get("negative") or state.term_matches(state.t, nxt):
-            if not state.term_matches(state.t + 1, nxt):
-                state.r += 1
+        if state.hit(state.t, following) and not state.hit(state.t + 1, following):
+            state.r += 1
     if term.implicit and state.t + 1 < state.size:
-        following = state.terms[state.t + 1]
-        current = state.regs[state.r]
-        if following.implicit:
-            if current.get("word") == term.normal:
+        if state.terms[state.base + state.t + 1].implicit:
+            current = state.tokens[state.r]
+            if current.kind == WORD and current.value == term.normal:
                 state.t += 1
-            if current.get("method") == "hasContraction":
+            if current.kind == METHOD and current.value == "hasContraction":
                 state.t += 1
     state.t += 1
-    if reg.get("end") and state.t != state.size and not reg.get("greedy"):
+    if token.end and state.t != state.size and not token.greedy:
         return False
-    if reg.get("greedy"):
-        end = _greedy_end(state, state.next_reg())
+    if token.greedy:
+        end = _greedy_end(state, state.ahead())
         if end is None:
             return False
         state.t = end
-        if state.regs[state.r].get("end") and state.start + state.t != state.length:
+        if state.tokens[state.r].end and state.base - state.low + state.t != state.length:
             return False
-    if state.grouped:
+    if state.group is not None:
         group = state.group_at(start_at)
-        if state.t > 1 and state.regs[state.r].get("greedy"):
+        if state.t > 1 and state.tokens[state.r].greedy:
             group[1] += state.t - start_at
         else:
             group[1] += 1
     return True
 
 
-def _choice_length(state: _State, block: list[Reg], skip: int) -> int:
+def _choice_length(state: _State, block: Sequence[Token], skip: int) -> int:
     size = 0
-    for reg in block:
+    for token in block:
         t = state.t + skip + size
-        if t >= state.size or not state.term_matches(t, reg):
+        if not state.hit(t, token):
             return 0
         size += 1
-        if reg.get("greedy"):
-            repeated = {**reg, "start": False, "end": False}
+        if token.greedy:
+            repeated = token.copy(start=False, end=False)
             for i in range(t + 1, state.size):
-                if not state.term_matches(i, repeated):
+                if not state.hit(i, repeated):
                     break
                 size += 1
     return size
 
 
 def _choices_length(state: _State, skip: int) -> int:
-    for block in state.regs[state.r]["choices"]:
+    for block in state.tokens[state.r].choices:
         size = _choice_length(state, block, skip)
         if size > 0:
             return size
     return 0
 
 
-def _or_length(state: _State) -> int:
+def _block_length(state: _State) -> int:
+    token = state.tokens[state.r]
+    if token.conjunction:
+        longest = 0
+        for block in token.choices:
+            for offset, one in enumerate(block):
+                if not state.hit(state.t + offset, one):
+                    return 0
+            longest = max(longest, len(block))
+        return longest
     skip = _choices_length(state, 0)
-    if skip and state.regs[state.r].get("greedy"):
+    if skip and token.greedy:
         more = _choices_length(state, skip)
         while more > 0:
             skip += more
@@ -398,60 +554,47 @@ def _or_length(state: _State) -> int:
     return skip
 
 
-def _and_length(state: _State) -> int:
-    longest = 0
-    for block in state.regs[state.r]["choices"]:
-        for index, reg in enumerate(block):
-            if not state.term_matches(state.t + index, reg):
-                return 0
-        longest = max(longest, len(block))
-    return longest
-
-
 def _block(state: _State, size: int) -> bool:
-    reg = state.regs[state.r]
+    token = state.tokens[state.r]
     if size:
-        if reg.get("negative"):
+        if token.negative:
             return False
-        if state.grouped:
+        if state.group is not None:
             state.group_at(state.t)[1] += size
-        if reg.get("end") and state.t + state.start + size != state.length:
+        if token.end and state.t + state.base - state.low + size != state.length:
             return False
         state.t += size
         return True
-    if reg.get("negative"):
-        if not reg.get("optional"):
+    if token.negative:
+        if not token.optional:
             state.t += 1
         return True
-    return bool(reg.get("optional"))
+    return token.optional
 
 
 def _negative(state: _State) -> bool:
-    reg = state.regs[state.r]
-    positive = {**reg, "negative": False}
-    if state.term_matches(state.t, positive):
+    token = state.tokens[state.r]
+    positive = token.copy(negative=False)
+    if state.hit(state.t, positive):
         return False
-    if reg.get("optional"):
-        nxt = state.next_reg()
-        if nxt is not None:
-            if state.term_matches(state.t, nxt):
+    if token.optional:
+        following = state.ahead()
+        if following is not None:
+            if state.hit(state.t, following):
                 state.r += 1
-            elif nxt.get("optional") and state.next_reg(2) is not None:
-                if state.term_matches(state.t, state.next_reg(2)):
+            elif following.optional and state.ahead(2) is not None:
+                if state.hit(state.t, state.ahead(2)):
                     state.r += 2
-    if reg.get("greedy"):
-        end_reg = state.next_reg()
+    if token.greedy:
+        end_token = state.ahead()
         skip = 0
-        high = positive.get("max")
         for t in range(state.t, state.size):
-            if state.term_matches(t, positive):
-                break
-            if end_reg is not None and state.term_matches(t, end_reg):
+            if state.hit(t, positive) or end_token is not None and state.hit(t, end_token):
                 break
             skip += 1
-            if high is not None and skip == high:
+            if positive.max is not None and skip == positive.max:
                 break
-        if skip == 0 or (positive.get("min") or 0) > skip:
+        if skip == 0 or (positive.min or 0) > skip:
             return False
         state.t += skip
         return True
@@ -460,119 +603,136 @@ def _negative(state: _State) -> bool:
 
 
 def _anything_greedy(state: _State) -> bool:
-    reg = state.regs[state.r]
-    end_reg = state.next_reg()
-    if end_reg is None:
+    token = state.tokens[state.r]
+    end_token = state.ahead()
+    if end_token is None:
         skip_to: int | None = state.size
     else:
-        skip_to = next(
-            (t for t in range(state.t, state.size) if state.term_matches(t, end_reg)), None
-        )
+        skip_to = next((t for t in range(state.t, state.size) if state.hit(t, end_token)), None)
     if not skip_to:
         return False
-    if reg.get("min") is not None and skip_to - state.t < reg["min"]:
+    if token.min is not None and skip_to - state.t < token.min:
         return False
-    if reg.get("max") is not None and skip_to - state.t > reg["max"]:
-        state.t += reg["max"]
+    if token.max is not None and skip_to - state.t > token.max:
+        state.t += token.max
         return True
-    if state.grouped:
+    if state.group is not None:
         state.group_at(state.t)[1] += skip_to - state.t
     state.t = skip_to
     return True
 
 
-def _end_greedy(reg: Reg, state: _State) -> bool:
-    if reg.get("end") and reg.get("greedy") and state.start + state.t < state.length - 1:
-        return state.term_matches(state.t, {**reg, "end": False})
-    return False
-
-
 def from_here(
-    terms: Sequence[Term], regs: Sequence[Reg], start: int, length: int
-) -> tuple[int, int, dict[str, tuple[int, int]]] | None:
-    """The match of ``regs`` beginning at ``terms[0]``: (start, end, groups), or None."""
-    if not terms or not regs:
-        return None
-    state = _State(terms, regs, start, length)
-    while state.r < len(regs):
-        reg = regs[state.r]
-        state.grouped = bool(reg.get("group"))
-        state.group = reg.get("group") if state.grouped else None
+    terms: Sequence[Term], base: int, tokens: Sequence[Token], low: int, end: int
+) -> tuple[int, dict[str, list[int]]] | None:
+    """The match of ``tokens`` beginning at ``terms[base]`` in the window ``terms[low:end]``:
+    (its length, its groups as [offset, length]), or None (``fromHere``)."""
+    state = _State(terms, base, low, end, tokens)
+    count = len(tokens)
+    while state.r < count:
+        token = tokens[state.r]
+        state.group = token.group
         if state.t >= state.size:
-            if any(not remain.get("optional") for remain in regs[state.r :]):
+            if any(not remain.optional for remain in tokens[state.r :]):
                 return None
             break
-        if reg.get("anything") and reg.get("greedy"):
+        kind = token.kind
+        if kind == ANYTHING and token.greedy:
             alive = _anything_greedy(state)
-        elif "choices" in reg and reg.get("operator") == "or":
-            alive = _block(state, _or_length(state))
-        elif "choices" in reg and reg.get("operator") == "and":
-            alive = _block(state, _and_length(state))
-        elif reg.get("anything"):
-            alive = not reg.get("negative") and _simple_match(state)
-        elif _end_greedy(reg, state):
+        elif kind == CHOICES:
+            alive = _block(state, _block_length(state))
+        elif kind == ANYTHING:
+            alive = not token.negative and _simple_match(state)
+        elif (
+            token.end
+            and token.greedy
+            and base - low + state.t < state.length - 1
+            and state.hit(state.t, token.copy(end=False))
+        ):
             alive = _simple_match(state)
-        elif reg.get("negative"):
+        elif token.negative:
             alive = _negative(state)
-        elif state.term_matches(state.t, reg):
+        elif state.hit(state.t, token):
             alive = _simple_match(state)
         else:
-            alive = bool(reg.get("optional"))
+            alive = token.optional
         if not alive:
             return None
         state.r += 1
     if state.t == 0:
         return None
-    groups = {
-        name: (start + first, start + first + size) for name, (first, size) in state.groups.items()
-    }
-    return start, start + state.t, groups
-
-
-Match = tuple[int, int, dict[str, tuple[int, int]]]
+    return state.t, state.groups
 
 
 def find(
     terms: Sequence[Term],
-    regs: Sequence[Reg],
+    compiled: Pattern,
     group: str | None = None,
     just_one: bool = False,
-    not_if: Sequence[Reg] | None = None,
+    not_if: Pattern | None = None,
+    at: Index | None = None,
+    low: int = 0,
+    end: int | None = None,
 ) -> list[tuple[int, int]]:
-    """Every match of ``regs`` in a clause, as (start, end), or the group's spans
-    (``runMatch`` on one clause)."""
-    if not regs:
+    """Every match of a pattern in the clause ``terms[low:end]``, as (start, end) in ``terms``,
+    or its group's spans (``runMatch`` on one clause). ``at``: the :class:`Index` of ``terms``,
+    to try only where the first tokens can match."""
+    tokens = compiled.tokens
+    end = len(terms) if end is None else end
+    if not tokens or end <= low:
         return []
-    found: list[Match] = []
-    size = len(terms)
-    if regs[0].get("start"):
-        result = from_here(terms, regs, 0, size)
-        if result is not None:
-            found.append(result)
-    else:
-        least = sum(1 for reg in regs if not reg.get("optional") and not reg.get("negative"))
-        i = 0
-        while i < size:
-            if size - i < least:
-                break
-            result = from_here(terms[i:], regs, i, size)
-            if result is not None:
-                found.append(result)
-                if just_one:
-                    break
-                end = result[1]
-                if abs(end - 1) > i:
-                    i = abs(end - 1)
-            i += 1
-    if regs[-1].get("end"):
-        found = [result for result in found if result[1] == size]
-    if not_if:
-        found = [result for result in found if not _has(terms[result[0] : result[1]], not_if)]
     if group is not None:
-        return [result[2][group] for result in found if group in result[2]]
-    return [(first, end) for first, end, _ in found]
+        group = str(group)
+    found: list[tuple[int, int, dict[str, list[int]]]] = []
+    starts: Sequence[int]
+    if compiled.anchored:
+        starts = (low,)
+    elif at is not None and compiled.keys is not None:
+        positions = at.positions
+        hits = [positions[key] for key in compiled.keys if key in positions]
+        starts = hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
+    else:
+        starts = range(low, end)
+    last_start = end if compiled.anchored else end - compiled.least
+    lead = compiled.lead if at is not None else ()
+    resume = low
+    for i in starts:
+        if i < resume:
+            continue
+        if i > last_start:
+            break
+        if lead and not _leads(terms, at, i, end, lead):
+            continue
+        result = from_here(terms, i, tokens, low, end)
+        if result is not None:
+            found.append((i, i + result[0], result[1]))
+            if just_one:
+                break
+            resume = max(i + 1, i + result[0])
+    if compiled.ends:
+        found = [one for one in found if one[1] == end]
+    if not_if is not None:
+        found = [one for one in found if not _has(terms, not_if, one[0], one[1])]
+    if group is not None:
+        return [
+            (start + g[0], start + g[0] + g[1])
+            for start, _, groups in found
+            if (g := groups.get(group)) is not None
+        ]
+    return [(start, stop) for start, stop, _ in found]
 
 
-def _has(terms: Sequence[Term], regs: Sequence[Reg]) -> bool:
-    size = len(terms)
-    return any(from_here(terms[i:], regs, i, size) is not None for i in range(size))
+def _leads(terms: Sequence[Term], at: Index, i: int, end: int, lead) -> bool:
+    """Whether the terms from ``i`` have the keys of the pattern's leading tokens."""
+    if i + len(lead) > end:
+        return False
+    for offset, keys in enumerate(lead):
+        if keys.isdisjoint(at.keys[i + offset]):
+            return False
+        if terms[i + offset].implicit and i + offset + 1 < end and terms[i + offset + 1].implicit:
+            return True  # a word token may take both halves of a contraction
+    return True
+
+
+def _has(terms: Sequence[Term], compiled: Pattern, low: int, end: int) -> bool:
+    return any(from_here(terms, i, compiled.tokens, low, end) is not None for i in range(low, end))

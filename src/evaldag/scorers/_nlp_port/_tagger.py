@@ -767,16 +767,17 @@ class Rule:
     """One post-tagger (or chunker) rule, parsed, with what a clause must hold to try it."""
 
     __slots__ = (
-        "match", "regs", "not_if", "group", "tag", "untag", "safe", "chunk", "freeze", "if_no",
-        "needs", "wants", "min_want", "min_words",
+        "match", "regs", "pattern", "not_if", "group", "tag", "untag", "safe", "chunk", "freeze",
+        "if_no", "needs", "wants", "min_want", "min_words", "need_set", "want_set",
     )  # fmt: skip
 
     def __init__(self, spec: dict) -> None:
-        from evaldag.scorers._nlp_port._match import parse
+        from evaldag.scorers._nlp_port._match import Pattern, parse
 
         self.match: str = spec["match"]
         self.regs = parse(self.match)
-        self.not_if = parse(spec["notIf"]) if spec.get("notIf") else None
+        self.pattern = Pattern(self.regs)
+        self.not_if = Pattern(parse(spec["notIf"])) if spec.get("notIf") else None
         group = spec.get("group")
         self.group = None if group is None else str(group)
         self.tag = spec.get("tag")
@@ -796,6 +797,8 @@ class Rule:
                     self.wants.extend(need for one in block if (need := _need(one)))
                 self.min_want += 1
         self.min_words = sum(1 for reg in self.regs if not reg.get("optional"))
+        self.need_set = frozenset(self.needs)
+        self.want_set = frozenset(self.wants) if len(set(self.wants)) == len(self.wants) else None
 
 
 def _need(reg: dict) -> str | None:
@@ -829,11 +832,49 @@ class Net:
                     listed.append(rule)
         # JS objects list integer-like keys first, in numeric order.
         numeric = sorted((key for key in hooks if re.fullmatch("0|[1-9][0-9]*", key)), key=int)
-        self.hooks = {key: hooks[key] for key in [*numeric, *hooks]}
+        order = [*numeric, *(key for key in hooks if key not in numeric)]
+        #: rule -> {key: (rank of the key, place of the rule under it)}: compromise tries a
+        #: clause's rules key by key, in this order.
+        ranks: dict[int, list[tuple[int, int, str]]] = {}
+        for rank, key in enumerate(order):
+            for place, rule in enumerate(hooks[key]):
+                ranks.setdefault(id(rule), []).append((rank, place, key))
+        self.ranks = {rule: sorted(found) for rule, found in ranks.items()}
+        # Each rule under one key a clause must hold for it to apply.
+        self.by_key: dict[str, list[Rule]] = {}
+        for rule in rules:
+            for key in rule.needs[:1] or rule.wants:
+                self.by_key.setdefault(key, []).append(rule)
         self.always = [rule for rule in rules if not rule.needs and not rule.wants]
 
+    def candidates(self, haves: set[str], size: int) -> list[Rule]:
+        """The rules to try on a clause, in compromise's order (``getHooks``, ``trimDown``)."""
+        found: dict[int, Rule] = {}
+        by_key = self.by_key
+        for key in haves:
+            for rule in by_key.get(key, ()):
+                if id(rule) in found or not rule.need_set <= haves or size < rule.min_words:
+                    continue
+                if rule.if_no and any(no in haves for no in rule.if_no):
+                    continue
+                if rule.wants:
+                    if rule.want_set is not None:
+                        wanted = len(rule.want_set & haves)
+                    else:
+                        wanted = sum(want in haves for want in rule.wants)
+                    if wanted < rule.min_want:
+                        continue
+                found[id(rule)] = rule
+        ranks = self.ranks
+        ordered = sorted(
+            found.values(),
+            key=lambda rule: next(rank[:2] for rank in ranks[id(rule)] if rank[2] in haves),
+        )
+        return ordered + [rule for rule in self.always if size >= rule.min_words]
 
-def _cache(terms: Clause) -> set[str]:
+
+def _haves(terms: Clause) -> set[str]:
+    """The words, tags and switches a clause holds (``cacheDoc``)."""
     items: set[str] = set()
     for term in terms:
         if term.normal:
@@ -846,32 +887,20 @@ def _cache(terms: Clause) -> set[str]:
             items.add(term.machine)
         if term.alias:
             items.update(term.alias)
-        items.update("#" + tag for tag in term.tags)
+        for tag in term.tags:
+            items.add("#" + tag)
     return items
 
 
 def sweep(net: Net, doc: list[Clause]) -> list[tuple[Rule, Clause]]:
     """Every match of every rule that may apply, in compromise's order (``bulkMatch``)."""
-    from evaldag.scorers._nlp_port._match import find
+    from evaldag.scorers._nlp_port._match import Index, find
 
     found: list[tuple[Rule, Clause]] = []
     for terms in doc:
-        haves = _cache(terms)
-        maybe: dict[str, Rule] = {}
-        for key, rules in net.hooks.items():
-            if key in haves:
-                for rule in rules:
-                    maybe.setdefault(rule.match, rule)
-        candidates = [
-            rule
-            for rule in [*maybe.values(), *net.always]
-            if all(need in haves for need in rule.needs)
-            and not (rule.if_no and any(no in haves for no in rule.if_no))
-            and (not rule.wants or sum(want in haves for want in rule.wants) >= rule.min_want)
-            and len(terms) >= rule.min_words
-        ]
-        for rule in candidates:
-            for start, end in find(terms, rule.regs, rule.group, not_if=rule.not_if):
+        at = Index(terms)
+        for rule in net.candidates(_haves(terms), len(terms)):
+            for start, end in find(terms, rule.pattern, rule.group, False, rule.not_if, at):
                 found.append((rule, terms[start:end]))
     return found
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
 
 from evaldag.scorers._nlp_port._model import Model
 
@@ -240,19 +242,14 @@ _CHILLIN = re.compile("[sn]['\u2019]$")
 
 
 def _wordlike(char: str) -> bool:
-    return char.isalpha() or char.isnumeric() or _is_currency(char)
+    return char.isalpha() or char.isnumeric() or unicodedata.category(char) == "Sc"
 
 
-def _is_currency(char: str) -> bool:
-    import unicodedata
-
-    return unicodedata.category(char) == "Sc"
-
-
-def term(chunk: str, model: Model) -> Term:
-    """A term from one whitespace chunk, its punctuation split off (``normalizePunctuation``)."""
-    if chunk.strip() in model.emoticons:
-        return _normalized(Term(chunk.strip(), "", " "), model)
+@lru_cache(maxsize=65536)
+def _split_chunk(chunk: str) -> tuple[str, str, str]:
+    """(pre, text, post) of one whitespace chunk (``normalizePunctuation``)."""
+    if chunk.strip() in _model().emoticons:
+        return "", chunk.strip(), " "
     chars = list(chunk)
     stripped = chunk.strip()
     pre = ""
@@ -275,7 +272,15 @@ def term(chunk: str, model: Model) -> Term:
     if text == "":
         text = chunk.rstrip(" ")
         pre, post = "", chunk[len(text) :]
-    return _normalized(Term(text, pre, post), model)
+    return pre, text, post
+
+
+def term(chunk: str, model: Model) -> Term:
+    """A term from one whitespace chunk, its punctuation split off."""
+    pre, text, post = _split_chunk(chunk)
+    made = Term(text, pre, post)
+    made.normal = _normal(text)
+    return made
 
 
 # --- normal, machine and alias forms (1-one/tokenize/compute) ----------------------------------
@@ -289,56 +294,88 @@ _ACRONYM_FORMS = (
 _LETTER_DASH_LETTER = re.compile(r"^[^\W\d_]+-[^\W\d_]+$")
 
 
-def normal(text: str, model: Model) -> str:
-    """compromise's ``normal`` form: lowercase, edge punctuation off, ASCII-ish letters."""
+_END_PUNCT = re.compile(r"[,;.!?]+$")
+_ELLIPSIS_END = re.compile(r"\.{3,}$")
+_GRAMMAR_END = re.compile(r"[\",.!:;?)]+$")
+_GRAMMAR_START = re.compile(r"^['\"(]+")
+_ZERO_WIDTH = re.compile("[\u200b-\u200d\ufeff]")
+_NUMBER_COMMA = re.compile(r"([0-9]),([0-9])")
+_APOSTROPHE_S = re.compile("['\u2019]s$")
+_S_APOSTROPHE = re.compile("s['\u2019]$")
+_DROPPED_G = re.compile("([aeiou][ktrp])in'$")
+_HASH_AT = re.compile("^[#@]")
+_DOMAIN = re.compile("[a-z]\\.[a-z]", re.IGNORECASE)
+_DIGIT = re.compile("[0-9]")
+
+
+@lru_cache(maxsize=65536)
+def _normal(text: str) -> str:
+    model = _model()
     original = text.lower().strip()
-    value = re.sub(r"[,;.!?]+$", "", original)
+    value = _END_PUNCT.sub("", original, count=1)
     value = value.replace("\u2026", "...").replace("\u2013", "-")
-    if not re.match("^[:;]", value):
-        value = re.sub(r"\.{3,}$", "", value)
-        value = re.sub(r"[\",.!:;?)]+$", "", value)
-        value = re.sub(r"^['\"(]+", "", value)
-    value = re.sub("[\u200b-\u200d\ufeff]", "", value).strip()
+    if not value.startswith((":", ";")):
+        value = _ELLIPSIS_END.sub("", value)
+        value = _GRAMMAR_END.sub("", value)
+        value = _GRAMMAR_START.sub("", value)
+    value = _ZERO_WIDTH.sub("", value).strip()
     if value == "":
         value = original
-    value = re.sub(r"([0-9]),([0-9])", r"\1\2", value)
+    value = _NUMBER_COMMA.sub(r"\1\2", value)
     value = value.translate(model.unicode)
-    if any(form.search(value) for form in _ACRONYM_FORMS):
+    if "." in value and any(form.search(value) for form in _ACRONYM_FORMS):
         value = value.replace(".", "")
     return value
 
 
+def normal(text: str, model: Model) -> str:
+    """compromise's ``normal`` form: lowercase, edge punctuation off, ASCII-ish letters."""
+    return _normal(text)
+
+
+def _model() -> Model:
+    from evaldag.scorers._nlp_port._model import model
+
+    return model()
+
+
 def _normalized(term_: Term, model: Model) -> Term:
-    term_.normal = normal(term_.text, model)
+    term_.normal = _normal(term_.text)
     return term_
+
+
+@lru_cache(maxsize=65536)
+def _machine(value: str) -> str:
+    value = _APOSTROPHE_S.sub("", value)
+    value = _S_APOSTROPHE.sub("s", value)
+    value = _DROPPED_G.sub(r"\1ing", value)
+    if _LETTER_DASH_LETTER.match(value):
+        value = value.replace("-", "")
+    return _HASH_AT.sub("", value)
 
 
 def set_machine(term_: Term) -> None:
     """compromise's ``machine`` form, set only where it differs from ``normal``."""
-    value = term_.implicit or term_.normal or term_.text
-    value = re.sub("['\u2019]s$", "", value)
-    value = re.sub("s['\u2019]$", "s", value)
-    value = re.sub("([aeiou][ktrp])in'$", r"\1ing", value)
-    if _LETTER_DASH_LETTER.match(value):
-        value = value.replace("-", "")
-    value = re.sub("^[#@]", "", value)
+    value = _machine(term_.implicit or term_.normal or term_.text)
     term_.machine = value if value != term_.normal else None
 
 
-def set_alias(term_: Term, model: Model) -> None:
-    value = term_.normal or term_.text or term_.machine or ""
+@lru_cache(maxsize=65536)
+def _aliases(value: str) -> tuple[str, ...] | None:
+    model = _model()
     aliases: list[str] = []
     if value in model.aliases:
         aliases.append(model.aliases[value])
-    if (
-        "/" in value
-        and not re.search("[a-z]\\.[a-z]", value, re.IGNORECASE)
-        and not re.search("[0-9]", value)
-    ):
+    if "/" in value and not _DOMAIN.search(value) and not _DIGIT.search(value):
         parts = value.split("/")
         if len(parts) <= 3:
             aliases.extend(part.strip() for part in parts if part.strip())
-    term_.alias = aliases or None
+    return tuple(aliases) or None
+
+
+def set_alias(term_: Term, model: Model) -> None:
+    found = _aliases(term_.normal or term_.text or term_.machine or "")
+    term_.alias = list(found) if found else None
 
 
 def sentence_terms(sentence: str, model: Model) -> list[Term]:
@@ -360,6 +397,7 @@ def document(text: str, model: Model) -> list[list[Term]]:
 
 # --- contractions (1-one/contraction-one) ------------------------------------------------------
 
+_NUMBER_STARTS = frozenset("+-0123456789")
 _ALWAYS_DID = frozenset(["what", "how", "when", "where", "why"])
 _USE_WOULD = frozenset(["be", "go", "start", "think", "need"])
 _USE_HAD = frozenset(["been", "gone"])
@@ -374,15 +412,34 @@ _TIME_RANGE = re.compile(
 _NUMBER_UNIT = re.compile("^([+-]?[0-9][.,0-9]*)([a-z\u00b0\u00b2\u00b3\u00b5/]+)$")
 
 
+@lru_cache(maxsize=1)
+def _known_maps() -> tuple[dict, dict, dict]:
+    """compromise's contraction list by word, by ending and by beginning: (place, words)."""
+    maps: tuple[dict, dict, dict] = ({}, {}, {})
+    for place, known in enumerate(_model().contractions):
+        for kind, found in zip(("word", "after", "before"), maps, strict=True):
+            if kind in known:
+                found.setdefault(known[kind], (place, list(known["out"])))
+    return maps
+
+
 def _known_contraction(model: Model, term_: Term, before: str | None, after: str | None):
-    for known in model.contractions:
-        if known.get("word") == term_.normal:
-            return list(known["out"])
-        if after is not None and after == known.get("after"):
-            return [before, *known["out"]]
-        if before is not None and before == known.get("before") and after and len(after) > 2:
-            return [*known["out"], after]
-    return None
+    by_word, by_after, by_before = _known_maps()
+    candidates = [by_word.get(term_.normal)]
+    if after is not None:
+        candidates.append(by_after.get(after))
+    if before is not None and after and len(after) > 2:
+        candidates.append(by_before.get(before))
+    found = min((one for one in candidates if one is not None), default=None)
+    if found is None:
+        return None
+    place, out = found
+    known = model.contractions[place]
+    if known.get("word") == term_.normal:
+        return list(out)
+    if "after" in known:
+        return [before, *out]
+    return [*out, after]
 
 
 def _french(before: str, after: str | None) -> list[str] | None:
@@ -402,8 +459,14 @@ def _french(before: str, after: str | None) -> list[str] | None:
 
 def from_text(text: str, model: Model) -> list[Term]:
     """The terms of a short text, tagged alone (``fromText``: its first sentence)."""
+    return [_copy(term_) for term_ in _from_text(text)]
+
+
+@lru_cache(maxsize=4096)
+def _from_text(text: str) -> tuple[Term, ...]:
     from evaldag.scorers._nlp_port import _tagger
 
+    model = _model()
     found = sentences(text, model)
     terms = sentence_terms(found[0], model) if found else []
     for index, term_ in enumerate(terms):
@@ -414,7 +477,16 @@ def from_text(text: str, model: Model) -> list[Term]:
     _tagger.pre_tag(doc, model)
     for term_ in terms:
         term_.frozen = False
-    return terms
+    return tuple(terms)
+
+
+def _copy(term_: Term) -> Term:
+    twin = Term(term_.text, term_.pre, term_.post)
+    for name in Term.__slots__:
+        setattr(twin, name, getattr(term_, name))
+    twin.tags = dict(term_.tags)
+    twin.alias = list(term_.alias) if term_.alias else None
+    return twin
 
 
 def contraction_terms(terms: list[Term], i: int, words: list[str], model: Model) -> list[Term]:
@@ -435,8 +507,15 @@ def contraction_terms(terms: list[Term], i: int, words: list[str], model: Model)
 def _split_contractions(terms: list[Term], model: Model) -> None:
     from evaldag.scorers._nlp_port._tags import set_tag
 
+    by_word = _known_maps()[0]
     for i in range(len(terms) - 1, -1, -1):
         term_ = terms[i]
+        if (
+            "'" not in term_.normal
+            and term_.normal not in by_word
+            and term_.text[:1] not in _NUMBER_STARTS
+        ):
+            continue
         before = after = None
         if "'" in term_.normal:
             before, after = term_.normal.split("'")[:2]

@@ -20,6 +20,13 @@ _TRIM_END = re.compile(
     "[,:;)\\]*.?~!\u0022\uff02\u201d\u2019\u00bb\u203a\u2032\u2033\u2034\u301e\u00b4\u2014-]+$"
 )
 _PUNCT_TO_KILL = re.compile("[,:;)('\"\u201d\\]]")
+_DASH = re.compile("[-\u2013\u2014]")
+_QUESTION_BANG = re.compile(r"\?!+")
+_BANGS = re.compile("!+")
+_QUESTIONS = re.compile(r"\?+")
+_DOTS = re.compile(r"\.{2,}")
+_SPACE = re.compile(r"\s")
+_SPACES = re.compile(r"\s+")
 _MODELS = {
     "Participle": "fromParticiple",
     "PastTense": "fromPast",
@@ -73,35 +80,36 @@ def infinitive(text: str, tense: str | None, model: Model) -> str:
     return found
 
 
-def _normal_text(doc: Doc, span: Span, expanded: bool) -> str:
-    """``text('normal')`` of a span, contractions read as their words when ``expanded``."""
-    n, start, end = span
-    terms = doc[n][start:end]
+def _normal_text(doc: Doc, spans: list[Span], expanded: bool) -> str:
+    """``text('normal')`` of a view, contractions read as their words when ``expanded``."""
     text = ""
-    for i, term in enumerate(terms):
-        pre = _TRIM_START.sub("", term.pre, count=1)
-        post = term.post
-        word = term.normal
-        if expanded and term.implicit is not None:
-            word = normal(term.implicit, _model())
-            if post == "" and i + 1 < len(terms) and terms[i + 1].implicit is not None:
+    for n, start, end in spans:
+        sentence = doc[n]
+        for i in range(start, end):
+            term = sentence[i]
+            pre = _TRIM_START.sub("", term.pre, count=1)
+            post = term.post
+            word = term.normal
+            if expanded and term.implicit is not None:
+                word = normal(term.implicit, _model())
+                if post == "" and i + 1 < len(sentence) and sentence[i + 1].implicit is not None:
+                    post = " "
+            if _DASH.fullmatch(post):
                 post = " "
-        if re.fullmatch("[-\u2013\u2014]", post):
-            post = " "
-        post = _PUNCT_TO_KILL.sub("", post, count=1)
-        post = re.sub(r"\?!+", "?", post, count=1)
-        post = re.sub("!+", "!", post, count=1)
-        post = re.sub(r"\?+", "?", post, count=1)
-        post = re.sub(r"\.{2,}", "", post, count=1)
-        if "Abbreviation" in term.tags:
-            post = post.replace(".", "", 1)
-        pre = re.sub(r"\s", "", pre, count=1)
-        post = re.sub(r"\s+", " ", post, count=1)
-        text += pre + word + post
-    full = n == 0 and start == 0 and len(doc) == 1 and end == len(doc[0])
-    if not full:
+            post = _PUNCT_TO_KILL.sub("", post, count=1)
+            post = _QUESTION_BANG.sub("?", post, count=1)
+            post = _BANGS.sub("!", post, count=1)
+            post = _QUESTIONS.sub("?", post, count=1)
+            post = _DOTS.sub("", post, count=1)
+            if "Abbreviation" in term.tags:
+                post = post.replace(".", "", 1)
+            pre = _SPACE.sub("", pre, count=1)
+            post = _SPACES.sub(" ", post, count=1)
+            text += pre + word + post
+    covered = sum(end - start for _, start, end in spans)
+    if not (spans[0][0] == 0 and covered == sum(len(terms) for terms in doc)):
         text = text.strip()
-    if start != 0:
+    if spans[0][1] != 0:
         text = _TRIM_START.sub("", text, count=1)
         text = _TRIM_END.sub("", text, count=1)
         if text.endswith("'") and not text.endswith("s'"):
@@ -129,33 +137,47 @@ def _root(doc: Doc, span: Span) -> list[Span]:
     return root
 
 
-def _expand(doc: Doc, n: int, first: int, last: int) -> None:
-    """Contractions beside or inside terms first..last read as their words (``expand``)."""
+def _expand(doc: Doc, n: int, spans: list[tuple[int, int]], greedy: bool = False) -> None:
+    """Contractions in or beside the spans read as their words: the spans grown by one term
+    (``grow('@hasContraction')``) or by every contraction term (``...+``) on each side, then
+    each run of contraction terms in them expanded (``contractions().expand()``). A term in two
+    runs is expanded twice, and its text lost, as in compromise."""
     terms = doc[n]
-    start = first - 1 if first > 0 and terms[first - 1].implicit else first
-    end = last + 1 if last + 1 < len(terms) and terms[last + 1].implicit else last
-    for term in terms[start : end + 1]:
-        if term.implicit is not None:
-            term.text = term.implicit
+    size = len(terms)
+    runs: list[list[Term]] = []
+    for start, end in spans:
+        if greedy:
+            while end < size and terms[end].implicit:
+                end += 1
+            while start > 0 and terms[start - 1].implicit:
+                start -= 1
+        else:
+            end += 1 if end < size and terms[end].implicit else 0
+            start -= 1 if start > 0 and terms[start - 1].implicit else 0
+        i = start
+        while i < end:
+            if terms[i].implicit:
+                j = i
+                while j < end and terms[j].implicit:
+                    j += 1
+                runs.append(terms[i:j])
+                i = j
+            else:
+                i += 1
+    for run in runs:
+        for term in run:
+            term.text = term.implicit or ""
             term.implicit = None
             term.normal = normal(term.text, _model())
+    doc.changed(n)
 
 
-def _grow_expand(doc: Doc, n: int, first: int, last: int) -> None:
-    """Expand every contraction touching first..last (``grow('@hasContraction+')``)."""
-    terms = doc[n]
-    while first > 0 and terms[first - 1].implicit:
-        first -= 1
-    while last + 1 < len(terms) and terms[last + 1].implicit:
-        last += 1
-    for term in terms[first : last + 1]:
-        if term.implicit is not None:
-            term.text = term.implicit
-            term.implicit = None
-            term.normal = normal(term.text, _model())
+def _contracted(terms: list[Term]) -> bool:
+    return any(term.implicit for term in terms)
 
 
-def _tense(terms: list[Term]) -> str | None:
+def _tense(doc: Doc, spans: list[Span]) -> str | None:
+    terms = [t for n, a, b in spans for t in doc[n][a:b]]
     for tense in ("Infinitive", "Participle", "PastTense", "Gerund", "PresentTense"):
         if any(tense in t.tags for t in terms):
             return tense
@@ -176,7 +198,7 @@ def _plural_noun(doc: Doc, span: Span) -> bool:
     )
     if views.has(doc, roots, not_plural) or views.has(doc, [span], "#Singular"):
         return False
-    text = _normal_text(doc, roots[0], False)
+    text = _normal_text(doc, roots[:1], False)
     return len(text) > 3 and text.endswith("s") and not text.endswith("ss")
 
 
@@ -222,56 +244,85 @@ def _does(doc: Doc, span: Span) -> str:
 
 def _prepend(doc: Doc, n: int, at: int, text: str, model: Model) -> None:
     """Insert a word before ``doc[n][at]`` (``prepend``), expanding a contraction there."""
-    if doc[n][at].implicit is not None:
-        _expand(doc, n, at, at)
+    if doc[n][at].implicit:
+        _expand(doc, n, [(at, at + 1)])
     doc[n][at:at] = from_text(text, model)
+    doc.changed(n)
 
 
 def to_infinitive(doc: Doc, model: Model) -> None:
     """Rewrite every verb phrase of ``doc`` to the infinitive, in place."""
-    # Spans move as earlier phrases change: hold on to their terms.
+    # Spans move as earlier phrases change: each is found again by its first and last terms.
     phrases = [(n, doc[n][start], doc[n][end - 1]) for n, start, end in views.verbs(doc)]
-    for n, first, last in phrases:
-        _verb_to_infinitive(doc, n, first, last, model)
+    for i, (n, first, last) in enumerate(phrases):
+        terms = doc[n]
+        if first in terms and last in terms:
+            _verb_to_infinitive(doc, (n, terms.index(first), terms.index(last) + 1), model)
+            # compromise tags the sentence again after each rewrite; later phrases see it.
+            if i + 1 < len(phrases) and phrases[i + 1][0] == n:
+                _retag(doc, n, model)
 
 
-def _verb_to_infinitive(doc: Doc, n: int, first: Term, last: Term, model: Model) -> None:
+def _retag(doc: Doc, n: int, model: Model) -> None:
+    from evaldag.scorers._nlp_port import _tagger
+
     terms = doc[n]
-    start, end = terms.index(first), terms.index(last) + 1
-    span = (n, start, end)
+    for index, term in enumerate(terms):
+        term.index = index
+    sentence = [terms]
+    _tagger.freeze(sentence, model)
+    _tagger.lexicon(sentence, model)
+    _tagger.pre_tag(sentence, model)
+    _tagger.post_tag(sentence, model)
+    _tagger.chunk(sentence, model)
+    doc.changed(n)
+
+
+def _verb_to_infinitive(doc: Doc, span: Span, model: Model) -> None:
+    """compromise's ``toInf``. The root is replaced term by term; afterwards the phrase is
+    a range of positions again, as compromise's softened pointer is, so auxiliaries are removed
+    by position even where the replacement changed the number of terms."""
+    n, start, end = span
+    terms = doc[n]
     root = _root(doc, span)
     negative = views.has(doc, [span], "#Negative")
-    aux: list[Term] = []
-    if root and root[0][1] > start:
-        aux_spans = views.without(doc, [(n, start, root[0][1])], "(#Adverb|#Negative|#Prefix)")
-        aux = [t for _, a, b in aux_spans for t in terms[a:b]]
+    aux: list[Span] = []
     if root:
-        text = "".join(_normal_text(doc, one, True) for one in root)
-        _, root_start, root_end = root[0]
-        found = infinitive(text, _tense(terms[root_start:root_end]), model)
+        parts = views.split_before(doc, [span], root)
+        if len(parts) > 1:
+            aux = views.without(doc, parts[:1], "(#Adverb|#Negative|#Prefix)")
+        found = infinitive(_normal_text(doc, root, True), _tense(doc, root), model)
         if found:
-            old = terms[root_start:root_end]
-            if any(t.implicit for t in old):
-                _grow_expand(doc, n, root_start, root_end - 1)
-            new = from_text(found, model)
-            set_tag(new, "Verb", model)
-            set_tag(new[:1], "Infinitive", model)
-            terms[root_start:root_end] = new
-            if new:
-                first = new[0] if first in old else first
-                last = new[-1] if last in old else last
-    if any(term.implicit is not None for term in aux):
-        for term in aux:
-            index = terms.index(term)
-            _expand(doc, n, index, index)
-    for term in aux:
-        index = terms.index(term)
-        del terms[index]
-        if term is first:
-            first = terms[index]
-    if negative:
-        start, end = terms.index(first), terms.index(last) + 1
+            _replace(doc, n, [terms[a:b] for _, a, b in root], found, model)
+    removed = [(max(a, start), min(b, end)) for _, a, b in aux if max(a, start) < min(b, end)]
+    if removed:
+        if _contracted([t for a, b in removed for t in terms[a:b]]):
+            _expand(doc, n, removed)
+        for a, b in reversed(removed):
+            del terms[a:b]
+            end -= b - a
+        doc.changed(n)
+    if negative and start < len(terms):
         if not views.has(doc, [(n, start, end)], "not"):
             _prepend(doc, n, start, "not", model)
             end += 1
         _prepend(doc, n, start, _does(doc, (n, start, end)), model)
+
+
+def _replace(doc: Doc, n: int, roots: list[list[Term]], text: str, model: Model) -> None:
+    """Put the words of ``text`` after each root span, then remove the roots (``replace``)."""
+    terms = doc[n]
+    for root in roots:
+        at = terms.index(root[-1])
+        if root[-1].implicit:
+            _expand(doc, n, [(at, at + 1)])
+        new = from_text(text, model)
+        set_tag(new, "Verb", model)
+        set_tag(new[:1], "Infinitive", model)
+        terms[at + 1 : at + 1] = new
+    old = [term for root in roots for term in root]
+    if _contracted(old):
+        _expand(doc, n, [(terms.index(r[0]), terms.index(r[-1]) + 1) for r in roots], greedy=True)
+    gone = {id(term) for term in old}
+    terms[:] = [term for term in terms if id(term) not in gone]
+    doc.changed(n)

@@ -6,27 +6,52 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaldag.scorers._nlp_port._match import Reg, find, parse
+from evaldag.scorers._nlp_port._match import Index, find, pattern
 from evaldag.scorers._nlp_port._tokens import Term
 
-Doc = list[list[Term]]
 #: (sentence, start, end): a run of terms of one sentence.
 Span = tuple[int, int, int]
 
 
-def match(doc: Doc, spans: Sequence[Span], pattern: str | Sequence[Reg], group=None) -> list[Span]:
+class Doc(list):
+    """A document: sentences of terms, with an index of each sentence for matching."""
+
+    def __init__(self, sentences: list[list[Term]]) -> None:
+        super().__init__(sentences)
+        self._indexes: dict[int, Index] = {}
+
+    def index(self, n: int) -> Index:
+        found = self._indexes.get(n)
+        if found is None:
+            found = self._indexes[n] = Index(self[n])
+        return found
+
+    def changed(self, n: int) -> None:
+        """Forget sentence ``n``'s index: its terms or their tags changed."""
+        self._indexes.pop(n, None)
+
+
+def match(doc: Doc, spans: Sequence[Span], text: str, group=None) -> list[Span]:
     """Every match of a pattern inside each span (anchors are the span's edges)."""
-    regs = parse(pattern) if isinstance(pattern, str) else pattern
+    compiled = pattern(text)
     found: list[Span] = []
     for n, start, end in spans:
-        for first, last in find(doc[n][start:end], regs, group):
-            found.append((n, start + first, start + last))
+        at = doc.index(n)
+        if compiled.possible(at):
+            found.extend(
+                (n, first, last)
+                for first, last in find(doc[n], compiled, group, False, None, at, start, end)
+            )
     return found
 
 
-def has(doc: Doc, spans: Sequence[Span], pattern: str | Sequence[Reg]) -> bool:
-    regs = parse(pattern) if isinstance(pattern, str) else pattern
-    return any(find(doc[n][start:end], regs, just_one=True) for n, start, end in spans)
+def has(doc: Doc, spans: Sequence[Span], text: str) -> bool:
+    compiled = pattern(text)
+    for n, start, end in spans:
+        at = doc.index(n)
+        if compiled.possible(at) and find(doc[n], compiled, None, True, None, at, start, end):
+            return True
+    return False
 
 
 def keep_if(doc: Doc, spans: Sequence[Span], pattern: str) -> list[Span]:
@@ -70,8 +95,11 @@ def _cuts(doc: Doc, spans: Sequence[Span], by: str | list[Span], group) -> list[
 
 def split_on(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=None) -> list[Span]:
     """[before], [match], [after]."""
+    cuts = _cuts(doc, spans, by, group)
+    if not cuts:
+        return list(spans)
     found: list[Span] = []
-    for piece in _split_all(spans, _cuts(doc, spans, by, group)):
+    for piece in _split_all(spans, cuts):
         found.extend(
             piece[key] for key in ("passthrough", "before", "match", "after") if key in piece
         )
@@ -80,7 +108,10 @@ def split_on(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=None) 
 
 def split_before(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=None) -> list[Span]:
     """[before], [match after]."""
-    pieces = _split_all(spans, _cuts(doc, spans, by, group))
+    cuts = _cuts(doc, spans, by, group)
+    if not cuts:
+        return list(spans)
+    pieces = _split_all(spans, cuts)
     for i, piece in enumerate(pieces):
         following = pieces[i + 1] if i + 1 < len(pieces) else None
         if "after" not in piece and following is not None and "before" in following:
@@ -98,8 +129,11 @@ def split_before(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=No
 
 def split_after(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=None) -> list[Span]:
     """[before match], [after]."""
+    cuts = _cuts(doc, spans, by, group)
+    if not cuts:
+        return list(spans)
     found: list[Span] = []
-    for piece in _split_all(spans, _cuts(doc, spans, by, group)):
+    for piece in _split_all(spans, cuts):
         if "passthrough" in piece:
             found.append(piece["passthrough"])
         if "before" in piece and "match" in piece:
@@ -113,8 +147,11 @@ def split_after(doc: Doc, spans: Sequence[Span], by: str | list[Span], group=Non
 
 def without(doc: Doc, spans: Sequence[Span], by: str | list[Span]) -> list[Span]:
     """The spans with the matches cut out (``not``)."""
+    cuts = _cuts(doc, spans, by, None)
+    if not cuts:
+        return list(spans)
     found: list[Span] = []
-    for piece in _split_all(spans, _cuts(doc, spans, by, None)):
+    for piece in _split_all(spans, cuts):
         found.extend(piece[key] for key in ("passthrough", "before", "after") if key in piece)
     return found
 
@@ -135,7 +172,7 @@ def _comma_splits(doc: Doc, spans: Sequence[Span]) -> list[Span]:
         if start == 0 or end + 2 > len(doc[n]):
             continue
         more = [_grown(doc, comma)]
-        for pattern in (
+        for rule in (
             "@hasComma @hasComma",
             "@hasComma (and|or) .",
             "(#City && @hasComma) #Country",
@@ -143,7 +180,7 @@ def _comma_splits(doc: Doc, spans: Sequence[Span]) -> list[Span]:
             "(#Date+ && @hasComma) #Value",
             "(#Adjective && @hasComma) #Adjective",
         ):
-            more = keep_if_no(doc, more, pattern)
+            more = keep_if_no(doc, more, rule)
         if more:
             kept.append(comma)
     return split_after(doc, spans, kept)
@@ -156,11 +193,11 @@ def clauses(doc: Doc, spans: Sequence[Span]) -> list[Span]:
     found = split_after(doc, found, "^#Pronoun (said|says)")
     found = split_before(doc, found, "(said|says) #ProperNoun$")
     found = split_before(doc, found, ". . if .{4}")
-    for pattern in (
+    for rule in (
         "and while", "now that", "ever since", "(supposing|although)", "even (while|if|though)",
         "(whereas|whose)", "as (though|if)", "(til|until)",
     ):  # fmt: skip
-        found = split_before(doc, found, pattern)
+        found = split_before(doc, found, rule)
     but = match(doc, found, "#Verb .* [but] .* #Verb", 0)
     if but:
         found = split_before(doc, found, but)
