@@ -124,16 +124,28 @@ def counted(calls: int, make: Callable[[], int]) -> dict[str, float]:
             frame = frame.f_back
         parts[OTHER] += 1
 
-    threading.setprofile(profiler)  # worker threads start with each call's fresh event loop
+    threading.setprofile(profiler)  # threads started from now on (litellm's workers)
     sys.setprofile(profiler)
+    on_engine_thread(profiler)  # evaldag's event loop runs in a thread of its own
     try:
         succeeded = make()
     finally:
+        on_engine_thread(None)
         sys.setprofile(None)
         threading.setprofile(None)
     assert succeeded == calls, f"{succeeded} of {calls} counted calls succeeded"
     per_call = {part: count / calls for part, count in parts.most_common()}
     return {"python_calls_per_call": sum(per_call.values()), "by_component": per_call}
+
+
+def on_engine_thread(profiler: Callable[..., Any] | None) -> None:
+    """Set ``profiler`` on evaldag's engine loop thread, which runs every judge call."""
+    from evaldag._engine.concurrency import on_engine_loop
+
+    async def profiled() -> None:
+        sys.setprofile(profiler)
+
+    on_engine_loop(profiled())
 
 
 def http_floor(url: str, calls: int, concurrency: int) -> int:
