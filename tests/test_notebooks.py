@@ -7,7 +7,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-NAMES = ["quickstart.ipynb", "llm_judges.ipynb"]
+NAMES = ["quickstart.ipynb", "llm_judges.ipynb", "agents_and_workflows.ipynb"]
 
 
 @pytest.mark.slow
