@@ -85,9 +85,10 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
 
 
 def experiment_record(result: EvalResult) -> dict[str, Any]:
-    """What the store keeps of a result besides its rows: everything but the items, and the
-    items' column names in order."""
-    metadata = json.loads(json_text(result.model_dump(exclude={"items"})))
+    """What the store keeps of a result besides its rows: everything but its frames (the items,
+    which the rows hold), and the items' column names in order."""
+    frames = {name for name, value in result if isinstance(value, pd.DataFrame)}
+    metadata = json.loads(json_text(result.model_dump(exclude=frames)))
     return {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
 
 
