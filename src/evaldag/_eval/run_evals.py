@@ -200,6 +200,7 @@ def run_evals(
             on_item_complete=on_item_complete is not None,
             checkpoint=checkpoint is not None,
             conversations=bool(turns),
+            workflow_target=plan.workflow,
             on_error=on_error == "raise",
             cache=cache is not None,
             budget_usd=budget is not None,
