@@ -45,10 +45,10 @@ def _without_last_sentence(text):
 
 
 def _noisy(item):
-    """Four answers lose their last sentence, three name a word of the question once more."""
-    if item["id"] in ("rag-03", "rag-07", "agent-09", "agent-10"):
+    """Four answers lose their last sentence, five name a word of the question once more."""
+    if item["id"] in ("rag-07", "agent-09", "agent-10", "agent-15"):
         return _with_answer(item, _without_last_sentence)
-    if item["id"] in ("rag-11", "rag-14", "agent-08"):
+    if item["id"] in ("rag-01", "rag-11", "rag-14", "agent-08", "agent-11"):
         word = re.findall(r"[A-Za-z]{5,}", _question(item))[-1]
         return _with_answer(item, lambda text: f"{text} (About: {word}.)")
     return item
@@ -80,18 +80,23 @@ def _row(text, scorer_id):
     return [line.split() for line in text.splitlines() if line.split()[:1] == [scorer_id]][:2]
 
 
+def _interval(paired_row):
+    return [float(x) for x in re.findall(r"[-+]\d\.\d\d", " ".join(paired_row[5:7]))]
+
+
 @pytest.mark.slow
 def test_the_planted_regression_is_found(demo_runs, capsys):
     assert main(["compare", demo_runs["a"], demo_runs["regressed"]]) == 1
     out = capsys.readouterr().out
     assert "33 items paired by the data's 'id' column" in out
-    stats, paired = _row(out, "completeness-scorer")
-    assert stats[-1] == "regression"  # Mastra's rule
-    assert paired[1:4] == ["33", "7", "0"]  # paired, worse, better
-    low, high = (float(x) for x in re.findall(r"[-+]\d\.\d\d", " ".join(paired[5:7])))
-    assert low < high < 0
-    assert paired[-1] == "REGRESSED"
-    assert "completeness-scorer      rag-02 1.00 -> 0.00" in out
+    for scorer_id in ("completeness-scorer", "keyword-coverage-scorer"):
+        stats, paired = _row(out, scorer_id)
+        assert stats[-1] == "regression"  # Mastra's rule
+        assert paired[1:4] == ["33", "7", "0"]  # paired, worse, better
+        low, high = _interval(paired)
+        assert low < high < 0
+        assert paired[-1] == "REGRESSED"
+    assert "keyword-coverage-scorer  rag-02 1.00 -> 0.00, rag-05 1.00 -> 0.00" in out
     assert (
         out.rstrip()
         .splitlines()[-1]
@@ -105,14 +110,15 @@ def test_the_planted_regression_is_found(demo_runs, capsys):
 def test_a_noise_only_change_is_not_flagged(demo_runs, capsys):
     assert main(["compare", demo_runs["a"], demo_runs["noisy"]]) == 0
     out = capsys.readouterr().out
-    stats, paired = _row(out, "completeness-scorer")
+    stats, paired = _row(out, "keyword-coverage-scorer")
     # Mastra's rule alone calls it a regression: the average fell a little ...
     assert float(stats[8]) < 0 and stats[-1] == "regression"
     # ... but items moved both ways, and the interval holds 0.
     assert paired[2:4] == ["4", "3"]
-    low, high = (float(x) for x in re.findall(r"[-+]\d\.\d\d", " ".join(paired[5:7])))
+    low, high = _interval(paired)
     assert low < 0 < high
     assert paired[-3:] == ["no", "clear", "change"]
+    assert _row(out, "completeness-scorer")[1][-3:] == ["no", "clear", "change"]
     assert out.rstrip().splitlines()[-1].startswith("no regression")
 
 
@@ -127,7 +133,7 @@ def test_the_comparison_as_values(demo_runs):
     # every item is paired, so Mastra's delta and the mean of the paired deltas agree
     assert completeness.paired_delta == pytest.approx(completeness.delta)
     deltas = comparison.item_deltas
-    worst = deltas[deltas["scorer"] == "completeness-scorer"].iloc[0]
+    worst = deltas[deltas["scorer"] == "keyword-coverage-scorer"].iloc[0]
     assert (worst["item"], worst["a"], worst["b"]) == ("rag-02", 1.0, 0.0)
     again = compare_experiments(demo_runs["a"], demo_runs["regressed"])
     assert again.scorers == comparison.scorers  # seeded: the same intervals
