@@ -78,18 +78,6 @@ def _ids(cases):
     return [item["case"]["name"] for item in cases]
 
 
-#: Where compromise tags differently from our tagger: (Mastra's elements, ours).
-TAGGING_DIFFERENCES = {
-    # compromise reads "jumps" after a noun as a verb, we as a plural noun.
-    "completeness-basic": {"inputElements": ({"jump"}, {"jumps"})},
-    # compromise expands "What's" oddly ("i") and negates with "do"; we give "be", "does".
-    "completeness-punctuation": {"inputElements": ({"do", "i"}, {"be", "does"})},
-    "completeness-long": {
-        "inputElements": ({"judge"}, {"judges"}),
-        "outputElements": (set(), {"judges"}),
-    },
-}
-
 SCORED = [item for item in CASES if item["expected"]["ok"]]
 FAILING = [item for item in CASES if not item["expected"]["ok"]]
 
@@ -118,18 +106,7 @@ def test_code_scorer_matches_mastra(item):
     assert result.score == expected["score"]
     assert result.reason == mastra.get("reason")
     assert result.analyze_step_result == mastra.get("analyzeStepResult")
-    if case["kind"] == "completeness":
-        # Same elements up to our tagger's known differences; the order may differ.
-        ours, theirs = result.preprocess_step_result, mastra["preprocessStepResult"]
-        counts = {"input": len(ours["inputElements"]), "output": len(ours["outputElements"])}
-        assert ours["elementCounts"] == counts
-        differences = TAGGING_DIFFERENCES.get(case["name"], {})
-        for key in ("inputElements", "outputElements"):
-            only_mastra, only_ours = differences.get(key, (set(), set()))
-            assert set(theirs[key]) - set(ours[key]) == only_mastra, key
-            assert set(ours[key]) - set(theirs[key]) == only_ours, key
-    else:
-        assert _scrubbed(result.preprocess_step_result) == mastra["preprocessStepResult"]
+    assert _scrubbed(result.preprocess_step_result) == mastra["preprocessStepResult"]
 
 
 @pytest.mark.parametrize("item", FAILING, ids=_ids(FAILING))

@@ -52,6 +52,8 @@ _EXPORTS = {
     "local_judge": "evaldag.local_judge",
     "agent": "evaldag._targets.agent",
     "Agent": "evaldag._targets.agent",
+    "workflow": "evaldag._targets.workflow",
+    "Workflow": "evaldag._targets.workflow",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     from evaldag._store.rows import ScoreRow
     from evaldag._store.sql import ScoreStore
     from evaldag._targets.agent import Agent, agent
+    from evaldag._targets.workflow import Workflow, workflow
     from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
 
 
