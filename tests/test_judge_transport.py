@@ -85,15 +85,22 @@ def test_5xx_and_broken_bodies_are_retried_with_exponential_backoff(judge_server
         assert gap >= planned
 
 
-def test_retries_stop_at_max_retries(judge_server):
-    judge_server.reply = rate_limited(retry_after=0)
+def test_retries_stop_at_max_retries_and_paced_429s_at_three_times_that(judge_server):
+    judge_server.reply = server_error(503)
+    judge = judge_server.judge(instructions=INSTRUCTIONS, max_retries=1)
+    with pytest.raises(ScorerRunError):
+        _scorer(judge).run(output="x")
+    assert len(judge_server.requests) == 2
+
+    judge_server.reset()
+    judge_server.reply = rate_limited(retry_after=0)  # the server says when to come back
     scorer = _scorer(judge_server.judge(instructions=INSTRUCTIONS, max_retries=2))
     with pytest.raises(ScorerRunError) as raised:
         scorer.run(output="x")
-    assert len(judge_server.requests) == 3
+    assert len(judge_server.requests) == 7
     cause = raised.value.cause
     assert cause.id == "EVALDAG_JUDGE_UNAVAILABLE"
-    assert "failed 3 time(s) (429 RateLimitError" in cause.message
+    assert "failed 7 time(s) (429 RateLimitError" in cause.message
     execution = cause.execution
     assert (execution.status, execution.attempt_count, execution.model_call_count) == (
         "failed",
@@ -403,6 +410,21 @@ def test_the_limit_halves_on_429_once_per_round_and_grows_back_to_its_ceiling():
     sizes = [size for _, size in limit.history]
     assert sizes == [8, 4, 2, 3, 4, 5, 6, 7, 8]  # never above the ceiling
     assert limit.held == 0
+
+
+def test_the_limit_is_cut_once_per_retry_after():
+    limit = SharedLimit(16)
+
+    async def two_rounds_of_429s():
+        started = await limit.acquire()
+        limit.throttled(started, retry_after=30)
+        limit.release()
+        started = await limit.acquire()  # a new round, but within the server's Retry-After
+        limit.throttled(started, retry_after=30)
+        limit.release()
+
+    asyncio.run(two_rounds_of_429s())
+    assert limit.size == 8
 
 
 def test_a_shrunk_limit_holds_back_calls_until_enough_are_done():

@@ -1,8 +1,9 @@
 """The limit on judge calls in flight, one per endpoint and ``max_concurrency``, process-wide.
 
 The limit adapts to the endpoint (AIMD, as TCP does): a 429 halves it, at most once per round
-of calls, and calls that succeed grow it back by one per round, never above the user's
-``max_concurrency``. Its changes are kept, with the time of each, for the run's usage summary.
+of calls and once per the ``Retry-After`` the server gave with the last cut, and calls that
+succeed grow it back by one per round, never above the user's ``max_concurrency``. Its changes
+are kept, with the time of each, for the run's usage summary.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class SharedLimit:
         self.last_used = 0.0
         self._held = 0
         self._round = 0  # one more after each cut
+        self._calm_until = 0.0  # no cut before this time.monotonic(): the last Retry-After
         self._credit = 0.0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
         self._lock = threading.Lock()
@@ -79,14 +81,16 @@ class SharedLimit:
             self._held -= 1
             self._woken()
 
-    def throttled(self, started: int) -> None:
+    def throttled(self, started: int, retry_after: float | None = None) -> None:
         """A call that started in round ``started`` was rate-limited: halve the size, unless it
-        was already cut since that call started."""
+        was cut since that call started or within the server's last ``Retry-After``."""
+        now = time.monotonic()
         with self._lock:
-            if started != self._round:
+            if started != self._round or now < self._calm_until:
                 return
             self._round += 1
             self._credit = 0.0
+            self._calm_until = now + (retry_after or 0.0)
             self._resized(max(1, self.size // 2))
 
     def succeeded(self) -> None:

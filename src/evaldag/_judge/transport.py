@@ -6,7 +6,8 @@ not validate, a fallback attempt puts the schema in the system prompt and extrac
 text (see :mod:`evaldag._judge.contracts`). ``generate_reason`` makes one plain-text attempt. Each
 attempt gets one reply, from the judge's cache or from a model **call**, tried again after
 transport faults (429, 5xx, timeouts, lost connections) with exponential backoff and jitter,
-honouring ``Retry-After``; 400/401/403/404 are not retried. Calls in flight are bounded per
+honouring ``Retry-After`` (a 429 that carries one is retried up to 3 × ``max_retries`` times:
+the server is pacing calls); 400/401/403/404 are not retried. Calls in flight are bounded per
 (model, api_base, max_concurrency) by a :class:`~evaldag._judge.limiter.SharedLimit`, which
 halves on 429 and grows back as calls succeed (AIMD), never above ``max_concurrency``.
 
@@ -54,6 +55,8 @@ BACKOFF_BASE_SECONDS = 0.5
 BACKOFF_CAP_SECONDS = 20.0
 #: The longest Retry-After honoured; a longer one fails the call instead of stalling the run.
 RETRY_AFTER_CAP_SECONDS = 120.0
+#: 429s with Retry-After are retried up to this many times max_retries (12 by default).
+PACED_RETRIES_PER_RETRY = 3
 
 
 async def judged_value(
@@ -214,7 +217,7 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
     else:
         from evaldag._judge.via_litellm import litellm_reply as call
     limit = shared_limit((judge.model, judge.api_base), endpoint.max_concurrency)
-    retry = 0
+    retry = paced_retries = 0
     while True:
         async with limit as started:
             try:
@@ -222,13 +225,18 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
             except CallFault as fault:
                 failure = fault
                 if fault.status == 429:
-                    limit.throttled(started)
+                    limit.throttled(started, _retry_after(fault))
             else:
                 limit.succeeded()
                 if not endpoint.free:
                     reply["cost"] = call_cost(reply["usage"], rates(endpoint))
                 return reply
-        delay = _retry_delay(failure, retry) if retry < judge.max_retries else None
+        # A 429 that says when to come back is the server pacing calls, not a fault: it has a
+        # budget of its own, so that a rate-limited run loses no item.
+        paced = failure.status == 429 and _retry_after(failure) is not None
+        budget = judge.max_retries * (PACED_RETRIES_PER_RETRY if paced else 1)
+        tries = paced_retries if paced else retry - paced_retries
+        delay = _retry_delay(failure, retry - paced_retries) if tries < budget else None
         if delay is None:
             raise _call_failure(failure, endpoint, judge, retry + 1)
         _logger.info(
@@ -236,13 +244,14 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
             endpoint.model,
             endpoint.where,
             failure.name,
-            retry + 1,
-            judge.max_retries,
+            tries + 1,
+            budget,
             delay,
             extra={"judge_retry": retry + 1, "judge_retry_delay": delay},
         )
         await asyncio.sleep(delay)
         retry += 1
+        paced_retries += paced
 
 
 def _retry_delay(fault: CallFault, retry: int) -> float | None:
