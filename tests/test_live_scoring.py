@@ -5,6 +5,7 @@ load; error rows, drops, skips and store failures that never reach the app; flus
 import asyncio
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
@@ -273,6 +274,28 @@ def test_close_flushes_and_later_calls_run_unscored(store_url):
     assert answer("after") == "after"
     assert scoring.stats().dropped == 1
     assert list(read_scores(store_url).input) == ["before"]
+
+
+def test_a_forked_child_scores_its_own_calls(tmp_path):
+    scoring = live(_length(), store=tmp_path / "scores.db")
+    answer = scoring(lambda text: text)
+    answer("parent")
+    assert scoring.flush(timeout=30)
+    pid = os.fork()  # as a server that imports the app, then forks its workers
+    if pid == 0:
+        code = 1
+        try:
+            answer("child")
+            code = 0 if scoring.flush(timeout=30) and scoring.stats().scored == 1 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    answer("parent again")
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert sorted(rows.input) == ["child", "parent", "parent again"]
 
 
 def test_live_options_are_checked(tmp_path):

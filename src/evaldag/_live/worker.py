@@ -140,6 +140,14 @@ class Worker:
             self._thread.join(timeout)
         return flushed
 
+    def restart(self) -> None:
+        """Forget the queue, the tally and the thread: for a forked child, whose parent's
+        thread does not run in it."""
+        self._calls = deque()
+        self._lock = threading.Condition()
+        self._thread = None
+        self.tally = Tally()
+
     def _start(self) -> None:
         with self._lock:
             if self._thread is None:

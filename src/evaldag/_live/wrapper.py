@@ -15,6 +15,7 @@ import inspect
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from random import getrandbits
 from typing import Any
@@ -117,6 +118,7 @@ class LiveScoring:
         self._counts = {"calls": 0, "sampled": 0, "dropped": 0, "skipped": 0}
         self._warned = False
         atexit.register(self._at_exit)
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
     def __call__(self, function: Callable[..., Any]) -> Callable[..., Any]:
         """``function`` wrapped: same arguments, same result; its calls scored in the background."""
@@ -246,6 +248,16 @@ class LiveScoring:
             logger.warning(
                 "live scoring: %d calls were not scored before exit", self.stats().pending
             )
+
+
+def _forked(scoring: weakref.ref[LiveScoring]) -> None:
+    """In a forked child: new locks, and a worker of its own (the parent's thread is not
+    there); the child's calls are scored in the child."""
+    live_scoring = scoring()
+    if live_scoring is not None:
+        live_scoring._lock = threading.Lock()
+        if live_scoring._worker is not None:
+            live_scoring._worker.restart()
 
 
 def fresh_run_id() -> str:

@@ -4,12 +4,14 @@ Writes are upserts by row id (``INSERT ... ON CONFLICT (id) DO UPDATE``), so sav
 replaces it and keeps its ``created_at``. Concurrent writers are safe: on SQLite every write
 transaction takes the database's write lock when it begins (``BEGIN IMMEDIATE``, WAL journal,
 waiting up to 30 s for another writer), on PostgreSQL rows are upserted atomically. A store
-object is safe to share between threads; each process opens its own.
+object is safe to share between threads; a forked child opens connections of its own.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -56,6 +58,8 @@ class ScoreStore:
                 details={"store": self.location},
             )
         self._engine = _engine(self.url)
+        # A forked child opens its own connections; the parent's stay the parent's.
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
         try:
             with self._transaction("open") as connection:
                 schema.migrated(connection, self.location)
@@ -193,6 +197,12 @@ class ScoreStore:
                     yield connection
         except sa.exc.SQLAlchemyError as error:
             raise _store_error(self.location, action, error) from error
+
+
+def _forked(store: weakref.ref[ScoreStore]) -> None:
+    opened = store()
+    if opened is not None:
+        opened._engine.dispose(close=False)
 
 
 def _url(location: str | os.PathLike[str]) -> sa.URL:
