@@ -136,7 +136,7 @@ class LiveScoring:
             concurrency=self._concurrency,
             **self._options,
         )
-        self._queue = self._worker.offer
+        self._enqueue = self._worker.offer
         offer = self._offer
         if inspect.iscoroutinefunction(function):
 
@@ -193,7 +193,7 @@ class LiveScoring:
         try:
             call = self._sampled_call(args, kwargs, output)
             if call is not None:
-                outcome = "sampled" if self._queue(call) else "dropped"
+                outcome = "sampled" if self._enqueue(call) else "dropped"
         except Exception as error:
             outcome = "skipped"
             if not self._warned:
