@@ -80,6 +80,11 @@ def extracted_strings(text: str) -> list[str]:
     return [string for kind in range(3) for strings, _ in parts for string in strings[kind]]
 
 
+def forget_sentences() -> None:
+    """Empty the memory of sentences read (for measuring speed on unseen text)."""
+    _sentence.cache_clear()
+
+
 def completeness_elements(text: str) -> list[str]:
     """The distinct normalised elements of ``text`` (Mastra's ``extractElements``)."""
     return element_words(extracted_strings(text))

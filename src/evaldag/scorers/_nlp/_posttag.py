@@ -216,6 +216,19 @@ def _needs(reg: dict) -> list[str]:
     return [need for need in found if need]
 
 
+#: The keys most clauses hold, most common first (on the fit prose); others are rarer.
+_COMMON_KEYS = {
+    key: 20 - rank
+    for rank, key in enumerate(
+        [
+            *"#Noun #Singular #Verb #PresentTense #Determiner #Preposition #Infinitive".split(),
+            *"#Adjective #Plural #Conjunction #ProperNoun #PastTense #Auxiliary #Copula".split(),
+            *"#Adverb the a to of and".split(),
+        ]
+    )
+}
+
+
 class Net:
     """Rules indexed by the words and tags they need (``buildNet``)."""
 
@@ -236,10 +249,11 @@ class Net:
             for place, rule in enumerate(hooks[key]):
                 ranks.setdefault(id(rule), []).append((rank, place, key))
         self.ranks = {rule: sorted(found) for rule, found in ranks.items()}
-        # Each rule under one key a clause must hold for it to apply.
+        # Each rule under the least common key a clause must hold for it to apply.
         self.by_key: dict[str, list[Rule]] = {}
         for rule in rules:
-            for key in rule.needs[:1] or rule.wants:
+            needs = sorted(rule.needs, key=lambda key: -_COMMON_KEYS.get(key, 0))[-1:]
+            for key in needs or rule.wants:
                 self.by_key.setdefault(key, []).append(rule)
         self.always = [rule for rule in rules if not rule.needs and not rule.wants]
 

@@ -287,8 +287,11 @@ class Pattern:
 
     def possible(self, at: Index) -> bool:
         """Whether a clause with this index may hold a match."""
-        keys = at.positions.keys()
-        return all(not keys.isdisjoint(need) for need in self.needs)
+        found = at.possible.get(id(self))
+        if found is None:
+            keys = at.positions.keys()
+            found = at.possible[id(self)] = all(not keys.isdisjoint(need) for need in self.needs)
+        return found
 
 
 def _one_term(token: Token) -> bool:
@@ -333,9 +336,10 @@ def index_keys(term: Term) -> list[str]:
 class Index:
     """A clause's terms by key (``positions``) and each term's keys (``keys``)."""
 
-    __slots__ = ("positions", "keys")
+    __slots__ = ("positions", "keys", "possible")
 
     def __init__(self, terms: Sequence[Term]) -> None:
+        self.possible: dict[int, bool] = {}
         positions: dict[str, list[int]] = {}
         self.keys = [index_keys(term) for term in terms]
         for position, keys in enumerate(self.keys):
