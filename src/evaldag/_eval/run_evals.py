@@ -45,6 +45,8 @@ from evaldag.errors import EvalDagError
 if TYPE_CHECKING:
     import graphviz
 
+    from evaldag._store.sql import ScoreStore
+
 _FUNCTION_BATCH = 20_000
 
 
@@ -109,6 +111,7 @@ def run_evals(
     progress: bool | None = None,
     batch_size: int | None = None,
     out: str | os.PathLike[str] | None = None,
+    store: ScoreStore | str | os.PathLike[str] | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     executor: Any = None,
     cache: bool | str | os.PathLike[str] | None = None,
@@ -142,6 +145,8 @@ def run_evals(
         judges or a target are involved).
     :param out: write the results to this file: ``.parquet`` (everything; a materializer node
         of the DAG), or ``.csv`` / ``.jsonl`` (the items, nested values as JSON text).
+    :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
+        store: a ``ScoreStore``, a SQLite file path or a database URL.
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
         finished results are written there.
@@ -184,6 +189,10 @@ def run_evals(
                     "the data; give another path",
                     details={"option": option, "path": str(path)},
                 )
+    if store is not None:
+        from evaldag._store.locations import require_store  # SQLAlchemy loads when used
+
+        require_store(store)
     dataset = loaded_dataset(data, has_target=plan.target is not None)
     dataset, turns = conversation_items(
         dataset, has_target=plan.target is not None, workflow_target=plan.workflow
@@ -206,7 +215,7 @@ def run_evals(
             budget_usd=budget is not None,
         )
         result = _distributed_run(plan, dataset, executor, size, concurrency, out, experiment_id)
-        return require_trustworthy(result, max_error_share)
+        return require_trustworthy(_stored(result, store, target), max_error_share)
     result = _local_run(
         plan,
         dataset,
@@ -219,7 +228,16 @@ def run_evals(
         out=out,
         checkpoint=checkpoint,
     )
-    return require_trustworthy(result, max_error_share)
+    return require_trustworthy(_stored(result, store, target), max_error_share)
+
+
+def _stored(result: EvalResult, store: Any, target: Any) -> EvalResult:
+    """``result``, saved in ``store`` first when one is given (before a verdict can raise)."""
+    if store is not None:
+        from evaldag._store.locations import save_result
+
+        save_result(store, result, target=target)
+    return result
 
 
 def _run_inputs(
