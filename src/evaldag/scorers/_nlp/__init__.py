@@ -12,7 +12,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from evaldag.scorers._nlp import _posttag, _pretag, _tokens, _verbs, _views
+from evaldag.scorers._nlp import _contractions, _posttag, _pretag, _tokens, _verbs, _views
 from evaldag.scorers._nlp._model import model
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
@@ -37,7 +37,7 @@ def _tagged(doc: list[list[_tokens.Term]], fix: bool = True) -> list[list[_token
 
 def tagged(text: str) -> list[list[_tokens.Term]]:
     """compromise's document for ``text``: sentences of tagged, chunked terms."""
-    return _tagged(_tokens.document(text, model()))
+    return _tagged(_contractions.document(text, model()))
 
 
 def _text(terms: list[_tokens.Term]) -> str:
@@ -57,7 +57,7 @@ def _strings(doc: _views.Doc) -> tuple[list[str], list[str], list[str]]:
 @lru_cache(maxsize=8192)
 def _sentence(sentence: str, alone: bool) -> tuple[tuple[tuple[str, ...], ...], tuple]:
     """One sentence's strings, and its chunk edges (see :func:`extracted_strings`)."""
-    doc = _tagged([_tokens.terms_of(sentence, model())], fix=False)
+    doc = _tagged([_contractions.terms_of(sentence, model())], fix=False)
     edges = _posttag.chunk_edges(doc[0])
     _posttag.fix_chunks(doc)
     return tuple(map(tuple, _strings(_views.Doc(doc)))), edges

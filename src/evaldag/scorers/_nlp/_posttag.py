@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import re
 
+from evaldag.scorers._nlp._contractions import contraction_terms
 from evaldag.scorers._nlp._lexicon import Clause, _word, clauses
 from evaldag.scorers._nlp._match import find
 from evaldag.scorers._nlp._model import Model
 from evaldag.scorers._nlp._pretag import looks_plural, tag_words
 from evaldag.scorers._nlp._syntax import TAG_KEYS, Index, Pattern, parse
 from evaldag.scorers._nlp._tags import can_be, set_tag, un_tag
-from evaldag.scorers._nlp._tokens import Term, contraction_terms
+from evaldag.scorers._nlp._tokens import Term
 
 # --- contractions that need tags (2-two/contraction-two) ---------------------------------------
 

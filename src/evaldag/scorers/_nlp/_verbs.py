@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 from evaldag.scorers._nlp import _views as views
+from evaldag.scorers._nlp._contractions import from_text
 from evaldag.scorers._nlp._model import Model
 from evaldag.scorers._nlp._pretag import guessed_tense
 from evaldag.scorers._nlp._tags import set_tag
-from evaldag.scorers._nlp._tokens import Term, from_text, normal
+from evaldag.scorers._nlp._tokens import Term, normal
 from evaldag.scorers._nlp._views import Doc, Span
 
 _TRIM_START = re.compile(
