@@ -6,8 +6,8 @@ timed call: Hamilton and its extensions, ~3 s of CPU here), and with what this i
 measured: the client CPU spent inside ``run_evals`` (``time.process_time``, every thread of the
 process: robust to the machine's load, unlike the bench's time-minus-import-wall estimate), the
 judge's mean latency as the fake judge slept it (the ideal of a long-tailed run is concurrency /
-mean latency), and the adaptive limit from the run's usage summary. ``benchmarks/peer_bench.sh`` runs it beside the
-other frameworks; on its own::
+mean latency), and the adaptive limit from the run's usage summary. ``benchmarks/peer_bench.sh``
+runs it beside the other frameworks; on its own::
 
     JUDGE_URL=http://127.0.0.1:8765 DATASET=dataset.jsonl CONCURRENCY=16 EVALDAG_TRANSPORT=http \\
         python benchmarks/peer_bench_evaldag.py
