@@ -7,14 +7,13 @@ import re
 from functools import lru_cache
 
 from evaldag.scorers._nlp._lexicon import Clause, _word, clauses, freeze, lexicon
-from evaldag.scorers._nlp._model import Model
+from evaldag.scorers._nlp._model import Model, model
 from evaldag.scorers._nlp._tags import fast_tag, set_tag
 from evaldag.scorers._nlp._tokens import Term
 
 # --- pre-tagger, second pass: each word alone (2-two/preTagger/compute/tagger/2nd-pass) --------
 
 _SWITCH_PREFIX = re.compile("^(under|over|mis|re|un|dis|semi)-?")
-_TITLE_CASE = re.compile("^[^\\W\\d_][^\\W\\d_'\u2019]?")
 _NOT_PROPER = ("Date", "Month", "WeekDay", "Unit", "Expression")
 _ROMAN = re.compile("^[IVXLCDM]{2,}$")
 _ROMAN_VALID = re.compile("^M{0,4}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})$")
@@ -114,7 +113,7 @@ def _check_case(term: Term, model: Model) -> None:
 
 @lru_cache(maxsize=65536)
 def _by_suffix(word: str) -> str | None:
-    patterns = _model().suffix_patterns
+    patterns = model().suffix_patterns
     size = len(word)
     for i in range(min(7, size - 1), 1, -1):
         tag = patterns[i].get(word[size - i :])
@@ -125,7 +124,7 @@ def _by_suffix(word: str) -> str | None:
 
 @lru_cache(maxsize=65536)
 def _by_prefix(word: str) -> str | None:
-    patterns = _model().prefix_patterns
+    patterns = model().prefix_patterns
     for i in range(min(7, len(word) - 3), 2, -1):
         tag = patterns[i].get(word[:i])
         if tag is not None:
@@ -136,14 +135,14 @@ def _by_prefix(word: str) -> str | None:
 @lru_cache(maxsize=65536)
 def _regex_tag(text: str, normal: str, untagged: bool):
     """The tag of the first of compromise's regexes the word matches (``checkRegex``)."""
-    model = _model()
-    tag = next((tag for regex, tag in model.regex_text if regex.search(text)), None)
+    data = model()
+    tag = next((tag for regex, tag in data.regex_text if regex.search(text)), None)
     if tag is None:
-        tag = next((tag for regex, tag in model.regex_normal if regex.search(normal)), None)
+        tag = next((tag for regex, tag in data.regex_normal if regex.search(normal)), None)
     if tag is None and _DIGIT.search(normal):
-        tag = next((tag for regex, tag in model.regex_numbers if regex.search(normal)), None)
+        tag = next((tag for regex, tag in data.regex_numbers if regex.search(normal)), None)
     if tag is None and untagged and normal:
-        rules = model.ends_with.get(normal[-1], ())
+        rules = data.ends_with.get(normal[-1], ())
         tag = next((tag for regex, tag in rules if regex.search(normal)), None)
     return tag
 
@@ -155,12 +154,6 @@ def _by_regex(term: Term, model: Model) -> None:
     tag = _regex_tag(text, term.machine or term.normal, not term.tags)
     if tag is not None:
         set_tag([term], tag, model)
-
-
-def _model() -> Model:
-    from evaldag.scorers._nlp._model import model
-
-    return model()
 
 
 _YEAR_WORDS = frozenset(

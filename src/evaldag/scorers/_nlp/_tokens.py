@@ -6,7 +6,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from evaldag.scorers._nlp._model import Model
+from evaldag.scorers._nlp._model import Model, model
 
 
 class Term:
@@ -248,7 +248,7 @@ def _wordlike(char: str) -> bool:
 @lru_cache(maxsize=65536)
 def _split_chunk(chunk: str) -> tuple[str, str, str]:
     """(pre, text, post) of one whitespace chunk (``normalizePunctuation``)."""
-    if chunk.strip() in _model().emoticons:
+    if chunk.strip() in model().emoticons:
         return "", chunk.strip(), " "
     chars = list(chunk)
     stripped = chunk.strip()
@@ -310,7 +310,6 @@ _DIGIT = re.compile("[0-9]")
 
 @lru_cache(maxsize=65536)
 def _normal(text: str) -> str:
-    model = _model()
     original = text.lower().strip()
     value = _END_PUNCT.sub("", original, count=1)
     value = value.replace("\u2026", "...").replace("\u2013", "-")
@@ -322,7 +321,7 @@ def _normal(text: str) -> str:
     if value == "":
         value = original
     value = _NUMBER_COMMA.sub(r"\1\2", value)
-    value = value.translate(model.unicode)
+    value = value.translate(model().unicode)
     if "." in value and any(form.search(value) for form in _ACRONYM_FORMS):
         value = value.replace(".", "")
     return value
@@ -331,17 +330,6 @@ def _normal(text: str) -> str:
 def normal(text: str, model: Model) -> str:
     """compromise's ``normal`` form: lowercase, edge punctuation off, ASCII-ish letters."""
     return _normal(text)
-
-
-def _model() -> Model:
-    from evaldag.scorers._nlp._model import model
-
-    return model()
-
-
-def _normalized(term_: Term, model: Model) -> Term:
-    term_.normal = _normal(term_.text)
-    return term_
 
 
 @lru_cache(maxsize=65536)
@@ -362,10 +350,10 @@ def set_machine(term_: Term) -> None:
 
 @lru_cache(maxsize=65536)
 def _aliases(value: str) -> tuple[str, ...] | None:
-    model = _model()
     aliases: list[str] = []
-    if value in model.aliases:
-        aliases.append(model.aliases[value])
+    known = model().aliases
+    if value in known:
+        aliases.append(known[value])
     if "/" in value and not _DOMAIN.search(value) and not _DIGIT.search(value):
         parts = value.split("/")
         if len(parts) <= 3:

@@ -8,7 +8,7 @@ import re
 
 from evaldag.scorers._nlp import _views as views
 from evaldag.scorers._nlp._contractions import from_text
-from evaldag.scorers._nlp._model import Model
+from evaldag.scorers._nlp._model import Model, model
 from evaldag.scorers._nlp._pretag import guessed_tense
 from evaldag.scorers._nlp._tags import set_tag
 from evaldag.scorers._nlp._tokens import Term, normal
@@ -91,7 +91,7 @@ def _normal_text(doc: Doc, spans: list[Span], expanded: bool) -> str:
             post = term.post
             word = term.normal
             if expanded and term.implicit is not None:
-                word = normal(term.implicit, _model())
+                word = normal(term.implicit, model())
                 if post == "" and i + 1 < len(sentence) and sentence[i + 1].implicit is not None:
                     post = " "
             if _DASH.fullmatch(post):
@@ -115,12 +115,6 @@ def _normal_text(doc: Doc, spans: list[Span], expanded: bool) -> str:
         if text.endswith("'") and not text.endswith("s'"):
             text = text.replace("'", "", 1)
     return text
-
-
-def _model() -> Model:
-    from evaldag.scorers._nlp._model import model
-
-    return model()
 
 
 def _root(doc: Doc, span: Span) -> list[Span]:
@@ -168,7 +162,7 @@ def _expand(doc: Doc, n: int, spans: list[tuple[int, int]], greedy: bool = False
         for i, term in enumerate(run):
             term.text = term.implicit or ""
             term.implicit = None
-            term.normal = normal(term.text, _model())
+            term.normal = normal(term.text, model())
             if i + 1 < len(run) and term.post == "":
                 term.post = " "
     doc.changed(n)
