@@ -115,7 +115,8 @@ def test_an_untrustworthy_run_fails_every_test_with_its_message(pytester):
     )
     done = pytester.runpytest("-p", "no:cacheprovider")
     done.assert_outcomes(failed=2)
-    assert done.stdout.str().count("UntrustworthyRunError: Scorer 's' failed on every item") == 2
+    # each failing test shows it; the short summary repeats it where lines are not cut (CI)
+    assert done.stdout.str().count("UntrustworthyRunError: Scorer 's' failed on every item") >= 2
 
 
 def test_without_gates_or_thresholds_the_run_is_the_test_and_data_may_be_a_file(pytester):
