@@ -139,8 +139,8 @@ def results_section(figures: dict) -> str:
         (
             f"Measured {figures['date']} on {figures['machine']}; load average "
             f"{', '.join(map(str, first['load_average_before']))} before the runs, "
-            f"{', '.join(map(str, waiting['load_average_after']))} after: a shared 2-core VM, "
-            "other developers' test suites running (about 4 runnable processes per core)."
+            f"{', '.join(map(str, waiting['load_average_after']))} after: a 2-core VM shared "
+            "with other developers' test suites."
         ),
         "",
         (
