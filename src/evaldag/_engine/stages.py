@@ -25,6 +25,7 @@ from evaldag._engine.concurrency import (
 )
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
 from evaldag._judge.budget import JudgeBudget
+from evaldag._judge.transport import judged_value  # imported here, not by the first call
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import (
     FunctionStep,
@@ -251,8 +252,6 @@ async def _advanced_async(
     definition = step.definition
     try:
         if isinstance(definition, PromptStep):
-            from evaldag._judge.transport import judged_value
-
             if budget is not None and budget.spent:
                 return state.advanced(step, NotScorable(budget.refusal()))
             prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
