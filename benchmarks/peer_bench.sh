@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BENCH="${PEER_BENCH:-$ROOT/../shared/peer-bench}"
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
-cp "$BENCH"/*.py "$BENCH"/*.sh "$SCRATCH"/
+cp "$BENCH"/*.py "$BENCH"/*.sh "$BENCH"/*.cjs "$SCRATCH"/
 chmod u+w "$SCRATCH"/*
 cp "$ROOT/benchmarks/peer_bench_evaldag.py" "$SCRATCH/run_evaldag.py"
 if [ -n "${RATE_LIMITED_SHARE:-}" ]; then
