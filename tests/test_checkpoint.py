@@ -179,3 +179,46 @@ def test_a_resumed_run_repeats_no_judge_call_that_had_completed(tmp_path, judge_
     assert all(first_sent[prompt] > killed - 0.15 for prompt in repeated), repeated
     result = EvalResult.read_parquet(checkpoint)
     assert result.scores == {"judged": 1.0} and result.summary.total_items == 30
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_run_checkpointed_on_one_transport_resumes_on_the_other(tmp_path, judge_server):
+    """``transport=`` says how calls travel, not what the judge answers: switching it keeps the
+    checkpoint (and the journaled replies' keys), so no item is judged again."""
+    from judge_server import Reply
+
+    from evaldag import PromptStep
+
+    judge_server.on("Score item", Reply({"score": 1}))
+
+    def scorer(transport):
+        judge = judge_server.judge(instructions="Grade.", transport=transport)
+        step = PromptStep("score", lambda run: f"Score item {run.input}")
+        return create_scorer("judged", judge=judge).generate_score(step)
+
+    def stop_after_the_first_batch(item, output, scorer_results):
+        if item["input"] == "3":
+            raise _Stopped
+
+    data = pd.DataFrame({"input": [str(i) for i in range(8)], "output": ["o"] * 8})
+    checkpoint = tmp_path / "run.parquet"
+    options = {"batch_size": 4, "checkpoint": checkpoint, "progress": False}
+    with pytest.raises(_Stopped):
+        run_evals(
+            data, scorers=[scorer("http")], on_item_complete=stop_after_the_first_batch, **options
+        )
+    asked = [request.prompt for request in judge_server.requests]
+    assert {f"Score item {i}" for i in range(4)} <= set(asked)
+    result = run_evals(data, scorers=[scorer("litellm")], **options)
+    again = [request.prompt for request in judge_server.requests][len(asked) :]
+    assert set(asked).isdisjoint(again) and len(asked) + len(again) == 8
+    assert result.scores == {"judged": 1.0}
+
+    cache = {"cache": tmp_path / "replies", "progress": False}
+    run_evals(data, scorers=[scorer("litellm")], **cache)
+    before = len(judge_server.requests)
+    cached = run_evals(data, scorers=[scorer("http")], **cache)  # the same reply keys
+    assert len(judge_server.requests) == before and cached.scores == {"judged": 1.0}

@@ -78,12 +78,17 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+#: Judge settings that say how a call travels, not what the judge answers.
+_HOW_CALLED = frozenset({"transport"})
+
+
 def judge_settings(judge: Judge | None) -> dict[str, Any] | None:
-    """The settings that decide a judge's replies: no keys, header values or URL credentials."""
+    """The settings that decide a judge's replies: no keys, header values or URL credentials,
+    nor the transport (``http`` and ``litellm`` ask the same endpoint the same question)."""
     if judge is None:
         return None
     settings = judge.model_dump(exclude_none=True)
-    kept = {k: v for k, v in settings.items() if not is_secret_setting(k)}
+    kept = {k: v for k, v in settings.items() if k not in _HOW_CALLED and not is_secret_setting(k)}
     if isinstance(kept.get("extra_headers"), dict):
         kept["extra_headers"] = sorted(kept["extra_headers"])
     return kept
