@@ -201,7 +201,8 @@ def eval_result(
     concurrency: int = 4,
 ) -> EvalResult:
     """Every question through the pipeline, every node's output scored (a failing node is that
-    question's target error; the others go on)."""
+    question's target error, failing its answer and that node's scorers; the nodes before it
+    and the path up to it are still scored, and the other questions go on)."""
     return evaldag.run_evals(
         rag_dataset, target=rag_workflow, scorers=step_scorers, concurrency=concurrency
     )

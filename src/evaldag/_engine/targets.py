@@ -20,10 +20,17 @@ from evaldag.transcripts import run_messages
 
 @dataclass(frozen=True, slots=True)
 class TargetFailure:
-    """The target raised for this item; its scorers are skipped and the item counts as failed."""
+    """The target raised for this item; its scorers are skipped and the item counts as failed.
+
+    A workflow that failed at a node keeps what ran: ``steps`` (the failed node last, status
+    ``failed``) and the ``trajectory`` up to the failure, which its step and trajectory scorers
+    still score.
+    """
 
     message: str
     error_type: str
+    steps: dict[str, StepRun] = field(default_factory=dict)
+    trajectory: dict[str, Any] | None = None
 
 
 def _model_target(model: str) -> Callable[..., Any]:

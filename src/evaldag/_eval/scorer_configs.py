@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evaldag._graph.plan import step_runs_node
+from evaldag._graph.plan import RUNS, step_runs_node
 from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
@@ -27,6 +27,7 @@ RESERVED_IDS = frozenset(
         "concurrency",
         "target_runs",
         "outputs",
+        "item_runs",
         "runs",
         "trajectory_runs",
         "turn_specs",
@@ -66,8 +67,6 @@ RESERVED_IDS = frozenset(
 #: Characters an id may not hold: '.' separates node names, Graphviz reads ':' as a port and
 #: '\' as an escape.
 _UNSAFE_ID = re.compile(r"[.:\\\x00-\x1f\x7f]")
-#: The runs every scorer reads unless its group says otherwise: each item's input and output.
-RUNS = "runs"
 #: The runs whose output is the item's trajectory (trajectory scorers and trajectory gates).
 TRAJECTORY_RUNS = "trajectory_runs"
 _AGENT_KEYS = ("agent", "trajectory")

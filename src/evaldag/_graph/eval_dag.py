@@ -25,7 +25,7 @@ from hamilton.htypes import Collect, Parallelizable
 from evaldag._engine.columns import SCORER_COLUMNS, TEXT
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
-from evaldag._graph.plan import EvalPlan
+from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
@@ -68,27 +68,29 @@ def _read_columns(plan: EvalPlan) -> inject:
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_read_columns)
-def runs(dataset: pd.DataFrame, outputs: pd.Series, read_columns: list[str]) -> pd.Series:
-    """One ScorerRun per item the target did not fail on, with a fresh run_id and the dataset
-    columns the scorers read."""
+def item_runs(dataset: pd.DataFrame, outputs: pd.Series, read_columns: list[str]) -> pd.Series:
+    """One ScorerRun per item, with a fresh run_id and the dataset columns the scorers read; an
+    item the target failed on has no output (a workflow's step and trajectory scorers score
+    what ran before the failure)."""
     present = [field for field in (*_RUN_FIELDS, *read_columns) if field in dataset.columns]
     columns = [dataset[field].tolist() for field in present]
-    values, index = [], []
+    values = []
     ids = _run_ids(len(dataset))
     with gc_paused():
-        for label, input, output, *cells in zip(
-            dataset.index.tolist(),
-            dataset["input"].tolist(),
-            outputs.tolist(),
-            *columns,
-            strict=True,
+        for input, output, *cells in zip(
+            dataset["input"].tolist(), outputs.tolist(), *columns, strict=True
         ):
-            if isinstance(output, TargetFailure):
-                continue
             fields = {field: _cell(cell) for field, cell in zip(present, cells, strict=True)}
+            if isinstance(output, TargetFailure):
+                output = None
             values.append(ScorerRun(input=input, output=output, run_id=next(ids), **fields))
-            index.append(label)
-    return pd.Series(values, index=pd.Index(index, dtype=dataset.index.dtype), dtype=object)
+    return pd.Series(values, index=dataset.index, dtype=object)
+
+
+def runs(item_runs: pd.Series, outputs: pd.Series) -> pd.Series:
+    """The runs of the items the target did not fail on: what the scorers score."""
+    kept = [not isinstance(output, TargetFailure) for output in outputs]
+    return item_runs if all(kept) else item_runs[kept]
 
 
 def _run_ids(count: int) -> Iterator[str]:
@@ -113,6 +115,21 @@ def _scorer_frames(plan: EvalPlan) -> inject:
     return inject(
         scored=group(**frames) if frames else value({}),
         from_target=value(plan.target is not None),
+        reads=value({s.id: plan.runs_of(s) for s in plan.all_scorers}),
+    )
+
+
+def _fails_with_target(failure: TargetFailure | None, reads: str) -> bool:
+    """Whether the target's failure on an item fails a scorer reading the runs ``reads``: every
+    scorer, except, where a workflow failed at a node, its trajectory scorers and the step
+    scorers of the nodes that completed."""
+    if failure is None:
+        return False
+    if failure.trajectory is None or reads == RUNS:
+        return True
+    return any(
+        reads == step_runs_node(name) and step.status == "failed"
+        for name, step in failure.steps.items()
     )
 
 
@@ -120,9 +137,10 @@ def _scorer_frames(plan: EvalPlan) -> inject:
 def batch_items(
     dataset: pd.DataFrame,
     outputs: pd.Series,
-    runs: pd.Series,
+    item_runs: pd.Series,
     scored: dict[str, pd.DataFrame],
     from_target: bool,
+    reads: dict[str, str],
 ) -> pd.DataFrame:
     """One row per item of the batch: its columns, the output, every scorer's columns."""
     index = dataset.index
@@ -141,16 +159,15 @@ def batch_items(
     skipped = pd.Series(
         [f and f"target failed: {f.message}" for f in failures], index=index, dtype=TEXT
     )
-    columns["run_id"] = pd.Series(
-        [run.run_id for run in runs], index=runs.index, dtype=TEXT
-    ).reindex(index)
+    columns["run_id"] = pd.Series([run.run_id for run in item_runs], index=index, dtype=TEXT)
     for sid, frame in scored.items():
         frame = frame.reindex(index)
         for column in SCORER_COLUMNS:
             columns[f"{sid}.{column}"] = frame[column]
         if failed.any():
-            columns[f"{sid}.error"] = frame["error"].where(~failed, skipped)
-            columns[f"{sid}.failed_step"] = frame["failed_step"].where(~failed, "target")
+            hit = pd.Series([_fails_with_target(f, reads[sid]) for f in failures], index=index)
+            columns[f"{sid}.error"] = frame["error"].where(~hit, skipped)
+            columns[f"{sid}.failed_step"] = frame["failed_step"].where(~hit, "target")
     return pd.DataFrame(columns, index=dataset.index)
 
 

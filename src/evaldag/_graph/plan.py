@@ -30,6 +30,10 @@ class TurnSpec:
 TurnSpecs = dict[Any, tuple[TurnSpec, ...]]
 
 
+#: The runs every scorer reads unless its group says otherwise: each item's input and output.
+RUNS = "runs"
+
+
 def step_runs_node(step: str) -> str:
     """The node holding the runs of a workflow's node ``step``: its inputs and its output."""
     return f"steps.{step}.runs"
@@ -73,7 +77,7 @@ class EvalPlan:
 
     def runs_of(self, scorer: ScorerSpec) -> str:
         """The node of runs ``scorer`` reads."""
-        return self.sources.get(scorer.id, "runs")
+        return self.sources.get(scorer.id, RUNS)
 
     def definitions(self) -> list[dict[str, Any]]:
         """JSON-ready description of every scorer and gate, kept with the results."""

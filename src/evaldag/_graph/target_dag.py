@@ -10,8 +10,11 @@ item's input and output (``eval_dag``); a trajectory scorer or gate reads ``traj
 the same runs with the output replaced by the item's trajectory: Mastra's ``extractTrajectory``
 of an agent's messages, or a workflow's execution path (spec §6.6). A step scorer of a workflow
 reads ``steps.<node>.runs``: the node's inputs as the run's input, its output as the output.
+A workflow's step and trajectory runs come from ``item_runs``, every item's run: an item whose
+workflow failed at a node (no output, so no ``runs``) still has the nodes that completed
+before it and its path up to the failure.
 
-    target_runs → steps.<node>.runs → steps.<node>.<id>.prepared_run → …
+    target_runs, item_runs → steps.<node>.runs → steps.<node>.<id>.prepared_run → …
 """
 
 from __future__ import annotations
@@ -55,17 +58,17 @@ def trajectory_runs__messages(runs: pd.Series) -> pd.Series:
 
 
 @config.when(has_trajectory_runs=True, workflow_target=True)
-def trajectory_runs__workflow(runs: pd.Series, target_runs: pd.Series) -> pd.Series:
-    """Each run with the workflow's execution path as output: a ``workflow_step`` per node that
-    ran, in order, with its status, output and duration."""
-    return pd.Series(
-        [
-            run.model_copy(update={"output": target_runs[label].trajectory})
-            for label, run in runs.items()
-        ],
-        index=runs.index,
-        dtype=object,
-    )
+def trajectory_runs__workflow(item_runs: pd.Series, target_runs: pd.Series) -> pd.Series:
+    """Each item's run with the workflow's execution path as output: a ``workflow_step`` per
+    node that ran, in order, with its status, output and duration; where a node failed, the
+    path up to it (its step last, ``failed``). Items refused before any node ran are left out."""
+    values, index = [], []
+    for label, run in item_runs.items():
+        trajectory = target_runs[label].trajectory
+        if trajectory is not None:
+            values.append(run.model_copy(update={"output": trajectory}))
+            index.append(label)
+    return pd.Series(values, index=pd.Index(index, dtype=item_runs.index.dtype), dtype=object)
 
 
 def _workflow_steps(plan: EvalPlan) -> parameterize:
@@ -74,13 +77,14 @@ def _workflow_steps(plan: EvalPlan) -> parameterize:
 
 @config.when(has_steps=True)
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_workflow_steps)
-def step_runs(runs: pd.Series, target_runs: pd.Series, step: str) -> pd.Series:
-    """Per item where the node ran, a run of the node's inputs (a dict by parameter name) and
-    its output; items where it did not run are left out, as Mastra skips them."""
+def step_runs(item_runs: pd.Series, target_runs: pd.Series, step: str) -> pd.Series:
+    """Per item where the node completed (before a later node failed, too), a run of the
+    node's inputs (a dict by parameter name) and its output; items where it did not run or
+    failed are left out, as Mastra skips them (``batch_items`` records the failure)."""
     values, index = [], []
-    for label, run in runs.items():
+    for label, run in item_runs.items():
         ran = target_runs[label].steps.get(step)
         if ran is not None and ran.status == "success":
             values.append(run.model_copy(update={"input": ran.input, "output": ran.output}))
             index.append(label)
-    return pd.Series(values, index=pd.Index(index, dtype=runs.index.dtype), dtype=object)
+    return pd.Series(values, index=pd.Index(index, dtype=item_runs.index.dtype), dtype=object)

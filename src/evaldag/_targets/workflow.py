@@ -8,7 +8,10 @@ and the trajectory scorers the execution path as Mastra's ``extractWorkflowTraje
 for workflow steps: one ``workflow_step`` per node, in execution order, with its status, output
 and ``durationMs``, and the run's ``totalDurationMs``.
 
-A node that raises is the item's target error (naming the node); the other items go on.
+A node that raises is the item's target error (naming the node), which fails its workflow
+scorers; the nodes that completed before it are still scored by their step scorers, and the path
+up to the failure (the failed node last, status ``failed``) by the trajectory scorers. The other
+items go on.
 """
 
 from __future__ import annotations
@@ -131,9 +134,17 @@ class Workflow:
         try:
             values = self.driver.execute(list(self.final_vars), inputs={**self.inputs, **given})
         except Exception as error:
-            failed = [n for n, s in self.recorder.recorded().items() if s.status == "failed"]
-            where = f"node '{failed[0]}' failed" if failed else "the dataflow failed"
-            return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)
+            steps = self.recorder.recorded()
+            failed = [name for name, step in steps.items() if step.status == "failed"]
+            message, kind = error_message(error), type(error).__name__
+            if not failed:  # refused before any node ran: nothing to score
+                return TargetFailure(f"the dataflow failed: {message}", kind)
+            return TargetFailure(
+                f"node '{failed[0]}' failed: {message}",
+                kind,
+                steps=steps,
+                trajectory=workflow_trajectory(steps),
+            )
         finally:
             _running.item = False
         steps = self.recorder.recorded()
