@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from evaldag._engine.concurrency import (
     gc_paused,
     in_engine_thread,
     on_engine_loop,
+    row_limit,
     run_sync,
 )
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
@@ -70,7 +72,8 @@ def prepared_states(
             return RunState(run).failed(scorer, "prepare_run", error)
 
     if is_async_callable(prepare_run):
-        return on_engine_loop(gather_limited((prepared_async(run) for run in runs), concurrency))
+        runs_prepared = gather_limited((prepared_async(run) for run in runs), concurrency, scorer)
+        return on_engine_loop(runs_prepared)
     with gc_paused():
         return [prepared(run) for run in runs]
 
@@ -92,14 +95,14 @@ class PendingState:
     """A run on its way through a scorer's steps: ``task``, on the engine loop, ends in its
     RunState.
 
-    ``limit`` is shared by the rows of one scorer and batch: it bounds the rows waiting on a
-    judge call or an async step, whatever their step. A pending state pickles as the RunState
-    it ends in.
+    ``limit`` is shared by the rows of one scorer (in ``run_evals``, of the batches in flight
+    together: see :func:`row_limit`): it bounds the rows waiting on a judge call or an async
+    step, whatever their step. A pending state pickles as the RunState it ends in.
     """
 
     __slots__ = ("limit", "task")
 
-    def __init__(self, limit: asyncio.Semaphore) -> None:
+    def __init__(self, limit: AbstractAsyncContextManager[Any]) -> None:
         self.limit = limit
         self.task: asyncio.Task[RunState] | None = None  # set on the engine loop
 
@@ -141,7 +144,7 @@ def advanced_states(
             _gathered(_next_state(s, scorer, step, judge_cache, limit, budget) for s in states)
         )
     limit = next((s.limit for s in states if type(s) is PendingState), None)
-    limit = limit or asyncio.Semaphore(concurrency)
+    limit = limit or row_limit(scorer, concurrency)
     advanced: list[RunState | PendingState] = []
     started = []
     for state in states:

@@ -140,6 +140,7 @@ def target_runs(
         gather_limited(
             (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
             concurrency,
+            "target",
         )
     )
 

@@ -3,7 +3,8 @@
 The eval is one Hamilton DAG (``evaldag._graph.eval_dag``). Items go through it in row batches, each
 batch one ``execute()`` of the columnar scorer nodes; the aggregation nodes then run once over
 all items. Batches keep memory flat on large datasets and give progress, callbacks and
-fail-fast a place to act between them.
+fail-fast a place to act between them; with judges or a target, the next batch runs beside the
+current one's last rows (``evaldag._eval.batches``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import pandas as pd
 from hamilton.io.materialization import to
 
 from evaldag._engine.columns import SCORER_COLUMNS
-from evaldag._engine.concurrency import run_sync
+from evaldag._engine.concurrency import RowSlots, run_sync
 from evaldag._engine.targets import TargetFailure, target_callable
+from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, finished_run
 from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
@@ -73,9 +75,14 @@ def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int
                 "INVALID_BATCH_SIZE", f"batch_size must be an integer >= 1, got {batch_size!r}"
             )
         return batch_size
-    slow = plan.target is not None or any(s.has_async_steps for s in plan.all_scorers)
-    # Judge and target calls: small batches keep progress moving and lose little concurrency.
-    return max(64, concurrency * 8) if slow else _FUNCTION_BATCH
+    # Judge and target calls: small batches keep progress moving, and lose no concurrency as
+    # the next batch runs beside the current one's last rows.
+    return max(64, concurrency * 8) if _waits(plan) else _FUNCTION_BATCH
+
+
+def _waits(plan: EvalPlan) -> bool:
+    """Whether the run's items wait on calls: a target, judges or async steps."""
+    return plan.target is not None or any(s.has_async_steps for s in plan.all_scorers)
 
 
 def _item_callbacks(
@@ -266,7 +273,8 @@ def _local_run(
     out: str | os.PathLike[str] | None,
     checkpoint: str | os.PathLike[str] | None,
 ) -> EvalResult:
-    """The eval here: one execute() per batch, then the aggregation nodes over all items."""
+    """The eval here: one execute() per batch (the next beside the current one's last rows when
+    items wait on calls), then the aggregation nodes over all items."""
     saved = None
     if checkpoint is not None and plan.turn_specs:
         raise EvalDagError(
@@ -293,28 +301,39 @@ def _local_run(
     dropped_before = dropped_rows()
     bar = ProgressBar(len(dataset), enabled=progress)
     error_columns = [f"{s.id}.error" for s in plan.all_scorers]
-    batches: list[pd.DataFrame] = []
+    item_batches: list[pd.DataFrame] = []
+
+    def executed(batch: pd.DataFrame) -> dict[str, Any]:
+        return dr.execute(
+            wanted, inputs={"dataset": batch, "concurrency": concurrency, **run_inputs}
+        )
+
+    scored = batches(
+        dataset,
+        batch_size,
+        executed,
+        saved_items=None if saved is None else saved.saved_items,
+        slots=RowSlots(concurrency) if _waits(plan) else None,
+    )
     try:
-        for start in range(0, len(dataset), batch_size):
-            batch = dataset.iloc[start : start + batch_size]
-            items = saved.saved_items(start, batch) if saved is not None else None
-            if items is None:
-                values = dr.execute(
-                    wanted,
-                    inputs={"dataset": batch, "concurrency": concurrency, **run_inputs},
-                )
+        for batch in scored:
+            items = batch.items
+            if batch.values is not None:
+                values = batch.values
                 if on_error == "raise":
-                    _raise_first_failure(values, plan, completed=start)
+                    _raise_first_failure(values, plan, completed=batch.start)
                 items = values["batch_items"]
                 if plan.turn_specs:
                     turn_batches.append(values["turn_items"])
                 if saved is not None:
-                    saved.save(start, batch, items)
+                    saved.save(batch.start, batch.rows, items)
                 if on_item_complete is not None:
-                    _item_callbacks(on_item_complete, batch, values, plan)
-            batches.append(items)
-            bar.advance(len(batch), errors=int(items[error_columns].notna().any(axis=1).sum()))
+                    _item_callbacks(on_item_complete, batch.rows, values, plan)
+            item_batches.append(items)
+            errors = int(items[error_columns].notna().any(axis=1).sum())
+            bar.advance(len(batch.rows), errors=errors)
     finally:
+        scored.close()  # a batch run ahead stops with the run
         bar.close()
     parquet = getattr(to, registered_parquet_writer())
     sinks = [
@@ -326,7 +345,7 @@ def _local_run(
         *sinks,
         additional_vars=["eval_result"],
         overrides={
-            "items": pd.concat(batches) if len(batches) > 1 else batches[0],
+            "items": pd.concat(item_batches) if len(item_batches) > 1 else item_batches[0],
             **({"turns": pd.concat(turn_batches, ignore_index=True)} if turn_batches else {}),
         },
         inputs={

@@ -1,0 +1,114 @@
+"""Row batches through the eval DAG, in dataset order, the next one running beside the last rows
+of the current one.
+
+Each batch is one ``execute()`` of the graph. With judges, async steps or a target, a batch ends
+in a tail: its last rows wait on their slowest calls while most slots idle. So the next batch's
+``execute()`` runs alongside, in a worker thread (one batch ahead at most, which bounds the
+memory), taking the slots the current one leaves free: both share the run's
+:class:`~evaldag._engine.concurrency.RowSlots`, so ``concurrency`` holds across them and the
+earlier batch is served first. Batches are handed on in dataset order; a batch run ahead that is
+no longer wanted (the run failed fast, raised or was interrupted) is stopped and waited for.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from evaldag._engine.concurrency import BatchSlots, RowSlots, batch_running
+
+#: Batches running ahead of the one handed on next.
+AHEAD = 1
+
+#: What a batch's ``execute()`` gives: the values of the nodes asked for.
+Values = dict[str, Any]
+
+
+@dataclass
+class Batch:
+    """One row batch: ``items`` a checkpoint saved, else the ``values`` of its ``execute()``."""
+
+    start: int
+    rows: pd.DataFrame
+    items: pd.DataFrame | None = None
+    values: Values | None = None
+
+
+@dataclass
+class _Ahead:
+    batch: Batch
+    values: Future[Values] | None = None
+    slots: BatchSlots | None = None
+
+
+def batches(
+    dataset: pd.DataFrame,
+    size: int,
+    execute: Callable[[pd.DataFrame], Values],
+    *,
+    saved_items: Callable[[int, pd.DataFrame], pd.DataFrame | None] | None = None,
+    slots: RowSlots | None = None,
+) -> Iterator[Batch]:
+    """Each batch of ``size`` rows of ``dataset``, in order, with its saved items or values.
+
+    :param execute: the graph's ``execute()`` of a batch's rows.
+    :param saved_items: a checkpoint's items of the batch at a row, or None to execute it.
+    :param slots: the run's slots for rows waiting on a call: the next batch then runs while the
+        current one's last rows are in flight; None runs one batch after another, here.
+    """
+    starts = iter(range(0, len(dataset), size))
+
+    def next_batch() -> Batch | None:
+        start = next(starts, None)
+        if start is None:
+            return None
+        rows = dataset.iloc[start : start + size]
+        return Batch(start, rows, saved_items(start, rows) if saved_items else None)
+
+    if slots is None:
+        while (batch := next_batch()) is not None:
+            if batch.items is None:
+                batch.values = execute(batch.rows)
+            yield batch
+        return
+    queue: deque[_Ahead] = deque()
+    pool = ThreadPoolExecutor(AHEAD + 1, thread_name_prefix="evaldag-batch")
+    try:
+        while True:
+            while sum(ahead.values is not None for ahead in queue) <= AHEAD:
+                batch = next_batch()
+                if batch is None:
+                    break
+                ahead = _Ahead(batch)
+                if batch.items is None:
+                    ahead.slots = BatchSlots(slots, batch.start)
+                    context = contextvars.copy_context()  # the caller's context variables
+                    ahead.values = pool.submit(
+                        context.run, _executed, execute, batch.rows, ahead.slots
+                    )
+                queue.append(ahead)
+            if not queue:
+                return
+            head = queue[0]
+            if head.values is not None:
+                head.batch.values = head.values.result()
+            queue.popleft()
+            yield head.batch
+    finally:
+        for ahead in queue:  # not handed on: the run stops here
+            if ahead.slots is not None:
+                ahead.slots.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _executed(
+    execute: Callable[[pd.DataFrame], Values], rows: pd.DataFrame, slots: BatchSlots
+) -> Values:
+    with batch_running(slots):
+        return execute(rows)
