@@ -40,8 +40,9 @@ def get_weather(location: str) -> dict:
     return {"location": location, **WEATHER[location]}
 
 
-def _weather_agent(server, **options):
-    return evaldag.agent(server.judge(), tools=[get_weather], instructions=INSTRUCTIONS, **options)
+def _weather_agent(server, transport=None, **options):
+    model = server.judge(**({} if transport is None else {"transport": transport}))
+    return evaldag.agent(model, tools=[get_weather], instructions=INSTRUCTIONS, **options)
 
 
 def _call(location, id="call_1"):
@@ -77,9 +78,10 @@ def test_tools_are_described_from_signature_and_docstring():
     assert "description" not in parameters["properties"]["exact"]
 
 
-def test_the_weather_agent_calls_its_tool_and_answers(judge_server):
+@pytest.mark.parametrize("transport", ["http", "litellm"])
+def test_the_weather_agent_calls_its_tool_and_answers(judge_server, transport):
     judge_server.script(_call("Paris"), "It is 22°C and clear in Paris, humidity 40%.")
-    weather_agent = _weather_agent(judge_server)
+    weather_agent = _weather_agent(judge_server, transport)
     result = run_evals(
         [
             {
@@ -100,6 +102,8 @@ def test_the_weather_agent_calls_its_tool_and_answers(judge_server):
         "trajectory.code-trajectory-accuracy-scorer": 1.0,
     }
     first, second = judge_server.requests
+    # aiohttp's own user agent on http; the OpenAI SDK's under litellm
+    assert ("aiohttp" in first.headers.get("User-Agent", "")) == (transport == "http")
     assert first.system == INSTRUCTIONS and first.prompt == "What's the weather in Paris?"
     (described,) = first.body["tools"]
     assert described["function"]["name"] == "get_weather"
@@ -108,6 +112,9 @@ def test_the_weather_agent_calls_its_tool_and_answers(judge_server):
     )
     tool_message = second.messages[-1]
     assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_1"
+    (asked,) = second.messages[-2]["tool_calls"]  # the model's call, repeated to it
+    assert asked["id"] == "call_1" and asked["function"]["name"] == "get_weather"
+    assert json.loads(asked["function"]["arguments"]) == {"location": "Paris"}
     assert json.loads(tool_message["content"])["temperature"] == 22
     (message,) = result.items["output"][0]
     assert message["role"] == "assistant"
@@ -125,6 +132,30 @@ def test_the_weather_agent_calls_its_tool_and_answers(judge_server):
         "toolResult": {"location": "Paris", **WEATHER["Paris"]},
         "success": True,
     }
+    # Each model call's record, as a judge call's: the reply, tokens, duration.
+    calls = message["content"]["metadata"]["modelCalls"]
+    assert [c["status"] for c in calls] == ["success", "success"]
+    assert calls[0]["output"]["toolCalls"] == [
+        {"id": "call_1", "name": "get_weather", "arguments": '{"location": "Paris"}'}
+    ]
+    assert calls[1]["output"]["content"].startswith("It is 22°C")
+    assert calls[0]["modelCallCount"] == 1 and calls[0]["usage"]["totalTokens"] > 0
+    assert calls[0]["judgeModelId"]
+
+
+@pytest.mark.parametrize("transport", ["http", "litellm"])
+def test_the_agents_calls_are_retried_and_take_the_judges_settings(judge_server, transport):
+    judge_server.script(Reply(status=503), _call("London"), "14°C in London.")
+    model = judge_server.judge(transport=transport, tool_choice="auto", max_retries=1)
+    weather_agent = evaldag.agent(model, tools=[get_weather])
+    output = run_evals(
+        [{"input": "Weather in London?"}], target=weather_agent, scorers=[checks.includes("14")]
+    ).items["output"][0]
+    refused, first, second = judge_server.requests
+    assert first.body["tool_choice"] == "auto" and first.body["tools"]
+    assert second.messages[-1]["role"] == "tool"
+    calls = output[0]["content"]["metadata"]["modelCalls"]
+    assert [c["modelCallCount"] for c in calls] == [1, 1]  # the 503 was retried, not recorded
 
 
 def test_a_tool_error_is_in_the_transcript_and_fails_the_gate(judge_server):
@@ -178,15 +209,19 @@ def test_max_steps_bounds_the_model_calls(judge_server):
     assert extract_trajectory(result.items["output"][0])["steps"][2]["name"] == "get_weather"
 
 
-def test_a_failing_model_is_a_recorded_target_error(judge_server):
+@pytest.mark.parametrize("transport", ["http", "litellm"])
+def test_a_failing_model_is_a_recorded_target_error(judge_server, transport):
     judge_server.script(Reply(status=400), _call("Paris"), "22°C in Paris.")
     result = run_evals(
         [{"input": "Weather in London?"}, {"input": "Weather in Paris?"}],
-        target=_weather_agent(judge_server),
+        target=_weather_agent(judge_server, transport),
         scorers=[checks.includes("22")],
         concurrency=1,
     )
-    assert result.items["target_error"][0].startswith("BadRequestError")
+    error = result.items["target_error"][0]
+    assert error.startswith("JudgeError: the agent's model call: judge model 'openai/mock-judge'")
+    assert "refused the request (400 BadRequestError)" in error
+    assert len(judge_server.requests) == 3  # a 400 is not retried
     assert result.items["check-includes.error"][0].startswith("target failed")
     assert result.items["check-includes.score"][1] == 1.0
     assert result.summary.target_errors == 1

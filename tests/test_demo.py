@@ -1,4 +1,4 @@
-"""``evaldag demo`` in a real subprocess: on a machine without Graphviz or the local judge, and
+"""``evaldag demo`` in a real subprocess: on a machine without Graphviz and with no judge, and
 with an LLM judge (the loopback OpenAI-compatible server, scripted) judging faithfulness."""
 
 import json
@@ -12,12 +12,10 @@ import pytest
 from judge_server import API_KEY
 
 from evaldag import EvalResult
-from evaldag.local_judge import local_judge_installed
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
 COMMAND = [EVALDAG] if EVALDAG else [sys.executable, "-m", "evaldag"]
-LOCAL_JUDGE_INSTALLED = local_judge_installed()
 CODE_SCORERS = ["completeness-scorer", "keyword-coverage-scorer", "check-no-tool-errors"]
 GATES = ["no-direct-refunds", "check-max-tool-calls", "no-internal-notes"]
 
@@ -38,15 +36,12 @@ def _demo(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPro
 def test_demo_on_a_fresh_machine(tmp_path):
     """No Graphviz and no local judge: the LLM part is skipped with one line, dag.dot is
     written instead of dag.png, the demo exits 0 whatever its verdict."""
-    # Where the local extra is installed, the default judge would be it: ask for none instead.
-    args = ["--judge", "none"] if LOCAL_JUDGE_INSTALLED else []
-    done = _demo(*args, cwd=tmp_path, env={"PATH": str(BIN)})
+    done = _demo(cwd=tmp_path, env={"PATH": str(BIN)})
     assert done.returncode == 0, done.stderr
     out = done.stdout
     skip_lines = [line for line in out.splitlines() if line.startswith("faithfulness: skipped")]
     assert len(skip_lines) == 1
-    if not LOCAL_JUDGE_INSTALLED:
-        assert "the local judge is not installed (pip install 'evaldag[local]')" in skip_lines[0]
+    assert "--judge local for the bundled local judge: about 6 minutes" in skip_lines[0]
     assert "evaldag demo: 33 conversations" in out
     assert "(18 help-center answers, 15 agent transcripts)" in out
     for scorer_id in CODE_SCORERS + GATES:

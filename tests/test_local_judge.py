@@ -273,7 +273,7 @@ def test_models_lists_the_alias(local_extra):
     assert [model["id"] for model in listed["data"]] == [MODEL_ALIAS]
 
 
-def test_requests_fill_the_slots_concurrently(local_extra):
+def test_requests_beyond_the_slots_wait_and_are_all_answered(local_extra):
     endpoint = local_judge_endpoint()
     body = {"messages": QUESTION, "max_tokens": 8, "temperature": 0}
     with ThreadPoolExecutor(endpoint.slots * 2) as pool:

@@ -99,14 +99,16 @@ class Tally:
         )
 
 
+def _field_of(owner: Any, name: str) -> Any:
+    """``owner``'s field ``name``: a key of OpenAI's JSON, an attribute of litellm's objects."""
+    return owner.get(name) if isinstance(owner, dict) else getattr(owner, name, None)
+
+
 def token_usage(usage: Any) -> dict[str, int]:
     """Mastra's normalised usage from an OpenAI-style usage object (numeric fields only)."""
 
-    def part(owner: Any, name: str) -> Any:
-        return owner.get(name) if isinstance(owner, dict) else getattr(owner, name, None)
-
     def number(owner: Any, name: str) -> int | None:
-        value = part(owner, name)
+        value = _field_of(owner, name)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     if usage is None:
@@ -115,8 +117,10 @@ def token_usage(usage: Any) -> dict[str, int]:
         "input_tokens": number(usage, "prompt_tokens"),
         "output_tokens": number(usage, "completion_tokens"),
         "total_tokens": number(usage, "total_tokens"),
-        "reasoning_tokens": number(part(usage, "completion_tokens_details"), "reasoning_tokens"),
-        "cached_input_tokens": number(part(usage, "prompt_tokens_details"), "cached_tokens"),
+        "reasoning_tokens": number(
+            _field_of(usage, "completion_tokens_details"), "reasoning_tokens"
+        ),
+        "cached_input_tokens": number(_field_of(usage, "prompt_tokens_details"), "cached_tokens"),
         "cache_creation_input_tokens": number(usage, "cache_creation_input_tokens"),
     }
     # litellm fills total_tokens with 0 when the provider leaves it out: count it as missing.
@@ -125,6 +129,23 @@ def token_usage(usage: Any) -> dict[str, int]:
     ):
         found["total_tokens"] = (found["input_tokens"] or 0) + (found["output_tokens"] or 0)
     return {name: count for name, count in found.items() if count is not None}
+
+
+def tool_calls(message: Any) -> list[dict[str, Any]]:
+    """The tool calls of a reply's message (OpenAI's JSON or litellm's object): ``id``, ``name``
+    and ``arguments`` (JSON text) each."""
+    calls = _field_of(message, "tool_calls")
+    found = []
+    for call in calls if isinstance(calls, list | tuple) else ():
+        function = _field_of(call, "function")
+        found.append(
+            {
+                "id": _field_of(call, "id"),
+                "name": _field_of(function, "name"),
+                "arguments": _field_of(function, "arguments"),
+            }
+        )
+    return found
 
 
 def call_cost(

@@ -26,6 +26,8 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from evaldag._judge.cache import judge_cache, request_key
 from evaldag._judge.contracts import (
     OBJECT_UNDEFINED,
@@ -178,17 +180,8 @@ async def _reply(
     tally: Tally,
 ) -> dict[str, Any]:
     """The model's reply to ``messages``: from the cache, else from a model call."""
-    request: dict[str, Any] = {"model": endpoint.model, "messages": messages}
-    if endpoint.api_base is not None:
-        request["api_base"] = endpoint.api_base
-    if judge.temperature is not None:
-        request["temperature"] = judge.temperature
-    max_tokens = endpoint.max_tokens or judge.max_tokens
-    if max_tokens is not None:
-        request["max_tokens"] = max_tokens
-    if response_format is not None:
-        request["response_format"] = response_format
-    request.update(judge.litellm_kwargs)
+    asked = {} if response_format is None else {"response_format": response_format}
+    request = _request(judge, endpoint, messages, asked)
     key = None
     if tally.cache is not None:
         key = request_key(
@@ -208,6 +201,70 @@ async def _reply(
     if key is not None:
         tally.pending.append((key, reply))
     return reply
+
+
+def _request(
+    judge: Judge, endpoint: Endpoint, messages: list[dict[str, Any]], asked: dict[str, Any]
+) -> dict[str, Any]:
+    """A call's arguments (litellm's names): the messages, where they go, what the caller
+    ``asked`` for (a response format, tools) and the judge's settings, which win."""
+    request: dict[str, Any] = {"model": endpoint.model, "messages": messages}
+    if endpoint.api_base is not None:
+        request["api_base"] = endpoint.api_base
+    if judge.temperature is not None:
+        request["temperature"] = judge.temperature
+    max_tokens = endpoint.max_tokens or judge.max_tokens
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    request.update(asked)
+    request.update(judge.litellm_kwargs)
+    return request
+
+
+async def chat_reply(
+    judge: Judge, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> tuple[dict[str, Any], JudgeExecution]:
+    """One model call of an agent's step and its record: the reply's ``content`` and
+    ``tool_calls`` (``id``, ``name``, ``arguments`` as JSON text), through the judge's transport
+    with its retries, shared limit, prices and redacted errors, as a judge call. No cache: the
+    agent's tools may answer differently from run to run. A failed call raises JudgeError.
+
+    :param messages: chat-completions messages: assistant ``tool_calls`` and ``role: "tool"``
+        results pass through as they are, like ``tools`` and a ``tool_choice`` set on the judge.
+    """
+    try:
+        endpoint = await judge_endpoint(judge)
+    except JudgeError:
+        raise
+    except EvalDagError as error:  # the local judge is not installed
+        raise JudgeError(
+            error.id, error.message, category=error.category, details=error.details, cause=error
+        ) from error
+    request = _request(judge, endpoint, messages, {"tools": tools} if tools else {})
+    if not tools:
+        request.pop("tool_choice", None)  # providers refuse a tool choice without tools
+    prompt = orjson.dumps(messages).decode()
+    started = time.perf_counter()
+    tally = Tally(endpoint.model_name, endpoint.provider, None, attempts=1)
+    try:
+        reply = await _called(judge, endpoint, request)
+    except ExecutionFailure as failure:
+        raise JudgeError(
+            failure.code,
+            f"the agent's model call: {failure.message}",
+            execution=tally.record(prompt, started, failure=failure),
+            category=failure.category,
+            details={
+                "model": endpoint.model,
+                "apiBase": url_without_credentials(endpoint.api_base),
+            },
+            cause=failure.cause,
+        ) from None
+    tally.free = endpoint.free
+    tally.replied(reply, cached=False)
+    reply.setdefault("tool_calls", [])
+    output = {"content": reply.get("content"), "toolCalls": reply["tool_calls"]}
+    return reply, tally.record(prompt, started, value=output)
 
 
 async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> dict[str, Any]:

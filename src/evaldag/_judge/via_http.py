@@ -25,7 +25,7 @@ from yarl import URL
 
 from evaldag._engine.concurrency import engine_loop, in_engine_thread
 from evaldag._judge.errors import CallFault
-from evaldag._judge.records import token_usage
+from evaldag._judge.records import token_usage, tool_calls
 
 if TYPE_CHECKING:
     from evaldag._judge.endpoints import Endpoint
@@ -110,12 +110,16 @@ def _reply(raw: bytes) -> dict[str, Any]:
     choice = choice if isinstance(choice, dict) else {}
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
-    return {
+    reply = {
         "content": message.get("content"),
         "finish_reason": choice.get("finish_reason"),
         "model": data.get("model"),
         "usage": token_usage(data.get("usage")),
     }
+    calls = tool_calls(message)
+    if calls:
+        reply["tool_calls"] = calls
+    return reply
 
 
 def _status_fault(status: int, raw: bytes, retry_after: tuple[str | None, str | None]) -> CallFault:

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from evaldag._judge.errors import CallFault
-from evaldag._judge.records import token_usage
+from evaldag._judge.records import token_usage, tool_calls
 from evaldag._judge.redaction import redacting
 from evaldag.errors import error_message
 
@@ -64,12 +64,16 @@ async def litellm_reply(endpoint: Endpoint, request: dict[str, Any], timeout: fl
     else:
         choices = getattr(response, "choices", None) or []
         message = getattr(choices[0], "message", None) if choices else None
-        return {
+        reply = {
             "content": getattr(message, "content", None),
             "finish_reason": getattr(choices[0], "finish_reason", None) if choices else None,
             "model": getattr(response, "model", None),
             "usage": token_usage(getattr(response, "usage", None)),
         }
+        calls = tool_calls(message)
+        if calls:
+            reply["tool_calls"] = calls
+        return reply
     # Raised outside the except block: litellm's exceptions do not unpickle (see JudgeCallError).
     raise fault
 

@@ -5,7 +5,7 @@ Runs in a process of its own, which :mod:`evaldag.local_judge` starts and stops.
 ``response_format`` (OpenAI's ``json_schema``, or llama.cpp's ``json_object`` with a ``schema``)
 becomes an LLGuidance grammar, so the reply is JSON that matches the schema: written compactly
 (``{"a": 1, "b": [2, 3]}``), because SmolLM2 given room for indentation spends a third more tokens
-and loops more. Requests run concurrently in llama.cpp's slots.
+and loops more. Requests beyond llama.cpp's slots wait in its queue.
 
 The process exits when its parent closes its stdin, so it never outlives the parent, even one
 killed by SIGKILL.

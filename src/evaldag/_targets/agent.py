@@ -5,6 +5,11 @@ tools (at most ``max_steps`` model calls), each call runs and its result, or its
 to it. The turn's output is one assistant message in Mastra's format 2 (as Mastra's
 ``agent.generate`` returns it): text parts, a ``tool-invocation`` part per call (state
 ``result``, or ``output-error`` with ``errorText``) and a ``step-start`` part between steps.
+
+Each model call goes through the judge's transport (:func:`evaldag._judge.transport.chat_reply`:
+``http`` or ``litellm``, as ``Judge(transport=...)`` picks), with a judge call's retries, shared
+limit, prices and redacted errors; its record (tokens, cost, duration, the reply) is kept in the
+message's ``content.metadata.modelCalls``.
 """
 
 from __future__ import annotations
@@ -18,44 +23,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaldag._judge.settings import Judge, as_judge
-from evaldag._judge.via_litellm import configured_litellm
+from evaldag._judge.transport import chat_reply
 from evaldag._targets.tools import Tool, ToolOutcome, tool
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import get_text_content, run_messages
-
-
-async def model_reply(
-    model: Judge, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """One chat completion: the reply's text and tool calls (``id``, ``name``, ``arguments``).
-
-    The agent's only model call, through litellm; it can move onto the judge's OpenAI-compatible
-    http transport (``evaldag._judge.via_http``) once that transport passes tools.
-    """
-    litellm = configured_litellm()
-    settings = {
-        "api_base": model.api_base,
-        "api_key": model.api_key.get_secret_value() if model.api_key else None,
-        "temperature": model.temperature,
-        "max_tokens": model.max_tokens,
-    }
-    response = await litellm.acompletion(
-        model=model.model,
-        messages=messages,
-        tools=tools or None,
-        timeout=model.timeout,
-        num_retries=model.max_retries,
-        **{name: value for name, value in settings.items() if value is not None},
-        **model.litellm_kwargs,
-    )
-    message = response.choices[0].message
-    return {
-        "text": message.content or "",
-        "tool_calls": [
-            {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
-            for call in message.tool_calls or ()
-        ],
-    }
 
 
 class Agent(BaseModel):
@@ -81,12 +52,14 @@ class Agent(BaseModel):
         by_name = {t.name: t for t in self.tools}
         schemas = [t.schema for t in self.tools]
         parts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
         text = ""
         for step in range(self.max_steps):
             if step:
                 parts.append({"type": "step-start"})
-            reply = await model_reply(self.model, messages, schemas)
-            text = reply["text"]
+            reply, record = await chat_reply(self.model, messages, schemas)
+            calls.append(record.model_dump(mode="json", by_alias=True, exclude_none=True))
+            text = reply.get("content") or ""
             if text:
                 parts.append({"type": "text", "text": text})
             if not reply["tool_calls"]:
@@ -104,7 +77,7 @@ class Agent(BaseModel):
                         ),
                     }
                 )
-        content: dict[str, Any] = {"format": 2, "parts": parts}
+        content: dict[str, Any] = {"format": 2, "parts": parts, "metadata": {"modelCalls": calls}}
         if text:
             content["content"] = text
         return [
@@ -130,7 +103,7 @@ def _assistant_turn(reply: dict[str, Any]) -> dict[str, Any]:
     """The model's tool-calling reply, as the next request repeats it."""
     return {
         "role": "assistant",
-        "content": reply["text"] or None,
+        "content": reply.get("content") or None,
         "tool_calls": [
             {
                 "id": call["id"],
@@ -182,7 +155,6 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
                 chat.append(
                     _assistant_turn(
                         {
-                            "text": "",
                             "tool_calls": [
                                 {
                                     "id": call.get("toolCallId"),
@@ -234,8 +206,11 @@ def agent(
         )
 
     :param model: a litellm model string, or an ``evaldag.Judge`` carrying the model with its
-        ``api_base``, ``api_key``, ``temperature`` and ``timeout`` (its ``instructions`` are a
-        judge's and are not used here).
+        ``api_base``, ``api_key``, ``temperature``, ``timeout``, ``max_retries``, ``transport``
+        and extra settings such as ``tool_choice`` (its ``instructions`` and ``cache`` are a
+        judge's and are not used here). The calls go through the judge's transport: ``http``
+        for an OpenAI-compatible ``api_base`` under ``transport="auto"``, else litellm; each
+        call's record is in the output message's ``content.metadata.modelCalls``.
     :param tools: Python functions; each is described to the model by its name, docstring and
         signature (type hints, defaults, ``:param x:`` lines), and its arguments are validated
         with pydantic. A call that fails (bad arguments, the function raising, an unknown tool)
