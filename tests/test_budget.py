@@ -91,3 +91,26 @@ def test_a_budget_runs_locally_only():
             budget_usd=1,
             executor="dask",
         )
+
+
+def test_per_turn_scorers_spend_the_same_budget(judge_server):
+    judge_server.reply = Reply({"score": 0.75}, usage=USAGE)
+    graded = _judged(judge_server)
+    conversations = [
+        {"id": f"c{n}", "turns": [{"input": f"hi {n}", "scorers": [graded]}, {"input": "bye"}]}
+        for n in range(5)
+    ]
+    result = run_evals(
+        conversations,
+        target=lambda text: f"said {text}",
+        concurrency=1,
+        budget_usd=2.5 * _one_call_usd(),
+        progress=False,
+    )
+    assert len(judge_server.requests) == 3  # as for item scorers: the third call spends it
+    turns = result.turns[result.turns["turn"] == 0]
+    scored = turns["graded.score"].notna()
+    assert scored.sum() == 3 and (turns.loc[scored, "graded.score"] == 0.75).all()
+    reasons = [json.loads(text) for text in turns.loc[~scored, "graded.not_scorable"]]
+    assert len(reasons) == 2
+    assert all(r["reason"].startswith("budget: the run's judge budget of $") for r in reasons)

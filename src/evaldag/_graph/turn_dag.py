@@ -25,6 +25,7 @@ from evaldag._engine.targets import TargetRun
 from evaldag._graph import verdict
 from evaldag._graph.plan import TurnSpecs
 from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
+from evaldag._judge.budget import JudgeBudget
 from evaldag._results.eval_result import TurnResult
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec
@@ -41,9 +42,11 @@ def turn_items(
     turn_specs: TurnSpecs,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
+    judge_budget: JudgeBudget | None = None,
 ) -> pd.DataFrame:
     """One row per turn of the batch's conversations the target held to the end; ``id`` is
-    the item's, when the data has that column."""
+    the item's, when the data has that column. Turn scorers' judge calls spend the run's
+    ``judge_budget`` as the item scorers' do."""
     rows: list[dict[str, Any]] = []
     # scorer object → (role, [(row, run)]): one engine pass per scorer over all its turns
     scored: dict[int, tuple[ScorerSpec, bool, list[tuple[int, ScorerRun]]]] = {}
@@ -75,7 +78,9 @@ def turn_items(
         at, turn_runs = zip(*placed, strict=True)
         states = prepared_states(turn_runs, scorer, concurrency)
         for step in scorer.steps:
-            states = advanced_states(states, scorer, step, concurrency, judge_cache)
+            states = advanced_states(
+                states, scorer, step, concurrency, judge_cache, budget=judge_budget
+            )
         items = scorer_items(
             pd.Series(states, index=list(at), dtype=object),
             tuple(step.stage for step in scorer.steps),
