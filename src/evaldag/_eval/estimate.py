@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from evaldag._engine.concurrency import run_sync
 from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._eval.dataset import loaded_dataset
-from evaldag._eval.run_evals import _plan as eval_plan
+from evaldag._eval.eval_plan import eval_plan
 from evaldag._graph.drivers import eval_driver
 from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
 from evaldag._judge.via_litellm import configured_litellm

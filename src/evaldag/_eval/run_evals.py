@@ -22,13 +22,14 @@ from hamilton.io.materialization import to
 
 from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.concurrency import RowSlots, run_sync
-from evaldag._engine.targets import TargetFailure, target_callable
+from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, finished_run
 from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
+from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.progress import ProgressBar
-from evaldag._eval.scorer_configs import require_some_scorer, scorer_config
+from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
@@ -41,7 +42,6 @@ from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.transcript_shapes import canonical_transcript
-from evaldag._targets.workflow import as_workflow
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -50,22 +50,6 @@ if TYPE_CHECKING:
     from evaldag._store.sql import ScoreStore
 
 _FUNCTION_BATCH = 20_000
-
-
-def _plan(scorers: Any, gates: Iterable[Any], target: Any) -> EvalPlan:
-    flow = as_workflow(target)
-    config = scorer_config(scorers, gates, workflow_target=flow is not None)
-    if flow is not None:
-        flow.require_nodes(config.steps)
-    return EvalPlan(
-        scorers=config.scorers,
-        gates=config.gates,
-        thresholds=config.thresholds,
-        sources=config.sources,
-        target=flow or (None if target is None else target_callable(target)),
-        workflow=flow is not None,
-        steps=config.steps,
-    )
 
 
 def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int:
@@ -169,7 +153,7 @@ def run_evals(
         (litellm's prices): items whose judge was not called yet are not scorable, with a
         ``budget`` reason; what was scored is kept. Calls in flight finish.
     """
-    plan = _plan(scorers, gates, target)
+    plan = eval_plan(scorers, gates, target)
     max_error_share = checked_share(max_error_share)
     budget = None if budget_usd is None else JudgeBudget(budget_usd)
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
@@ -488,7 +472,7 @@ def visualize(
     and verdict; ``full=True`` draws every Hamilton node. PNG and SVG need Graphviz's ``dot``
     program; a ``.dot`` path gets the DOT text.
     """
-    plan = _plan(scorers, gates, target)
+    plan = eval_plan(scorers, gates, target)
     require_some_scorer(plan.all_scorers, turn_assertions=False)
     digraph = full_picture(eval_driver(plan), plan) if full else compact_picture(plan)
     if path is not None:
