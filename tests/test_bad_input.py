@@ -409,6 +409,15 @@ def test_data_that_is_not_a_dataset(data, named):
         ("batch_size", 0),
         ("batch_size", "10"),
         ("on_error", "ignore"),
+        ("step_timeout", 0),
+        ("step_timeout", -1),
+        ("step_timeout", math.inf),
+        ("step_timeout", math.nan),
+        ("step_timeout", "30"),
+        ("step_timeout", True),
+        ("target_timeout", 0.0),
+        ("target_timeout", math.inf),
+        ("target_timeout", [5]),
     ],
 )
 def test_invalid_options_are_named(tmp_path, option, value):
@@ -420,6 +429,12 @@ def test_invalid_options_are_named(tmp_path, option, value):
         option,
     )
     _nothing_left(out)
+
+
+@pytest.mark.parametrize("value", [0, -0.5, math.inf, math.nan, "1", False])
+def test_an_invalid_scorer_step_timeout_is_named(value):
+    _refused(lambda: create_scorer("slow", step_timeout=value), "step_timeout of scorer 'slow'")
+    _refused(lambda: LENGTH.with_step_timeout(value), "step_timeout of scorer 'length'")
 
 
 @pytest.mark.parametrize(
@@ -637,6 +652,9 @@ def test_cli_scores_nested_outputs(length_eval, outputs):
     [
         (["--concurrency", "0"], "--concurrency"),
         (["--concurrency", "many"], "--concurrency"),
+        (["--step-timeout", "0"], "--step-timeout"),
+        (["--target-timeout", "inf"], "--target-timeout"),
+        (["--step-timeout", "soon"], "--step-timeout"),
     ],
 )
 def test_cli_names_a_bad_option(length_eval, tmp_path, args, named):

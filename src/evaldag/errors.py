@@ -116,6 +116,11 @@ class ScorerRunError(EvalDagError):
         self.result = result
 
 
+class TimeLimitError(EvalDagError):
+    """A step or a target took longer than its time limit (``step_timeout``,
+    ``target_timeout``): the item records it as its error and the run goes on."""
+
+
 class UntrustworthyRunError(EvalDagError):
     """The run finished, but its verdict cannot be trusted: the target or a scorer failed on
     every item (or on more than ``max_error_share`` of them), which is a misconfiguration (a

@@ -128,6 +128,20 @@ def _parser() -> argparse.ArgumentParser:
         "items not judged yet are not scorable, what was scored is kept",
     )
     run.add_argument(
+        "--step-timeout",
+        type=_seconds,
+        metavar="S",
+        help="a scorer step that takes longer than S seconds on an item is that item's error, "
+        "and the run goes on (for scorers that set no step_timeout of their own)",
+    )
+    run.add_argument(
+        "--target-timeout",
+        type=_seconds,
+        metavar="S",
+        help="a target call that takes longer than S seconds is that item's target error, and "
+        "the run goes on",
+    )
+    run.add_argument(
         "--estimate",
         action="store_true",
         help="print the judge calls, tokens and dollars the run would cost, call no judge (and "
@@ -226,6 +240,16 @@ def _dollars(text: str) -> float:
     return dollars
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return seconds
+
+
 def _share(text: str) -> float:
     try:
         share = float(text)
@@ -310,6 +334,8 @@ def _run_command(args: argparse.Namespace) -> int:
         checkpoint=args.out if args.resume else None,
         max_error_share=args.max_error_share,
         budget_usd=args.budget_usd,
+        step_timeout=args.step_timeout,
+        target_timeout=args.target_timeout,
     )
     _print_summary(result, f"{definition.name} on {Path(args.data).name}")
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from evaldag._engine.concurrency import (
     engine_loop,
@@ -26,6 +26,7 @@ from evaldag._engine.concurrency import (
     run_sync,
 )
 from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
+from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.transport import judged_value  # imported here, not by the first call
 from evaldag._scorer.run import ScorerRun
@@ -37,6 +38,7 @@ from evaldag._scorer.steps import (
     Step,
     is_async_callable,
 )
+from evaldag._scorer.time_limits import step_overrun
 from evaldag.errors import EvalDagError
 
 
@@ -47,14 +49,29 @@ def initial_state(run: ScorerRun) -> RunState:
     return RunState(run)
 
 
+def time_limit(scorer: ScorerSpec, step_timeout: float | None) -> float | None:
+    """The seconds each step of ``scorer`` may take: its own ``step_timeout``, else the run's."""
+    return scorer.step_timeout if scorer.step_timeout is not None else step_timeout
+
+
 def prepared_states(
-    runs: Iterable[ScorerRun], scorer: ScorerSpec, concurrency: int
+    runs: Iterable[ScorerRun],
+    scorer: ScorerSpec,
+    concurrency: int,
+    step_timeout: float | None = None,
 ) -> list[RunState]:
-    """Each run after the scorer's ``prepare_run`` (sync or async), ready for the steps."""
+    """Each run after the scorer's ``prepare_run`` (sync or async), ready for the steps.
+
+    :param step_timeout: the run's limit on each step, for scorers that set none.
+    """
     prepare_run = scorer.prepare_run
     if prepare_run is None:
         with gc_paused():
             return [initial_state(run) for run in runs]
+    seconds = time_limit(scorer, step_timeout)
+
+    def overrun(is_async: bool) -> BaseException:
+        return step_overrun(scorer.id, "prepare_run", seconds or 0, is_async=is_async)
 
     def prepared(run: ScorerRun) -> RunState:
         try:
@@ -67,7 +84,9 @@ def prepared_states(
 
     async def prepared_async(run: ScorerRun) -> RunState:
         try:
-            return initial_state(as_run(await prepare_run(run)))
+            return initial_state(
+                as_run(await limited_call(prepare_run, (run,), {}, seconds, overrun))
+            )
         except Exception as error:
             return RunState(run).failed(scorer, "prepare_run", error)
 
@@ -75,6 +94,13 @@ def prepared_states(
         runs_prepared = gather_limited((prepared_async(run) for run in runs), concurrency, scorer)
         return on_engine_loop(runs_prepared)
     with gc_paused():
+        if seconds is not None:
+            return limited_rows(
+                prepared,
+                list(runs),
+                seconds,
+                lambda run: RunState(run).failed(scorer, "prepare_run", overrun(False)),
+            )
         return [prepared(run) for run in runs]
 
 
@@ -123,6 +149,7 @@ def advanced_states(
     *,
     settle: bool = True,
     budget: JudgeBudget | None = None,
+    step_timeout: float | None = None,
 ) -> list[RunState | PendingState]:
     """Each state after ``step``; finished states pass through untouched.
 
@@ -133,16 +160,18 @@ def advanced_states(
 
     :param judge_cache: the run's reply cache, for judges that set none (see ``run_evals``).
     :param budget: the run's judge budget, asked before each judge call (see ``run_evals``).
+    :param step_timeout: the run's limit on each step, for scorers that set none; a row's clock
+        starts once it has its slot, and a prompt step's judge call has the judge's own limit.
     """
     definition = step.definition
+    seconds = time_limit(scorer, step_timeout)
     in_flight = any(type(state) is PendingState for state in states)
     if isinstance(definition, FunctionStep) and not definition.is_async and not in_flight:
-        return _advanced_sync(states, scorer, step, definition)
+        return _advanced_sync(states, scorer, step, definition, seconds)
+    row = _Row(scorer, step, judge_cache, budget, seconds)
     if in_engine_thread():  # a scorer run from a step: on a private loop, all at once
         limit = asyncio.Semaphore(concurrency)
-        return run_sync(
-            _gathered(_next_state(s, scorer, step, judge_cache, limit, budget) for s in states)
-        )
+        return run_sync(_gathered(_next_state(s, row, limit) for s in states))
     limit = next((s.limit for s in states if type(s) is PendingState), None)
     limit = limit or row_limit(scorer, concurrency)
     advanced: list[RunState | PendingState] = []
@@ -154,7 +183,7 @@ def advanced_states(
             pending = PendingState(limit)
             advanced.append(pending)
             started.append((pending, state))
-    engine_loop().call_soon_threadsafe(_started_rows, started, scorer, step, judge_cache, budget)
+    engine_loop().call_soon_threadsafe(_started_rows, started, row)
     return settled_states(advanced) if settle else advanced
 
 
@@ -174,41 +203,47 @@ async def _gathered(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
     return list(await asyncio.gather(*awaitables))
 
 
-def _started_rows(
-    rows: list[tuple[PendingState, RunState | PendingState]],
-    scorer: ScorerSpec,
-    step: Step,
-    judge_cache: bool | str | Path | None,
-    budget: JudgeBudget | None,
-) -> None:
-    """Start each row's next step (on the engine loop, in the stage node's context)."""
-    loop = asyncio.get_running_loop()
-    for pending, previous in rows:
-        pending.task = loop.create_task(
-            _next_state(previous, scorer, step, judge_cache, pending.limit, budget)
+class _Row(NamedTuple):
+    """What a row's step on the engine loop needs besides its state."""
+
+    scorer: ScorerSpec
+    step: Step
+    judge_cache: bool | str | Path | None
+    budget: JudgeBudget | None
+    seconds: float | None  # the step's time limit
+
+    def overrun(self, is_async: bool) -> BaseException:
+        return step_overrun(
+            self.scorer.id, self.step.node_name, self.seconds or 0, is_async=is_async
         )
 
 
+def _started_rows(rows: list[tuple[PendingState, RunState | PendingState]], row: _Row) -> None:
+    """Start each row's next step (on the engine loop, in the stage node's context)."""
+    loop = asyncio.get_running_loop()
+    for pending, previous in rows:
+        pending.task = loop.create_task(_next_state(previous, row, pending.limit))
+
+
 async def _next_state(
-    previous: RunState | PendingState,
-    scorer: ScorerSpec,
-    step: Step,
-    judge_cache: bool | str | Path | None,
-    limit: asyncio.Semaphore,
-    budget: JudgeBudget | None = None,
+    previous: RunState | PendingState, row: _Row, limit: asyncio.Semaphore
 ) -> RunState:
     state = previous if type(previous) is RunState else await previous.task
     if state.done:
         return state
-    definition = step.definition
-    if isinstance(definition, FunctionStep) and not definition.is_async:
-        return await _advanced_async(state, scorer, step, judge_cache)  # no wait: no slot
+    definition = row.step.definition
+    if isinstance(definition, FunctionStep) and not definition.is_async and row.seconds is None:
+        return await _advanced_async(state, row)  # no wait: no slot
     async with limit:
-        return await _advanced_async(state, scorer, step, judge_cache, budget)
+        return await _advanced_async(state, row)
 
 
 def _advanced_sync(
-    states: Sequence[RunState], scorer: ScorerSpec, step: Step, definition: FunctionStep
+    states: Sequence[RunState],
+    scorer: ScorerSpec,
+    step: Step,
+    definition: FunctionStep,
+    seconds: float | None,
 ) -> list[RunState]:
     # The hot loop of a columnar run: the common case (a plain value) is inlined, with the
     # completed-steps tuples shared between rows; anything else goes through RunState.advanced.
@@ -216,48 +251,49 @@ def _advanced_sync(
     getters = tuple((name, STEP_INPUTS[name]) for name in definition.parameters)
     stage, key, scores = step.stage, step.result_key, step.stage == "generate_score"
     completed_after: dict[tuple[str, ...], tuple[str, ...]] = {}
-    advanced = []
+
+    def advanced(state: RunState) -> RunState:
+        if state.error is not None or state.not_scorable is not None:
+            return state
+        try:
+            value = fn(**{name: get(state) for name, get in getters})
+            if type(value) is NotScorable or hasattr(value, "__await__"):
+                if type(value) is not NotScorable:  # a sync function returned a coroutine
+                    value = run_sync(_awaited(value))
+                return state.advanced(step, value)
+            if scores:
+                value = validated_score(value)
+            completed = completed_after.get(state.completed)
+            if completed is None:
+                completed = completed_after[state.completed] = (*state.completed, stage)
+            return RunState(
+                state.run, {**state.results, key: value}, state.prompts, state.judge, completed
+            )
+        except Exception as error:
+            return state.failed(scorer, stage, error)
+
     with gc_paused():
-        for state in states:
-            if state.error is None and state.not_scorable is None:
-                try:
-                    value = fn(**{name: get(state) for name, get in getters})
-                    if type(value) is NotScorable or hasattr(value, "__await__"):
-                        if type(value) is not NotScorable:  # a sync function returned a coroutine
-                            value = run_sync(_awaited(value))
-                        state = state.advanced(step, value)
-                    else:
-                        if scores:
-                            value = validated_score(value)
-                        completed = completed_after.get(state.completed)
-                        if completed is None:
-                            completed = completed_after[state.completed] = (*state.completed, stage)
-                        state = RunState(
-                            state.run,
-                            {**state.results, key: value},
-                            state.prompts,
-                            state.judge,
-                            completed,
-                        )
-                except Exception as error:
-                    state = state.failed(scorer, stage, error)
-            advanced.append(state)
-    return advanced
+        if seconds is None:
+            return [advanced(state) for state in states]
+
+        def overran(state: RunState) -> RunState:
+            error = step_overrun(scorer.id, step.node_name, seconds, is_async=False)
+            return state.failed(scorer, stage, error)
+
+        return limited_rows(advanced, states, seconds, overran)
 
 
-async def _advanced_async(
-    state: RunState,
-    scorer: ScorerSpec,
-    step: Step,
-    judge_cache: bool | str | Path | None,
-    budget: JudgeBudget | None = None,
-) -> RunState:
+async def _advanced_async(state: RunState, row: _Row) -> RunState:
+    scorer, step, judge_cache, budget = row.scorer, row.step, row.judge_cache, row.budget
     definition = step.definition
     try:
         if isinstance(definition, PromptStep):
             if budget is not None and budget.spent:
                 return state.advanced(step, NotScorable(budget.refusal()))
-            prompt = await _awaited(definition.create_prompt(**state.inputs(definition.parameters)))
+            inputs = state.inputs(definition.parameters)
+            prompt = await limited_call(
+                definition.create_prompt, (), inputs, row.seconds, row.overrun
+            )
             execution = None
             try:
                 value, execution = await judged_value(
@@ -270,7 +306,8 @@ async def _advanced_async(
                 if budget is not None:
                     budget.spend(execution)
             return state.advanced(step, value, prompt=prompt, execution=execution)
-        value = await _awaited(definition.fn(**state.inputs(definition.parameters)))
+        inputs = state.inputs(definition.parameters)
+        value = await limited_call(definition.fn, (), inputs, row.seconds, row.overrun)
         return state.advanced(step, value)
     except Exception as error:
         return state.failed(scorer, step.stage, error, getattr(error, "execution", None))

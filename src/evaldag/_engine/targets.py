@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaldag._engine.concurrency import gather_limited, run_sync
+from evaldag._engine.time_limits import limited_call
 from evaldag._judge.via_litellm import configured_litellm
 from evaldag._scorer.steps import is_async_callable
+from evaldag._scorer.time_limits import target_overrun
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError, error_message
 from evaldag.transcripts import run_messages
@@ -108,11 +110,14 @@ def target_runs(
     contexts: list[Any],
     conversations: list[list[Any] | None],
     concurrency: int,
+    timeout: float | None = None,
 ) -> list[TargetRun | TargetFailure]:
     """The target's run per item, or a ``TargetFailure``; at most ``concurrency`` items at once.
 
     :param conversations: per item, the inputs of its turns (run in order on one thread), or
         None for an item with one input.
+    :param timeout: seconds each call of the target (each turn of a conversation) may take; a
+        call that overruns is the item's failure.
     """
     parameters = inspect.signature(target).parameters
     wanted = {name for name in _EXTRAS if name in parameters}
@@ -120,10 +125,15 @@ def target_runs(
 
     async def output(input: Any, **extras: Any) -> Any:
         kwargs = {name: value for name, value in extras.items() if name in wanted}
+        if timeout is not None:
+            return await limited_call(target, (input,), kwargs, timeout, overrun)
         if asynchronous:
             return await target(input, **kwargs)
         value = await asyncio.to_thread(target, input, **kwargs)
         return await value if inspect.isawaitable(value) else value
+
+    def overrun(is_async: bool) -> BaseException:
+        return target_overrun(timeout or 0, is_async=is_async)
 
     async def run(input: Any, context: Any, turns: list[Any] | None) -> TargetRun | TargetFailure:
         try:

@@ -41,6 +41,7 @@ from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer
+from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
 
@@ -108,6 +109,8 @@ def run_evals(
     cache: bool | str | os.PathLike[str] | None = None,
     max_error_share: float = 1.0,
     budget_usd: float | None = None,
+    step_timeout: float | None = None,
+    target_timeout: float | None = None,
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -152,10 +155,23 @@ def run_evals(
     :param budget_usd: stop judging once the judge calls have cost this many US dollars
         (litellm's prices): items whose judge was not called yet are not scorable, with a
         ``budget`` reason; what was scored is kept. Calls in flight finish.
+    :param step_timeout: seconds each scorer step (and ``prepare_run``) may take on one item,
+        for scorers that set no ``step_timeout`` of their own; None for no limit. A step that
+        overruns it is that item's error (the scorer's ``error`` column names the step and the
+        limit, ``failed_step`` the step) and the run goes on. An async step is cancelled; a sync
+        step cannot be stopped, so its thread runs on and its result is dropped. A prompt
+        step's judge call is bounded by the judge's ``timeout`` per attempt instead.
+    :param target_timeout: seconds each call of the target (each turn of a conversation) may
+        take; an item whose call overruns it has a ``target_error`` naming the limit, and the
+        run goes on. An async target is cancelled; a sync one's thread runs on.
     """
     plan = eval_plan(scorers, gates, target)
     max_error_share = checked_share(max_error_share)
     budget = None if budget_usd is None else JudgeBudget(budget_usd)
+    time_limits = {
+        "step_timeout": checked_time_limit(step_timeout, "step_timeout"),
+        "target_timeout": checked_time_limit(target_timeout, "target_timeout"),
+    }
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise EvalDagError(
             "INVALID_CONCURRENCY", f"concurrency must be an integer >= 1, got {concurrency!r}"
@@ -205,12 +221,18 @@ def run_evals(
             cache=cache is not None,
             budget_usd=budget is not None,
         )
-        result = _distributed_run(plan, dataset, executor, size, concurrency, out, experiment_id)
+        result = _distributed_run(
+            plan, dataset, executor, size, concurrency, out, experiment_id, time_limits
+        )
         return require_trustworthy(_stored(result, store, target), max_error_share)
     result = _local_run(
         plan,
         dataset,
-        run_inputs={**_run_inputs(plan, cache, experiment_id), "judge_budget": budget},
+        run_inputs={
+            **_run_inputs(plan, cache, experiment_id),
+            "judge_budget": budget,
+            **time_limits,
+        },
         batch_size=size,
         concurrency=concurrency,
         on_item_complete=on_item_complete,
@@ -411,6 +433,7 @@ def _distributed_run(
     concurrency: int,
     out: str | os.PathLike[str] | None,
     experiment_id: str,
+    time_limits: dict[str, float | None],
 ) -> EvalResult:
     """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
     with task_executor(executor) as remote:
@@ -421,6 +444,7 @@ def _distributed_run(
             "concurrency": concurrency,
             "dag_dot": full_picture(dr, plan).source,
             **_run_inputs(plan, None, experiment_id),
+            **time_limits,
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     if out is not None:

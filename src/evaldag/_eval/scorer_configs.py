@@ -50,6 +50,8 @@ RESERVED_IDS = frozenset(
         "judge_cache",
         "judge_cache_rows_dropped",
         "judge_budget",
+        "step_timeout",
+        "target_timeout",
         "target",
         # the graph's config keys
         "plan",

@@ -70,9 +70,12 @@ def _item_frames(plan: EvalPlan) -> parameterize:
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_prepared_runs)
-def prepared_run(runs: pd.Series, scorer: ScorerSpec, concurrency: int) -> pd.Series:
+def prepared_run(
+    runs: pd.Series, scorer: ScorerSpec, concurrency: int, step_timeout: float | None = None
+) -> pd.Series:
     """Each run after the scorer's prepare_run, with its run_id set."""
-    return pd.Series(prepared_states(runs, scorer, concurrency), index=runs.index, dtype=object)
+    prepared = prepared_states(runs, scorer, concurrency, step_timeout)
+    return pd.Series(prepared, index=runs.index, dtype=object)
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_step_nodes)
@@ -84,15 +87,24 @@ def step_states(
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
     judge_budget: JudgeBudget | None = None,
+    step_timeout: float | None = None,
 ) -> pd.Series:
-    """Each run after the step: its result added, or the error or not-scorable that ends it.
+    """Each run after the step: its result added, or the error or not-scorable that ends it
+    (a step longer than the scorer's ``step_timeout``, else the run's, ends in an error).
 
     Before the scorer's last step, runs still waiting on the judge are pending states that
     the next step chains onto, so no run waits for the slowest of a step; the last step
     (``settle``) waits for all of them.
     """
     advanced = advanced_states(
-        list(states), scorer, step, concurrency, judge_cache, settle=settle, budget=judge_budget
+        list(states),
+        scorer,
+        step,
+        concurrency,
+        judge_cache,
+        settle=settle,
+        budget=judge_budget,
+        step_timeout=step_timeout,
     )
     return pd.Series(advanced, index=states.index, dtype=object)
 

@@ -30,9 +30,12 @@ from evaldag.transcripts import extract_trajectory
 
 
 @config.when(has_target=True)
-def target_runs(dataset: pd.DataFrame, target: Callable, concurrency: int) -> pd.Series:
+def target_runs(
+    dataset: pd.DataFrame, target: Callable, concurrency: int, target_timeout: float | None = None
+) -> pd.Series:
     """Per item, the target's run (its output; each turn of a conversation), or the
-    TargetFailure it raised; conversations (``inputs``) run their turns in order."""
+    TargetFailure it raised or its time limit (``target_timeout``, seconds per call) ended;
+    conversations (``inputs``) run their turns in order."""
     count = len(dataset)
     contexts = dataset["request_context"] if "request_context" in dataset else [None] * count
     turns = dataset["inputs"] if "inputs" in dataset else [None] * count
@@ -42,6 +45,7 @@ def target_runs(dataset: pd.DataFrame, target: Callable, concurrency: int) -> pd
         list(contexts),
         [None if t is None or isinstance(t, float) else list(t) for t in turns],
         concurrency,
+        target_timeout,
     )
     return pd.Series(produced, index=dataset.index, dtype=object)
 

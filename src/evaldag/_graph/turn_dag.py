@@ -42,6 +42,7 @@ def turn_items(
     turn_specs: TurnSpecs,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
+    step_timeout: float | None = None,
     judge_budget: JudgeBudget | None = None,
 ) -> pd.DataFrame:
     """One row per turn of the batch's conversations the target held to the end; ``id`` is
@@ -76,10 +77,16 @@ def turn_items(
     columns: dict[str, list[pd.DataFrame]] = {}
     for scorer, gate, placed in scored.values():
         at, turn_runs = zip(*placed, strict=True)
-        states = prepared_states(turn_runs, scorer, concurrency)
+        states = prepared_states(turn_runs, scorer, concurrency, step_timeout)
         for step in scorer.steps:
             states = advanced_states(
-                states, scorer, step, concurrency, judge_cache, budget=judge_budget
+                states,
+                scorer,
+                step,
+                concurrency,
+                judge_cache,
+                budget=judge_budget,
+                step_timeout=step_timeout,
             )
         items = scorer_items(
             pd.Series(states, index=list(at), dtype=object),

@@ -17,6 +17,7 @@ from evaldag._compat.js import camel
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
+from evaldag._scorer.time_limits import checked_time_limit
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class Scorer:
         prepare_run: Callable[..., Any] | None = None,
         columns: tuple[str, ...] = (),
         max_score: float = 1,
+        step_timeout: float | None = None,
         steps: tuple[Step, ...] = (),
     ) -> None:
         if not id or not isinstance(id, str):
@@ -67,6 +69,7 @@ class Scorer:
         self._prepare_run = prepare_run
         self._columns = _checked_columns(id, columns)
         self._max_score = _checked_max_score(id, max_score)
+        self._step_timeout = checked_time_limit(step_timeout, f"step_timeout of scorer '{id}'")
         self._steps = steps
 
     id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
@@ -81,6 +84,11 @@ class Scorer:
         "on the run under the column's name (``run.contexts``).",
     )
     steps = property(lambda self: self._steps, doc="The steps, in call order.")
+    step_timeout = property(
+        lambda self: self._step_timeout,
+        doc="Seconds each step (and prepare_run) may take on one run, or None: then "
+        "``run_evals(step_timeout=...)`` decides.",
+    )
 
     max_score = property(
         lambda self: self._max_score,
@@ -107,6 +115,7 @@ class Scorer:
             "prepare_run": self._prepare_run,
             "columns": self._columns,
             "max_score": self._max_score,
+            "step_timeout": self._step_timeout,
             "steps": self._steps,
         }
         return Scorer(self._id, **{**fields, **changes})
@@ -117,6 +126,11 @@ class Scorer:
         Useful to narrow what a prebuilt scorer or check sees.
         """
         return self._copy(prepare_run=prepare_run)
+
+    def with_step_timeout(self, seconds: float | None) -> Scorer:
+        """A new scorer whose steps may each take ``seconds`` per run (None: no limit of its
+        own); useful on a prebuilt scorer or check."""
+        return self._copy(step_timeout=seconds)
 
     def preprocess(self, step: Callable[..., Any] | PromptStep) -> Scorer:
         """A new scorer with a preprocess step appended; its value is ``preprocess_step_result``."""
@@ -248,6 +262,7 @@ def create_scorer(
     prepare_run: Callable[..., Any] | None = None,
     columns: tuple[str, ...] = (),
     max_score: float = 1,
+    step_timeout: float | None = None,
 ) -> Scorer:
     """A scorer with no steps yet; add them with ``.preprocess`` … ``.generate_reason``.
 
@@ -259,6 +274,11 @@ def create_scorer(
         ``("contexts",)``: ``run_evals`` puts each item's value on the run (``run.contexts``)
         and refuses data without the column.
     :param max_score: the top of the scorer's scale (default 1); thresholds are given on it.
+    :param step_timeout: seconds each step (and ``prepare_run``) may take on one run; a step
+        that overruns it is that run's error (``failed_step`` names it) and the others go on.
+        An async step is cancelled; a sync one's thread cannot be stopped and runs on, its
+        result dropped. A prompt step's judge call is bounded by the judge's ``timeout``
+        instead. None (the default) leaves it to ``run_evals(step_timeout=...)``.
     """
     return Scorer(
         id,
@@ -269,6 +289,7 @@ def create_scorer(
         prepare_run=prepare_run,
         columns=columns,
         max_score=max_score,
+        step_timeout=step_timeout,
     )
 
 

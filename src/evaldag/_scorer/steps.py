@@ -189,6 +189,9 @@ class ScorerSpec(Protocol):
     def max_score(self) -> float: ...
 
     @property
+    def step_timeout(self) -> float | None: ...
+
+    @property
     def steps(self) -> tuple[Step, ...]: ...
 
 

@@ -1,0 +1,247 @@
+"""Time limits: a step or target longer than ``step_timeout`` / ``target_timeout`` is that item's
+error, the run goes on, and nothing already computed is lost.
+
+Slow steps and targets are real: async ones sleep, sync ones block on a ``threading.Event`` that
+each test releases at its end (so no thread outlives it). Limits are 0.2 s; nothing asserts how
+fast anything ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from judge_server import Reply
+
+from evaldag import EvalResult, PromptStep, ScorerRunError, create_scorer, run_evals
+from evaldag._cli.main import main
+from evaldag._scorer.fingerprint import scorer_fingerprint
+from evaldag.errors import TimeLimitError
+
+LIMIT = 0.2
+DATA = [{"input": "q", "output": output} for output in ("fast", "hang", "quick")]
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Blocks sync steps and targets until the test ends; then every thread they held ends."""
+    event = threading.Event()
+    yield event
+    event.set()
+    deadline = time.monotonic() + 10
+    for thread in threading.enumerate():
+        if thread.name.startswith("evaldag-timed-"):
+            thread.join(max(0.0, deadline - time.monotonic()))
+            assert not thread.is_alive(), f"{thread.name} outlived its test"
+
+
+def _words(run):
+    return len(run.output.split())
+
+
+def _analyzing(scorer_id, preprocess, analyze):
+    """A scorer whose score is 1 once its analyze step returned."""
+    steps = create_scorer(scorer_id).preprocess(preprocess).analyze(analyze)
+    return steps.generate_score(lambda analyze_step_result: 1.0)
+
+
+def _until(condition) -> bool:
+    deadline = time.monotonic() + 5
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+def test_a_hanging_async_step_is_cancelled_and_recorded_as_the_items_error():
+    cancelled = []
+
+    async def analyze(run):
+        if run.output == "hang":
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(run.output)
+                raise
+        return "checked"
+
+    items = run_evals(
+        DATA, scorers=[_analyzing("slow", _words, analyze)], step_timeout=LIMIT, progress=False
+    ).items
+    assert items["slow.score"].tolist()[0::2] == [1.0, 1.0]
+    error = items["slow.error"][1]
+    assert "step 'analyze' of scorer 'slow' took longer than step_timeout=0.2 s" in error
+    assert "cancelled" in error
+    assert items["slow.failed_step"][1] == "analyze"
+    assert json.loads(items["slow.completed_steps"][1]) == ["preprocess"]
+    assert json.loads(items["slow.steps"][1])["preprocess_step_result"] == 1  # kept
+    assert _until(lambda: cancelled == ["hang"])
+
+
+def test_a_hanging_sync_step_is_reported_while_its_thread_runs_on(release):
+    def score(run):
+        if run.output == "hang":
+            release.wait()
+        return 0.5
+
+    scorer = create_scorer("sync", step_timeout=LIMIT).generate_score(score)
+    result = run_evals(DATA, scorers=[scorer], progress=False)
+    items = result.items
+    assert items["sync.score"].tolist()[0::2] == [0.5, 0.5]
+    error = items["sync.error"][1]
+    assert "step 'generate_score' of scorer 'sync' took longer than step_timeout=0.2 s" in error
+    assert "thread runs on" in error
+    assert items["sync.failed_step"][1] == "generate_score"
+    assert result.scores["sync"] == 0.5
+
+
+def test_rows_after_an_overrun_go_on_in_order(release):
+    seen = []
+
+    def score(run):
+        seen.append(run.output)
+        if run.output.startswith("hang"):
+            release.wait()
+        return 1.0
+
+    outputs = ["a", "hang 1", "b", "hang 2", "c"]
+    scorer = create_scorer("order", step_timeout=LIMIT).generate_score(score)
+    items = run_evals(
+        [{"input": "q", "output": o} for o in outputs], scorers=[scorer], progress=False
+    ).items
+    assert seen == outputs
+    assert items["order.error"].notna().tolist() == [False, True, False, True, False]
+
+
+def test_a_sync_step_after_an_async_one_is_limited_too(release):
+    async def preprocess(run):
+        await asyncio.sleep(0)
+        return run.output
+
+    def analyze(preprocess_step_result):
+        if preprocess_step_result == "hang":
+            release.wait()
+        return preprocess_step_result
+
+    items = run_evals(
+        DATA, scorers=[_analyzing("mixed", preprocess, analyze)], step_timeout=LIMIT, progress=False
+    ).items
+    assert items["mixed.error"].notna().tolist() == [False, True, False]
+    assert "step 'analyze' of scorer 'mixed'" in items["mixed.error"][1]
+
+
+def test_prepare_run_is_a_step_under_the_limit(release):
+    def prepare(run):
+        if run.output == "hang":
+            release.wait()
+        return run
+
+    scorer = create_scorer("prepared", prepare_run=prepare).generate_score(lambda run: 1.0)
+    items = run_evals(DATA, scorers=[scorer], step_timeout=LIMIT, progress=False).items
+    assert items["prepared.failed_step"].tolist()[1] == "prepare_run"
+    assert "step 'prepare_run' of scorer 'prepared'" in items["prepared.error"][1]
+    assert items["prepared.score"].tolist()[0::2] == [1.0, 1.0]
+
+
+def test_a_scorers_own_limit_comes_before_the_runs():
+    async def score(run):
+        await asyncio.sleep(0.4 if run.output == "hang" else 0)
+        return 1.0
+
+    patient = create_scorer("patient").generate_score(score).with_step_timeout(30)
+    hasty = create_scorer("hasty").generate_score(score)
+    items = run_evals(DATA, scorers=[patient, hasty], step_timeout=LIMIT, progress=False).items
+    assert items["patient.error"].isna().all()
+    assert items["hasty.error"].notna().tolist() == [False, True, False]
+
+
+def test_scoring_one_run_raises_the_time_limit_error():
+    async def score(run):
+        await asyncio.sleep(30)
+
+    scorer = create_scorer("one", step_timeout=LIMIT).generate_score(score)
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input="q", output="a")
+    assert raised.value.failed_step == "generate_score"
+    assert isinstance(raised.value.cause, TimeLimitError)
+    assert raised.value.cause.id == "EVALDAG_STEP_TIMEOUT"
+
+
+def test_a_hanging_target_is_the_items_target_error(release):
+    async def async_target(input):
+        await asyncio.sleep(30 if input == "hang" else 0)
+        return f"answer to {input}"
+
+    def sync_target(input):
+        if input == "hang":
+            release.wait()
+        return f"answer to {input}"
+
+    scorer = create_scorer("length").generate_score(lambda run: 1.0)
+    data = [{"input": text} for text in ("a", "hang", "b")]
+    for target, stopped in ((async_target, "was cancelled"), (sync_target, "thread runs on")):
+        items = run_evals(
+            data, scorers=[scorer], target=target, target_timeout=LIMIT, progress=False
+        ).items
+        assert items["output"].tolist()[0::2] == ["answer to a", "answer to b"]
+        error = items["target_error"][1]
+        assert error.startswith("TimeLimitError: the target took longer than target_timeout=0.2")
+        assert stopped in error
+        assert items["length.score"].tolist()[0::2] == [1.0, 1.0]
+
+
+def test_each_turn_of_a_conversation_has_the_target_limit():
+    async def target(input, history):
+        await asyncio.sleep(30 if input == "hang" else 0)
+        return "ok"
+
+    scorer = create_scorer("length").generate_score(lambda run: 1.0)
+    data = [{"inputs": ["hello", "hang"]}, {"inputs": ["hello", "again"]}]
+    items = run_evals(
+        data, scorers=[scorer], target=target, target_timeout=LIMIT, progress=False
+    ).items
+    error = items["target_error"][0]
+    assert "turn 2 of 2: the target took longer than target_timeout=0.2 s" in error
+    assert items["target_error"].isna().tolist() == [False, True]
+
+
+def test_the_limit_stops_create_prompt_not_the_judge_call(judge_server):
+    async def slow_prompt(run):
+        await asyncio.sleep(30 if run.output == "hang" else 0)
+        return f"Grade {run.output}"
+
+    judge_server.reply = Reply({"score": 1}, latency=2 * LIMIT)  # the judge's own timeout rules
+    judge = judge_server.judge(instructions="Grade it.", cache=False, max_retries=0)
+    scorer = create_scorer("judged", judge=judge).generate_score(
+        PromptStep("Grade the answer", slow_prompt)
+    )
+    items = run_evals(DATA, scorers=[scorer], step_timeout=LIMIT, progress=False).items
+    assert items["judged.score"].tolist()[0::2] == [1.0, 1.0]
+    assert "step 'generate_score' of scorer 'judged'" in items["judged.error"][1]
+    assert len(judge_server.requests) == 2  # the hanging item never called the judge
+
+
+def test_time_limits_are_not_part_of_a_scorers_fingerprint():
+    scorer = create_scorer("same").generate_score(lambda run: 1.0)
+    assert scorer_fingerprint(scorer.with_step_timeout(5)) == scorer_fingerprint(scorer)
+
+
+def test_the_cli_passes_its_limits_on(tmp_path, release):
+    eval_file = tmp_path / "limited.py"
+    eval_file.write_text(
+        "from evaldag import create_scorer\n"
+        "import asyncio\n"
+        "async def score(run):\n"
+        "    await asyncio.sleep(30 if run.output == 'hang' else 0)\n"
+        "    return 1.0\n"
+        "scorers = [create_scorer('limited').generate_score(score)]\n"
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in DATA))
+    out = tmp_path / "results.parquet"
+    main(["run", str(eval_file), "--data", str(data), "--out", str(out), "--step-timeout", "0.2"])
+    items = EvalResult.read_parquet(out).items
+    assert items["limited.error"].notna().tolist() == [False, True, False]
