@@ -327,3 +327,32 @@ def test_url_credentials_stay_out_of_errors_and_logs(server, everything_logged):
     for secret in (URL_PASSWORD, HEADER_TOKEN):
         _no_part("the error", _error_text(raised.value), secret)
         _no_part("the logs", everything_logged(), secret)
+
+
+@pytest.mark.parametrize(
+    ("model", "authorization"),
+    [
+        ("openai/mock-judge", {"api_key": JUDGE_KEY}),
+        ("hosted_vllm/mock-judge", {"extra_headers": {"authorization": f"Bearer {HEADER_TOKEN}"}}),
+    ],
+)
+def test_url_credentials_beside_an_authorization_header_are_named_on_http(model, authorization):
+    with JudgeServer(transport="http") as server:
+        host = server.url.split("://", 1)[1]
+        judge = Judge(
+            model,
+            api_base=f"http://evaldag-user:{URL_PASSWORD}@{host}",
+            cache=False,
+            max_retries=0,
+            transport="http",
+            **authorization,
+        )
+        with pytest.raises(EvalDagError) as raised:
+            faithfulness(judge, context=CONTEXT).run(input="q", output="a")
+        assert server.requests == []  # refused before sending, not retried
+    message = raised.value.message
+    assert f"api_base 'http://**********@{host}'" in message
+    assert "remove user:password@ from api_base" in message
+    assert "Cannot combine" not in message
+    for secret in (URL_PASSWORD, JUDGE_KEY, HEADER_TOKEN):
+        _no_part("the error", _error_text(raised.value), secret)

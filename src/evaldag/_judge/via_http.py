@@ -26,6 +26,7 @@ from yarl import URL
 from evaldag._engine.concurrency import engine_loop, in_engine_thread
 from evaldag._judge.errors import CallFault
 from evaldag._judge.records import token_usage, tool_calls
+from evaldag._judge.redaction import url_without_credentials
 
 if TYPE_CHECKING:
     from evaldag._judge.endpoints import Endpoint
@@ -62,6 +63,7 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     body.update((key, value) for key, value in request.items() if key not in _NOT_BODY)
     body.update(request.get("extra_body") or {})
     url = f"{endpoint.api_base.rstrip('/')}/chat/completions"
+    _require_one_authorization(endpoint, headers)
     proxy, proxy_auth = _proxy(url)
     session = _pooled_session(endpoint.api_base)
     own = session is None
@@ -95,6 +97,26 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     if status != 200:
         raise _status_fault(status, raw, retry_after)
     return _reply(raw)
+
+
+def _require_one_authorization(endpoint: Endpoint, headers: dict[str, str]) -> None:
+    """Refuse credentials given twice, which aiohttp refuses with a ValueError that names
+    neither the setting nor the fix: a user in ``api_base`` (sent as Basic auth) and an
+    Authorization header (the API key's, or one in ``extra_headers``)."""
+    if URL(endpoint.api_base).user is None:
+        return
+    if not any(name.lower() == "authorization" for name in headers):
+        return
+    raise CallFault(
+        "APIError",
+        None,
+        f"api_base {url_without_credentials(endpoint.api_base)!r} holds a user and password, "
+        "which the http transport sends as an Authorization header, and the request has one "
+        "already (from the judge's api_key or its extra_headers); give the credentials once: "
+        "remove user:password@ from api_base, or the api_key and any Authorization in "
+        "extra_headers",
+        "failed",
+    )
 
 
 def _reply(raw: bytes) -> dict[str, Any]:
