@@ -1,6 +1,8 @@
 """docs/api.md and the help blocks of docs/cli.md match the code (docs/gen_reference.py)."""
 
+import html
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,48 @@ def test_cli_reference_documents_every_command(generator):
     text = (DOCS / "cli.md").read_text()
     for command in ("run", "demo", "report"):
         assert f"<!-- help: evaldag {command} -->\n```text\nusage: evaldag {command}" in text
+
+
+# --- links and pictures -------------------------------------------------------------------------
+
+ROOT = DOCS.parent
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *sorted(DOCS.glob("*.md"))], ids=lambda p: p.name
+)
+def test_relative_links_and_pictures_resolve(page):
+    for target in _LINK.findall(page.read_text()):
+        if "://" in target or target.startswith(("#", "mailto:")):
+            continue
+        path = (page.parent / target.split("#")[0]).resolve()
+        assert path.exists(), f"{page.name} links to {target}, which does not exist"
+
+
+def _node_names(dot: str) -> set[str]:
+    """The node names of a DOT text graphviz.Digraph wrote: a node statement is a name and its
+    attributes (an edge statement has ``->`` after the name)."""
+    names = set()
+    for line in dot.splitlines():
+        found = re.match(r'\t+("(?:[^"\\]|\\.)*"|[^\s"\[]+) \[', line)
+        if found and found.group(1) not in ("graph", "node", "edge"):  # attribute statements
+            names.add(found.group(1).strip('"'))
+    return names
+
+
+@pytest.mark.parametrize("name", ["target-function", "target-agent", "target-workflow"])
+def test_target_pictures_are_drawn_from_the_current_dags(name):
+    spec = importlib.util.spec_from_file_location("gen_pictures", DOCS / "gen_pictures.py")
+    pictures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pictures)
+    drawn = _node_names(pictures.PICTURES[name]().source)
+    assert {"dataset", "target_runs", "outputs", "runs"} <= drawn
+    svg = (DOCS / "images" / f"{name}.svg").read_text()
+    stored = {
+        html.unescape(t)
+        for t in re.findall(r"<g id=\"node\d+\" class=\"node\">\n<title>(.*?)</title>", svg)
+    }
+    assert stored == drawn, f"docs/images/{name}.svg is stale: run python docs/gen_pictures.py"
+    if name == "target-workflow":  # the dataflow's own nodes, and the runs of its scored nodes
+        assert {"flow.retrieved_passages", "flow.answer", "steps.retrieved_passages.runs"} <= drawn
