@@ -229,6 +229,27 @@ def test_time_limits_are_not_part_of_a_scorers_fingerprint():
     assert scorer_fingerprint(scorer.with_step_timeout(5)) == scorer_fingerprint(scorer)
 
 
+#: Calls of the resumed scorer's step: a global, as a closure's values are in its fingerprint.
+RESUMED_CALLS: list[str] = []
+
+
+async def _resumed_score(run):
+    RESUMED_CALLS.append(run.output)
+    await asyncio.sleep(30 if run.output == "hang" else 0)
+    return 1.0
+
+
+def test_a_checkpoint_resumes_under_another_limit(tmp_path):
+    scorer = create_scorer("resumed").generate_score(_resumed_score)
+    checkpoint = tmp_path / "run.parquet"
+    first = run_evals(
+        DATA, scorers=[scorer], step_timeout=LIMIT, checkpoint=checkpoint, progress=False
+    )
+    again = run_evals(DATA, scorers=[scorer], step_timeout=30, checkpoint=checkpoint)
+    assert len(RESUMED_CALLS) == len(DATA)  # the finished run was read back, not scored again
+    assert again.items["resumed.error"].tolist() == first.items["resumed.error"].tolist()
+
+
 def test_the_cli_passes_its_limits_on(tmp_path, release):
     eval_file = tmp_path / "limited.py"
     eval_file.write_text(
