@@ -250,7 +250,7 @@ def test_a_checkpoint_resumes_under_another_limit(tmp_path):
     assert again.items["resumed.error"].tolist() == first.items["resumed.error"].tolist()
 
 
-def test_the_cli_passes_its_limits_on(tmp_path, release):
+def test_the_cli_passes_its_limits_on(tmp_path):
     eval_file = tmp_path / "limited.py"
     eval_file.write_text(
         "from evaldag import create_scorer\n"
