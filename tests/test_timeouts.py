@@ -81,6 +81,29 @@ def test_a_hanging_async_step_is_cancelled_and_recorded_as_the_items_error():
     assert _until(lambda: cancelled == ["hang"])
 
 
+def test_a_step_that_ignores_its_cancellation_does_not_hold_its_item(release):
+    gave_up = []
+
+    async def stubborn(run):
+        if run.output == "hang":
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:  # refuses to stop until the test has its results
+                for _ in range(1000):
+                    if release.is_set():
+                        break
+                    await asyncio.sleep(0.01)
+                gave_up.append(run.output)
+        return 1.0
+
+    scorer = create_scorer("stubborn").generate_score(stubborn)
+    items = run_evals(DATA, scorers=[scorer], step_timeout=LIMIT, progress=False).items
+    assert gave_up == []  # the run did not wait for the step to stop
+    assert items["stubborn.error"].notna().tolist() == [False, True, False]
+    release.set()
+    assert _until(lambda: gave_up == ["hang"])
+
+
 def test_a_hanging_sync_step_is_reported_while_its_thread_runs_on(release):
     def score(run):
         if run.output == "hang":
