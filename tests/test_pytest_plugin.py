@@ -140,6 +140,59 @@ def test_a_broken_eval_file_is_a_collection_error_naming_it(pytester):
     done.stdout.fnmatch_lines(["*eval_typo.py: *defines 'gate', which evaldag does not read*"])
 
 
+TICKET_FLOW = """
+def category(ticket: str) -> str:
+    \"\"\"What the ticket is about.\"\"\"
+    if "crash" in ticket:
+        raise RuntimeError("the classifier crashed")
+    return "billing" if "invoice" in ticket else "other"
+
+
+def reply(ticket: str, category: str) -> str:
+    \"\"\"The answer, filed under the category.\"\"\"
+    return f"[{category}] Thanks, we are looking into {ticket!r}."
+"""
+
+WORKFLOW_EVAL_FILE = """
+import evaldag
+import pytester_ticket_flow
+from evaldag import checks, scorers
+
+target = evaldag.workflow(pytester_ticket_flow, ["reply"])
+data = [{"input": "invoice missing"}, {"input": "app slow"}, {"input": "app crash"}]
+path = {"steps": [{"name": "category"}, {"name": "reply"}]}
+scorers = {
+    "workflow": [checks.includes("billing").with_threshold(0.9)],
+    "steps": {"category": [checks.equals("other").with_threshold(0.5)]},
+    "trajectory": [scorers.trajectory_accuracy(path).with_threshold(0.3)],
+}
+gates = [checks.excludes("internal")]
+"""
+
+
+def test_an_eval_file_may_target_a_hamilton_workflow(pytester):
+    # Keyed as run_evals keys a workflow config: workflow.<id>, steps.<node>.<id>, trajectory.<id>.
+    pytester.makepyfile(pytester_ticket_flow=TICKET_FLOW, eval_tickets=WORKFLOW_EVAL_FILE)
+    done = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    done.stdout.fnmatch_lines(
+        [
+            "eval_tickets.py::gate[[]check-excludes[]] FAILED*",
+            "eval_tickets.py::threshold[[]workflow.check-includes[]] FAILED*",
+            "eval_tickets.py::threshold[[]steps.category.check-equals[]] FAILED*",
+            "eval_tickets.py::threshold[[]trajectory.code-trajectory-accuracy-scorer[]] PASSED*",
+        ]
+    )
+    done.assert_outcomes(passed=1, failed=3)
+    result = EvalResult.read_parquet(pytester.path / ".evaldag" / "pytest" / "eval_tickets.parquet")
+    items = result.items
+    assert items["target_error"].tolist()[2] == (
+        "RuntimeError: node 'category' failed: the classifier crashed"
+    )
+    # the crashed ticket's path up to the failure is scored; its output and failed node are not
+    assert items["trajectory.code-trajectory-accuracy-scorer.error"].isna().all()
+    assert items["steps.category.check-equals.error"].notna().tolist() == [False, False, True]
+
+
 def test_the_plugin_is_inert_without_eval_files(pytester):
     pytester.makepyfile(
         eval_helpers="def data():\n    return []\n",  # an eval_*.py that is no eval file

@@ -77,19 +77,20 @@ class EvalFile(pytest.File):
 
     def collect(self) -> list[pytest.Item]:
         from evaldag._eval.eval_file import eval_definition
-        from evaldag._eval.scorer_configs import scorer_config
+        from evaldag._eval.eval_plan import eval_plan
         from evaldag.errors import EvalDagError
 
         try:
             self._definition = eval_definition(str(self.path))
-            config = scorer_config(
-                self._definition.scorers, self._definition.gates, workflow_target=False
+            # The plan run_evals makes: a workflow target's config keyed as run_evals keys it.
+            plan = eval_plan(
+                self._definition.scorers, self._definition.gates, self._definition.target
             )
         except EvalDagError as error:
             raise self.CollectError(f"{self.path.name}: {error.message}") from error
         names = [
-            *(("gate", g.id) for g in config.gates),
-            *(("threshold", sid) for sid in config.thresholds),
+            *(("gate", gate_id) for gate_id in plan.gate_ids),
+            *(("threshold", sid) for sid in plan.thresholds),
         ]
         if not names:
             return [EvalItem.from_parent(self, name="run", kind="run", requirement_id="")]
