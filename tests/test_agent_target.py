@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from judge_server import Reply
+from judge_server import MODEL, Reply
 
 import evaldag
 from evaldag import EvalDagError, checks, run_evals, scorers
@@ -240,3 +240,22 @@ def test_agent_arguments_are_checked():
         evaldag.agent("openai/gpt-4o-mini", tools=[lookup])
     with pytest.raises(EvalDagError, match="several tools named"):
         evaldag.agent("openai/gpt-4o-mini", tools=[get_weather, get_weather])
+
+
+@pytest.mark.parametrize("transport", ["http", "litellm"])
+def test_a_key_the_server_echoes_stays_out_of_the_agents_error(judge_server, transport):
+    key = "sk-agent-secret-0123456789"
+    echoed = json.dumps({"error": {"message": f"Incorrect API key provided: {key}"}})
+    judge_server.script(Reply(status=401, body=echoed))
+    model = evaldag.Judge(
+        f"openai/{MODEL}", api_base=judge_server.url, api_key=key, transport=transport
+    )
+    with pytest.raises(evaldag.UntrustworthyRunError) as raised:
+        run_evals(
+            [{"input": "Weather?"}],
+            target=evaldag.agent(model, tools=[get_weather]),
+            scorers=[checks.includes("x")],
+        )
+    error = raised.value.result.items["target_error"][0]
+    assert "refused the request (401" in error and "Incorrect API key" in error
+    assert key not in error and key[:12] not in error
