@@ -14,6 +14,7 @@ import pytest
 from evaldag import EvalResult, checks, create_scorer, run_evals
 from evaldag._cli.main import main
 from evaldag._cli.summary import summary_table
+from evaldag._results.eval_result import JudgeLimit, ScorerUsage
 
 BIN = Path(sys.executable).parent
 EVALDAG = shutil.which("evaldag", path=str(BIN))
@@ -276,6 +277,38 @@ def test_summary_table():
           no-lisbon      gate       0.67       3             0       0    = 1.00  FAILED
 
         verdict: FAILED (gate failed: no-lisbon; 1 of 1 thresholds missed (exact))""")
+
+
+def test_summary_table_says_how_a_judge_limit_adapted():
+    result = run_evals(ITEMS, scorers=[create_scorer("s").generate_score(lambda run: 1.0)])
+    limits = [
+        JudgeLimit(
+            endpoint="openai/x at http://127.0.0.1:9/v1",
+            max_concurrency=16,
+            lowest=4,
+            final=12,
+            changes=[(0.0, 16), (1.0, 8), (1.5, 4), (3.0, 5), (4.0, 6), (5.0, 8), (6, 10), (7, 12)],
+        ),
+        JudgeLimit(endpoint="openai/y", max_concurrency=8, lowest=8, final=8, changes=[(0.0, 8)]),
+        JudgeLimit(  # left cut by an earlier run in the process, grown back in this one
+            endpoint="openai/z",
+            max_concurrency=8,
+            lowest=6,
+            final=8,
+            changes=[(0, 6), (1, 7), (2, 8)],
+        ),
+    ]
+    total = ScorerUsage(calls=30, total_tokens=450, judge_limits=limits)
+    table = summary_table(result.model_copy(update={"usage": {"total": total}}), "capitals")
+    assert table.splitlines()[-4:] == [
+        "judge: 30 calls, 450 tokens, $0.0000",
+        (
+            "judge limit for openai/x at http://127.0.0.1:9/v1: 16 → lowest 4 after 429s, "
+            "ended 12 (7 changes)"
+        ),
+        "judge limit for openai/z: 6 (of 8), ended 8 (2 changes)",
+        "verdict: none (no gates or thresholds, so no verdict)",
+    ]
 
 
 SLOW_EVAL = """\

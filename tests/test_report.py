@@ -13,6 +13,7 @@ import pytest
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
 from evaldag._report.html import report_html, write_report
 from evaldag._report.summary import scorer_summaries
+from evaldag._results.eval_result import JudgeLimit, ScorerUsage
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BIN = Path(sys.executable).parent
@@ -192,6 +193,35 @@ def test_report_command_reads_a_results_file(result, tmp_path):
     assert "<h1>Capitals</h1>" in custom.read_text()
 
 
+def _with_adapted_limit(result: EvalResult) -> EvalResult:
+    """``result`` as if its judge's endpoint had answered 429s: its limit cut, then grown back."""
+    limit = JudgeLimit(
+        endpoint="openai/x at http://127.0.0.1:9/v1",
+        max_concurrency=16,
+        lowest=4,
+        final=12,
+        changes=[(0.0, 16), (1.5, 8), (2.1, 4), (3.0, 5), (4.0, 6), (5.2, 8), (6.0, 10), (7.1, 12)],
+    )
+    total = ScorerUsage(calls=40, total_tokens=600, judge_limits=[limit])
+    return result.model_copy(update={"usage": {"total": total}})
+
+
+ADAPTED = (
+    "judge limit for openai/x at http://127.0.0.1:9/v1: 16 → lowest 4 after 429s, ended 12 "
+    "(7 changes)"
+)
+
+
+def test_report_shows_a_judge_limit_that_adapted_also_read_back_from_parquet(result, tmp_path):
+    adapted = _with_adapted_limit(result)
+    assert f"<li>{ADAPTED}</li>" in report_html(adapted)
+    adapted.to_parquet(tmp_path / "results.parquet")
+    again = EvalResult.read_parquet(tmp_path / "results.parquet")
+    assert again.usage == adapted.usage
+    assert f"<li>{ADAPTED}</li>" in report_html(again)
+    assert 'id="judge-limits"' not in report_html(result)  # nothing changed: nothing said
+
+
 # --- in a real browser -------------------------------------------------------------------------
 
 #: Colours the stylesheet gives: the failed verdict's background and a histogram bar
@@ -267,3 +297,25 @@ def test_report_without_gates_or_thresholds(monkeypatch):
     bare = result.model_copy(update={"scorers": []})
     assert [s.id for s in scorer_summaries(bare)] == ["strict"]
     assert '<svg class="hist"' in report_html(bare)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium package is not installed")
+def test_the_report_command_shows_a_judge_limit_that_adapted_in_chromium(result, tmp_path):
+    results = tmp_path / "results.parquet"
+    _with_adapted_limit(result).to_parquet(results)
+    done = subprocess.run(
+        [*COMMAND, "report", str(results)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    profile = tmp_path / "profile"
+    shown = subprocess.run(
+        [
+            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            f"--user-data-dir={profile}", "--dump-dom", (tmp_path / "report.html").as_uri(),
+        ],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(profile)},
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    usage = shown.stdout[shown.stdout.index('<section id="usage">') :]
+    assert f"<li>{ADAPTED}</li>" in usage

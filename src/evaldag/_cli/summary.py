@@ -7,6 +7,7 @@ import pandas as pd
 
 from evaldag._report.failing import bounds, failing_items, ids_source, item_ids
 from evaldag._report.summary import (
+    judge_limit_texts,
     outcome_word,
     requirement_text,
     scorer_summaries,
@@ -53,6 +54,7 @@ def summary_table(result: EvalResult, title: str) -> str:
         lines.append(
             f"judge: {total.calls:,} calls, {total.total_tokens:,} tokens, ${total.cost_usd:.4f}"
         )
+        lines += judge_limit_texts(result)
     verdict = result.verdict.upper() if result.verdict else "none"
     lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ from evaldag._report.conversations import conversations_section
 from evaldag._report.items import items_section
 from evaldag._report.summary import (
     ScorerSummary,
+    judge_limit_texts,
     outcome_word,
     requirement_text,
     scorer_summaries,
@@ -46,7 +47,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _scores_section(summaries),
         items_section(result.items, summaries),
         conversations_section(result),
-        _usage_section(result.usage),
+        _usage_section(result.usage, judge_limit_texts(result)),
         _dag_section(result),
     ]
     template = Template(
@@ -200,7 +201,7 @@ def _scorer_card(summary: ScorerSummary) -> str:
     )
 
 
-def _usage_section(usage: dict[str, ScorerUsage]) -> str:
+def _usage_section(usage: dict[str, ScorerUsage], limits: list[str]) -> str:
     if not usage:
         body = '<p class="muted">No LLM judge was called in this run.</p>'
     else:
@@ -219,6 +220,14 @@ def _usage_section(usage: dict[str, ScorerUsage]) -> str:
             f"<tbody>{rows}</tbody></table></div>"
             '<p class="muted small">Costs come from litellm\'s price table; local and unpriced '
             "models cost $0. Replies served from the judge cache cost nothing.</p>"
+        )
+    if limits:
+        body += (
+            '<ul id="judge-limits">'
+            + "".join(f"<li>{escaped(text)}</li>" for text in limits)
+            + '</ul><p class="muted small">A judge\'s limit on calls in flight is halved when '
+            "its endpoint answers 429 (too many requests) and grows back by one per round of "
+            "calls that succeed, never above its max_concurrency.</p>"
         )
     return f'<section id="usage"><h2>Judge usage and cost</h2>{body}</section>'
 

@@ -138,3 +138,23 @@ def outcome_word(summary: ScorerSummary) -> str:
     if summary.role == "gate":
         return "passed" if summary.passed else "failed"
     return "met" if summary.passed else "missed"
+
+
+def judge_limit_texts(result: EvalResult) -> list[str]:
+    """A sentence per judge endpoint whose limit on calls in flight changed during the run
+    (429s cut it, successful calls grew it back): where it began, its lowest, where it ended."""
+    total = result.usage.get("total")
+    texts = []
+    for limit in total.judge_limits if total is not None else ():
+        changes = len(limit.changes) - 1
+        if changes < 1:
+            continue
+        began = limit.changes[0][1]
+        text = f"judge limit for {limit.endpoint}: {began}"
+        if began != limit.max_concurrency:
+            text += f" (of {limit.max_concurrency})"
+        if limit.lowest < began:
+            text += f" → lowest {limit.lowest} after 429s"
+        plural = "s" if changes > 1 else ""
+        texts.append(f"{text}, ended {limit.final} ({changes} change{plural})")
+    return texts
