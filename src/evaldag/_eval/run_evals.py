@@ -136,7 +136,8 @@ def run_evals(
         terminal for runs over a second; elsewhere, as in CI logs, a line every 5 % of the
         items or 30 s for runs over 5 s).
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
-        judges or a target are involved).
+        judges or a target are involved, the next batch then running beside the current one's
+        last rows).
     :param out: write the results to this file: ``.parquet`` (everything; a materializer node
         of the DAG), or ``.csv`` / ``.jsonl`` (the items, nested values as JSON text).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
