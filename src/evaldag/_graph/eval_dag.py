@@ -89,7 +89,7 @@ def item_runs(dataset: pd.DataFrame, outputs: pd.Series, read_columns: list[str]
 
 def runs(item_runs: pd.Series, outputs: pd.Series) -> pd.Series:
     """The runs of the items the target did not fail on: what the scorers score."""
-    kept = [not isinstance(output, TargetFailure) for output in outputs]
+    kept = [not isinstance(output, TargetFailure) for output in outputs.tolist()]
     return item_runs if all(kept) else item_runs[kept]
 
 
