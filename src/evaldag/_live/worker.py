@@ -1,5 +1,6 @@
 """The background worker of live scoring: a bounded queue of sampled calls, one thread that
 scores them in batches through the scorers' DAGs and saves the rows in one transaction a batch.
+``BatchScoring`` is that scoring, which the process worker (``process_worker``) runs too.
 
 A batch is one execution of each scorer's DAG (``scorer_outcomes``), so the judge calls and
 async steps of its runs go concurrently, at most ``concurrency`` at a time. A scorer that fails
@@ -94,18 +95,13 @@ class Worker:
         batch_size: int,
         concurrency: int,
     ) -> None:
-        self._scorers = tuple(scorers)
-        self._store = store
-        self._entity = entity
         self._queue_size = queue_size
         self._batch_size = batch_size
-        self._concurrency = concurrency
         self._calls: deque[Call] = deque()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._driver = scorers_driver(self._scorers)
-        self._records = {s.id: _scorer_record(s) for s in self._scorers}
+        self._scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
         self.tally = Tally()
 
     def offer(self, call: Call) -> bool:
@@ -167,6 +163,36 @@ class Worker:
             self._score(batch)
 
     def _score(self, batch: list[Call]) -> None:
+        counts = self._scoring.saved(batch)
+        with self._lock:
+            for name, count in counts.items():
+                setattr(self.tally, name, getattr(self.tally, name) + count)
+            self.tally.pending -= len(batch)
+            self._lock.notify_all()
+
+
+class BatchScoring:
+    """Scores batches of calls with the scorers and saves their rows: the work of either
+    worker, the thread or the process."""
+
+    def __init__(
+        self,
+        scorers: Sequence[Scorer],
+        store: ScoreStore,
+        *,
+        entity: dict[str, str],
+        concurrency: int,
+    ) -> None:
+        self._scorers = tuple(scorers)
+        self._store = store
+        self._entity = entity
+        self._concurrency = concurrency
+        self._driver = scorers_driver(self._scorers)
+        self._records = {s.id: _scorer_record(s) for s in self._scorers}
+
+    def saved(self, batch: Sequence[Call]) -> dict[str, int]:
+        """Score ``batch`` and save its rows in one transaction: the counts of what it gave
+        (``scored``, ``not_scorable``, ``errors``, ``write_errors``). Never raises."""
         rows: list[ScoreRow] = []
         counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
         try:
@@ -180,13 +206,9 @@ class Worker:
         except Exception:  # the app never sees a scoring or storage failure
             logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(batch))
             counts["write_errors"] += len(rows)
-        with self._lock:
-            for name, count in counts.items():
-                setattr(self.tally, name, getattr(self.tally, name) + count)
-            self.tally.pending -= len(batch)
-            self._lock.notify_all()
+        return counts
 
-    def _outcomes(self, batch: list[Call]) -> list[tuple[str, Call, Any]]:
+    def _outcomes(self, batch: Sequence[Call]) -> list[tuple[str, Call, Any]]:
         """Each scorer's outcome for each call: a result, or the exception it failed with."""
         runs, readable, outcomes = [], [], []
         for call in batch:

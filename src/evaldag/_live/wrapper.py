@@ -12,18 +12,20 @@ from __future__ import annotations
 import atexit
 import functools
 import inspect
+import itertools
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from random import getrandbits
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaldag._live.predicates import scoring_filter
-from evaldag._live.sampling import sampling_rate, unit_interval
+from evaldag._live.process_worker import ProcessWorker
+from evaldag._live.sampling import sampling_bound, sampling_rate, sha256
 from evaldag._live.worker import CALL_FIELDS, Call, Worker
 from evaldag._scorer.builder import Scorer
 from evaldag._store.rows import request_context_snapshot
@@ -78,6 +80,11 @@ class LiveScoring:
     :param queue_size: calls waiting at most; a sampled call beyond it is dropped and counted.
     :param batch_size: calls scored in one execution of the scorers' DAGs.
     :param concurrency: judge calls and async steps in flight at once.
+    :param worker: where the scorers run: ``"thread"``, a thread of the app's process, or
+        ``"process"``, a process of their own, so a scorer's computing does not hold the app's
+        interpreter lock; the scorers and the sampled calls must then pickle (the scorers by
+        value when cloudpickle is installed) and the store be a file or URL both processes
+        reach.
     """
 
     def __init__(
@@ -93,8 +100,14 @@ class LiveScoring:
         queue_size: int = 1000,
         batch_size: int = 64,
         concurrency: int = 4,
+        worker: Literal["thread", "process"] = "thread",
     ) -> None:
         self._scorers = _checked_scorers(scorers)
+        if worker not in ("thread", "process"):
+            raise EvalDagError(
+                "EVALDAG_LIVE_INVALID_OPTION",
+                f"worker must be 'thread' or 'process', got {worker!r}",
+            )
         for name, value in (
             ("queue_size", queue_size),
             ("batch_size", batch_size),
@@ -104,7 +117,7 @@ class LiveScoring:
                 raise EvalDagError(
                     "EVALDAG_LIVE_INVALID_OPTION", f"{name} must be an integer >= 1, got {value!r}"
                 )
-        self._rate = sampling_rate(sampling)
+        self._bound = sampling_bound(sampling_rate(sampling))
         self._filter = scoring_filter(filter)
         self._run_fields = run_fields
         self._output = output
@@ -113,9 +126,12 @@ class LiveScoring:
         self._store = ScoreStore(store) if self._owns_store else store
         self._options = {"queue_size": queue_size, "batch_size": batch_size}
         self._concurrency = concurrency
-        self._worker: Worker | None = None
+        self._worker_kind = ProcessWorker if worker == "process" else Worker
+        self._worker: Worker | ProcessWorker | None = None
         self._lock = threading.Lock()
-        self._counts = {"calls": 0, "sampled": 0, "dropped": 0, "skipped": 0}
+        # Every call is counted by the counter (one C call, atomic), not under the lock.
+        self._calls = itertools.count()
+        self._counts = {"sampled": 0, "dropped": 0, "skipped": 0}
         self._warned = False
         atexit.register(self._at_exit)
         os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
@@ -129,7 +145,7 @@ class LiveScoring:
             )
         name = self._entity_name or f"{function.__module__}.{function.__qualname__}"
         self._entity = {"id": name, "name": name}
-        self._worker = Worker(
+        self._worker = self._worker_kind(
             self._scorers,
             self._store,
             entity=self._entity,
@@ -180,6 +196,7 @@ class LiveScoring:
         """The counts so far."""
         with self._lock:
             counts = dict(self._counts)
+        counts["calls"] = _counted(self._calls)
         tally = self._worker.counts() if self._worker is not None else None
         worker = {
             name: 0 if tally is None else getattr(tally, name)
@@ -188,39 +205,38 @@ class LiveScoring:
         return LiveStats(**counts, **worker)
 
     def _offer(self, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        """Sample, filter and queue one call. Never raises into the app."""
-        outcome = None
+        """Count, sample, filter and queue one call. Never raises into the app.
+
+        A call not sampled only reads its ids and hashes one (most calls stop there): after
+        the app waited for I/O that code runs on cold caches, where each step costs µs.
+        Sampling comes before the filter (Mastra tests the filter first; both must pass, so the
+        same calls are scored).
+        """
+        next(self._calls)
         try:
-            call = self._sampled_call(args, kwargs, output)
-            if call is not None:
-                outcome = "sampled" if self._enqueue(call) else "dropped"
+            if self._run_fields is None:
+                fields = _default_fields(args, kwargs)
+            else:
+                fields = self._run_fields(*args, **kwargs)
+            trace_id, run_id = fields.get("trace_id"), fields.get("run_id")
+            if trace_id is None and run_id is None:
+                run_id = fresh_run_id()
+            bound = self._bound
+            if bound is not None and sha256((trace_id or run_id).encode()).digest() >= bound:
+                return
+            outcome = self._queued(fields, run_id, output)
         except Exception as error:
             outcome = "skipped"
             if not self._warned:
                 self._warned = True
                 logger.warning("live scoring skips calls: %s", error, exc_info=True)
-        with self._lock:
-            self._counts["calls"] += 1
-            if outcome is not None:
+        if outcome is not None:
+            with self._lock:
                 self._counts[outcome] += 1
 
-    def _sampled_call(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any
-    ) -> Call | None:
-        """The call to score, or None when the sampling or the filter leaves it out.
-
-        The sampling comes first: it is the cheap test, and most calls stop there. Mastra tests
-        the filter first; both must pass, so the same calls are scored.
-        """
-        if self._run_fields is None:
-            fields = _default_fields(args, kwargs)
-        else:
-            fields = self._run_fields(*args, **kwargs)
-        trace_id, run_id = fields.get("trace_id"), fields.get("run_id")
-        if trace_id is None and run_id is None:
-            run_id = fresh_run_id()
-        if self._rate is not None and unit_interval(trace_id or run_id) >= self._rate:
-            return None
+    def _queued(self, fields: Mapping[str, Any], run_id: str | None, output: Any) -> str | None:
+        """Queue a sampled call unless the filter leaves it out: ``"sampled"``, ``"dropped"``
+        (the queue was full) or None (filtered out)."""
         unknown = fields.keys() - CALL_FIELDS
         if unknown:
             raise EvalDagError(
@@ -241,7 +257,8 @@ class LiveScoring:
             }
         ):
             return None
-        return Call(fields, output if self._output is None else self._output(output), snapshot)
+        call = Call(fields, output if self._output is None else self._output(output), snapshot)
+        return "sampled" if self._enqueue(call) else "dropped"
 
     def _at_exit(self) -> None:
         if not self.close(EXIT_TIMEOUT):
@@ -258,6 +275,12 @@ def _forked(scoring: weakref.ref[LiveScoring]) -> None:
         live_scoring._lock = threading.Lock()
         if live_scoring._worker is not None:
             live_scoring._worker.restart()
+
+
+def _counted(counter: itertools.count) -> int:
+    """How many times ``counter`` was advanced (its repr, ``count(n)``, is the one way to read
+    it without advancing it)."""
+    return int(repr(counter)[len("count(") : -1])
 
 
 def fresh_run_id() -> str:

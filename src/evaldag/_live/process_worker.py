@@ -1,0 +1,309 @@
+"""The process worker of live scoring (``live(..., worker="process")``): sampled calls scored in a
+separate Python process, so a scorer's computing does not hold the app's interpreter lock.
+
+The scoring process is started with ``spawn`` (safe in an app that runs threads) and gets the
+scorers pickled: by value with ``cloudpickle`` when it is installed (lambdas and closures
+included), else by reference (the process imports the functions' modules). A sampled call is
+pickled on the app's thread (a call that cannot be is skipped there) and written to a pipe by
+that thread: no feeder thread to hand it to, since under CPU contention each hand-off between
+two threads waits for the scheduler (ms). The write never blocks: the app counts the bytes and
+calls in the pipe (what it wrote less what the process says it took), and drops a call that
+would exceed the pipe's capacity or ``queue_size``. The process takes up to ``batch_size`` calls
+at a time, scores them with the same code as the thread worker (``BatchScoring``) and saves the
+rows over its own connection to the store; its counts are shared memory only it writes.
+
+It ends when told to (``stop``), and by itself when the app's process is gone, so it outlives
+no app, however the app ended. Like any ``spawn`` child, it imports the app's main module under
+another name: an app script must keep its entry point under ``if __name__ == "__main__":``. A
+``live`` made while that module is imported there scores nothing (``in_scoring_process``).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.util  # noqa: F401 (its exit hook must run after live scoring's; see below)
+import os
+import pickle
+import struct
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from evaldag._live.worker import BatchScoring, Call, Tally
+from evaldag._scorer.builder import Scorer
+from evaldag._store.sql import ScoreStore
+from evaldag.errors import EvalDagError
+
+logger = logging.getLogger("evaldag.live")
+#: The scoring process's name, by which a process knows it is one.
+PROCESS_NAME = "evaldag-live-scoring"
+#: Seconds the scoring process sleeps when the pipe is empty, and between its checks that the
+#: app still runs. It sleeps rather than waits on the pipe, so a call written to the pipe wakes
+#: no process that would compete with the app for a core at that moment.
+_IDLE, _PARENT_CHECK = 0.01, 0.5
+#: The scoring process's niceness: background work, it gives the app the cores it wants.
+_NICENESS = 10
+#: Seconds ``stop`` gives the process to end after its last batch, before terminating it.
+_STOP_GRACE = 5.0
+#: The pipe's capacity asked for (Linux's default maximum for a user); 16 KiB where it cannot
+#: be set or read (the least a pipe holds on the systems Python runs on).
+_PIPE_BYTES, _LEAST_PIPE_BYTES = 1 << 20, 1 << 14
+#: The shared counts, which only the process writes: what its batches gave, the calls it
+#: finished (``done``), and the calls and bytes it took from the pipe.
+_COUNTS = ("scored", "not_scorable", "errors", "write_errors", "done", "taken", "taken_bytes")
+_DONE, _TAKEN, _TAKEN_BYTES = 4, 5, 6
+#: A message's frame in the pipe, as ``Connection.send_bytes`` makes it: a 4-byte length, then
+#: the bytes.
+_FRAME = struct.Struct("!i")
+_HEADER = _FRAME.size
+_STOP = b""
+
+
+def in_scoring_process() -> bool:
+    """Whether this is a scoring process (which imports the app's modules, but scores nothing
+    of its own)."""
+    return multiprocessing.current_process().name == PROCESS_NAME
+
+
+class ProcessWorker:
+    """Scores queued calls in a separate process; the same methods as the thread ``Worker``.
+
+    Importing this module imports ``multiprocessing.util``, whose exit hook ends daemon
+    processes: imported before any ``live`` registers its own exit hook, it runs after it (exit
+    hooks run last registered first), so the queue is flushed before the process is ended.
+    """
+
+    def __init__(
+        self,
+        scorers: Sequence[Scorer],
+        store: ScoreStore,
+        *,
+        entity: dict[str, str],
+        queue_size: int,
+        batch_size: int,
+        concurrency: int,
+    ) -> None:
+        self._arguments = (
+            _pickled_scorers(scorers),
+            store.url.render_as_string(hide_password=False),
+            entity,
+            batch_size,
+            concurrency,
+        )
+        self._queue_size = queue_size
+        self._context = multiprocessing.get_context("spawn")
+        self._stopped = in_scoring_process()
+        self.restart()
+        if not self._stopped:
+            self._start()  # now, not on the app's first sampled call (a spawn takes ms)
+
+    def offer(self, call: Call) -> bool:
+        """Write ``call`` (pickled here; an error if it cannot be) to the process unless the
+        pipe has no room for it or the worker stopped; never blocks."""
+        # A plain tuple: pickling the named tuple's class reference costs more than its fields.
+        message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
+        if self._process is None and not self._stopped:
+            self._start()
+        counts = self._counts
+        with self._lock:
+            if self._process is None:  # stopped
+                return False
+            # The process's counts only grow: read while it takes more, they leave less room
+            # than there is, never more.
+            in_pipe = self._written_bytes - counts[_TAKEN_BYTES] + _HEADER + len(message)
+            if self._offered - counts[_TAKEN] >= self._queue_size or in_pipe > self._capacity:
+                return False
+            try:  # one write, which the room left makes whole: send_bytes's frame, fewer steps
+                _write(self._fd, _FRAME.pack(len(message)) + message)
+            except OSError:  # the process is gone
+                return False
+            self._offered += 1
+            self._written_bytes += _HEADER + len(message)
+        return True
+
+    def counts(self) -> Tally:
+        """The counts so far."""
+        with self._lock:
+            offered = self._offered
+            counts = dict(zip(_COUNTS, self._counts, strict=True)) if self._counts else {}
+        done = counts.get("done", 0)
+        return Tally(
+            scored=counts.get("scored", 0),
+            not_scorable=counts.get("not_scorable", 0),
+            errors=counts.get("errors", 0),
+            write_errors=counts.get("write_errors", 0),
+            pending=offered - done,
+        )
+
+    def flush(self, timeout: float | None) -> bool:
+        """Wait until every queued call is scored and stored; False if ``timeout`` ran out or
+        the process ended first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.001
+        while self.counts().pending > 0:
+            process = self._process
+            if process is None or not process.is_alive():
+                return False
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return True
+
+    def stop(self, timeout: float | None) -> bool:
+        """Flush, then end the process (terminated if it does not end in time); later calls
+        are not taken."""
+        flushed = self.flush(timeout)
+        with self._lock:
+            self._stopped = True
+            process, self._process = self._process, None
+            if process is not None and flushed:
+                try:
+                    self._writer.send_bytes(_STOP)  # the pipe is empty: this cannot block
+                except OSError:
+                    pass
+        if process is None:
+            return flushed
+        process.join(_STOP_GRACE if flushed else 0)
+        if process.is_alive():
+            process.terminate()
+            process.join(1)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        self._writer.close()
+        return flushed
+
+    def restart(self) -> None:
+        """No process, pipe or counts until the next call: at the start, and in a forked
+        child, which must not write to its parent's process."""
+        self._lock = threading.Lock()
+        self._process: Any = None
+        self._writer: Any = None
+        self._fd = -1
+        self._counts: Any = None
+        self._capacity = 0
+        self._offered = self._written_bytes = 0
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._process is not None or self._stopped:
+                return
+            reader, self._writer = self._context.Pipe(duplex=False)
+            self._fd = self._writer.fileno()
+            self._capacity = _capacity(self._fd)
+            self._counts = self._context.RawArray("q", len(_COUNTS))
+            self._offered = self._written_bytes = 0
+            process = self._context.Process(
+                target=_serve,
+                args=(*self._arguments, reader, self._counts),
+                name=PROCESS_NAME,
+                daemon=True,
+            )
+            process.start()
+            reader.close()  # the process's end: a write to a process that is gone then fails
+            self._process = process
+
+
+def _write(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _capacity(fd: int) -> int:
+    """The bytes pipe ``fd`` holds, made as large as the system lets a user make it."""
+    try:
+        import fcntl
+
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        except OSError:  # above the system's maximum: keep the default
+            pass
+        return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except (ImportError, AttributeError, OSError):  # not Linux
+        return _LEAST_PIPE_BYTES
+
+
+def _pickled_scorers(scorers: Sequence[Scorer]) -> bytes:
+    """The scorers as the scoring process gets them: by value with cloudpickle, if installed."""
+    try:
+        import cloudpickle
+    except ImportError:
+        dumps = pickle.dumps
+    else:
+        dumps = cloudpickle.dumps
+    try:
+        return dumps(tuple(scorers))
+    except Exception as error:
+        raise EvalDagError(
+            "EVALDAG_LIVE_SCORERS_NOT_PICKLABLE",
+            "worker='process' sends the scorers to another process, and they cannot be "
+            f"pickled ({error}); define their step functions at a module's top level, or "
+            "install cloudpickle to send lambdas and closures too",
+            details={"scorers": [s.id for s in scorers]},
+        ) from error
+
+
+def _serve(
+    scorers_pickle: bytes,
+    store_url: str,
+    entity: dict[str, str],
+    batch_size: int,
+    concurrency: int,
+    reader: Any,
+    counts: Any,
+) -> None:
+    """The scoring process: score the calls from the pipe in batches until told to stop, or
+    the app's process is gone."""
+    try:
+        os.nice(_NICENESS)
+    except (AttributeError, OSError):  # not on this system, or not allowed
+        pass
+    scorers = pickle.loads(scorers_pickle)
+    store = ScoreStore(store_url)
+    scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
+    parent = multiprocessing.parent_process()
+    checked = time.monotonic()
+    try:
+        while True:
+            if not reader.poll(0):
+                if time.monotonic() - checked >= _PARENT_CHECK:
+                    if parent is not None and not parent.is_alive():
+                        return
+                    checked = time.monotonic()
+                time.sleep(_IDLE)
+                continue
+            messages: list[bytes] = []
+            while len(messages) < batch_size and (not messages or reader.poll(0)):
+                message = reader.recv_bytes()
+                if message == _STOP:
+                    _score(scoring, messages, counts, len(scorers))
+                    return
+                messages.append(message)
+                counts[_TAKEN] += 1
+                counts[_TAKEN_BYTES] += _HEADER + len(message)
+            _score(scoring, messages, counts, len(scorers))
+    except EOFError:  # the app's end of the pipe closed: the app is gone
+        return
+    finally:
+        store.close()
+
+
+def _score(scoring: BatchScoring, messages: list[bytes], counts: Any, scorers: int) -> None:
+    """Score one batch and add what it gave to the shared counts."""
+    batch, unreadable = [], 0
+    for message in messages:
+        try:
+            batch.append(Call(*pickle.loads(message)))
+        except Exception:  # a call of a class this process cannot import
+            logger.exception("live scoring: a call could not be read by the scoring process")
+            unreadable += 1
+    given = scoring.saved(batch) if batch else {}
+    given["errors"] = given.get("errors", 0) + unreadable * scorers
+    for index, name in enumerate(_COUNTS[:_DONE]):
+        counts[index] += given.get(name, 0)
+    counts[_DONE] += len(messages)

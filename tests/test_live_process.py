@@ -1,0 +1,156 @@
+"""Live scoring with ``worker="process"``: the scorers run in a process of their own, with a real
+SQLite store; error rows, drops and skips never reach the app; flush and close end the process,
+and it ends by itself with an app that exits or is killed, leaving no orphan."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from evaldag import EvalDagError, create_scorer, live, not_scorable, read_scores
+
+pytestmark = pytest.mark.slow  # each test starts a Python process that imports evaldag
+
+
+def scoring_pid(run):
+    """The process that scores: the score 1, and its pid as the reason."""
+    if run.output == "empty":
+        return not_scorable("nothing to score")
+    if run.output == "boom":
+        raise ValueError("the scorer broke")
+    return 1.0
+
+
+def _pid_reason(score):
+    return str(os.getpid())
+
+
+def waits_for_release(run):
+    """Scores 1 once the file named by the input's folder has a ``release`` file."""
+    folder = Path(run.input["folder"])
+    (folder / f"started-{run.input['n']}").touch()
+    deadline = time.monotonic() + 60
+    while not (folder / "release").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return 1.0
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie no one reaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _ended(pid: int, seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _running(pid)
+
+
+def test_a_process_worker_scores_in_its_own_process_with_error_rows(tmp_path):
+    store = tmp_path / "scores.db"
+    scorer = create_scorer("picky").generate_score(scoring_pid).generate_reason(_pid_reason)
+    scoring = live(scorer, store=store, worker="process")
+    answer = scoring(lambda text: text if text != "unpicklable" else (lambda: text))
+    for text in ("fine", "empty", "boom", "unpicklable"):
+        assert answer(text) is not None
+    process = scoring._worker._process
+    assert scoring.flush(timeout=120)
+    stats = scoring.stats()
+    rows = read_scores(store).set_index("output")
+    assert scoring.close(timeout=60)
+    assert not process.is_alive()
+    assert (stats.calls, stats.sampled, stats.skipped, stats.pending) == (4, 3, 1, 0)
+    assert (stats.scored, stats.errors, stats.not_scorable) == (1, 1, 1)
+    assert sorted(rows.index) == ["boom", "fine"]
+    assert rows.loc["fine", "reason"] == str(process.pid) != str(os.getpid())
+    assert "the scorer broke" in rows.loc["boom", "error"]
+    assert rows.loc["boom", "failed_step"] == "generate_score"
+    assert math.isnan(rows.loc["boom", "score"])
+    assert set(rows.source) == {"LIVE"}
+    assert answer("after") == "after" and scoring.stats().dropped == 1
+
+
+def test_a_full_queue_drops_and_counts_without_waiting_for_the_process(tmp_path):
+    slow = create_scorer("slow").generate_score(waits_for_release)
+    scoring = live(slow, store=tmp_path / "scores.db", queue_size=2, batch_size=1,
+                   worker="process")  # fmt: skip
+    answer = scoring(lambda n: n)
+    answer({"folder": str(tmp_path), "n": 0})
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "started-0").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the process scores call 0; it then waits in its scorer
+    for n in range(1, 11):
+        assert answer({"folder": str(tmp_path), "n": n})["n"] == n
+    assert scoring.stats().pending == 3
+    (tmp_path / "release").touch()
+    assert scoring.flush(timeout=60)
+    stats = scoring.stats()
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert (stats.calls, stats.sampled, stats.dropped, stats.scored) == (11, 3, 8, 3)
+    assert sorted(row["n"] for row in rows.input) == [0, 1, 2]
+
+
+def test_scorers_that_cannot_be_sent_are_refused_when_wrapping(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # pickle alone: no lambdas
+    scoring = live(create_scorer("l").generate_score(lambda run: 1.0), store=tmp_path / "s.db",
+                   worker="process")  # fmt: skip
+    with pytest.raises(EvalDagError) as raised:
+        scoring(lambda text: text)
+    assert raised.value.id == "EVALDAG_LIVE_SCORERS_NOT_PICKLABLE"
+    with pytest.raises(EvalDagError, match="worker must be 'thread' or 'process'"):
+        live(create_scorer("l").generate_score(scoring_pid), store=tmp_path / "s.db",
+             worker="fiber")  # fmt: skip
+
+
+APP = """
+import os, signal, sys
+import evaldag
+from evaldag import create_scorer
+
+def length(run):
+    return len(run.output) / 10
+
+scoring = evaldag.live(create_scorer("length").generate_score(length), store=sys.argv[1],
+                       worker="process")
+
+@scoring
+def answer(question):
+    return question.upper()
+
+if __name__ == "__main__":
+    for n in range(20):
+        answer(f"q{n}")
+    print(scoring._worker._process.pid, flush=True)
+    if sys.argv[2] == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("end", ["exit", "killed"])
+def test_the_scoring_process_ends_with_the_app(tmp_path, end):
+    """An app that exits without close() has its calls scored first (at exit); one killed
+    leaves a process that notices and ends: no orphan either way."""
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(APP))
+    store = tmp_path / "scores.db"
+    done = subprocess.run(
+        [sys.executable, str(script), str(store), end], capture_output=True, text=True, timeout=300
+    )
+    expected = -signal.SIGKILL if end == "killed" else 0
+    assert done.returncode == expected, done.stderr
+    pid = int(done.stdout.split()[0])
+    assert _ended(pid), f"the scoring process {pid} outlived the app"
+    if end == "exit":
+        assert sorted(read_scores(store).input) == sorted(f"q{n}" for n in range(20))
