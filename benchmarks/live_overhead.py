@@ -190,24 +190,21 @@ def results_section(figures: dict) -> str:
             f"{bare['p99_us']} → {live['p99_us']} | {stats['sampled']:,} / "
             f"{stats['dropped']:,} / {run['rows_stored']:,} |"
         )
-    summary = []
+    summary, verdicts = [], []
     for worker in ("thread", "process"):
         mine = [r for r in waiting if r["worker"] == worker]
-        if mine:
-            summary.append(
-                f"{worker} worker: not sampled p99 {_median_of(mine, ('not_sampled', 'p99_us'))}"
-                f" µs, queued p99 {_median_of(mine, ('queued', 'p99_us'))} µs, the app's own "
-                f"p99 {_median_of(mine, ('app_time_bare', 'p99_us'))} µs bare → "
-                f"{_median_of(mine, ('app_time_live', 'p99_us'))} µs live"
-            )
-    verdicts = []
-    for worker in ("thread", "process"):
-        mine = [r for r in waiting if r["worker"] == worker]
-        for name in TARGETS_US:
-            p99 = _median_of(mine, (name, "p99_us")) if mine else None
-            if p99 is not None:
-                met = "meets" if p99 < TARGETS_US[name] else "misses"
-                verdicts.append(f"{worker} {name.replace('_', ' ')} {met} it ({p99} µs)")
+        if not mine:
+            continue
+        summary.append(
+            f"{worker} worker: not sampled p99 {_median_of(mine, ('not_sampled', 'p99_us'))}"
+            f" µs, queued p99 {_median_of(mine, ('queued', 'p99_us'))} µs, the app's own "
+            f"p99 {_median_of(mine, ('app_time_bare', 'p99_us'))} µs bare → "
+            f"{_median_of(mine, ('app_time_live', 'p99_us'))} µs live"
+        )
+        for name, target in TARGETS_US.items():
+            p99 = _median_of(mine, (name, "p99_us"))
+            met = "meets" if p99 < target else "misses"
+            verdicts.append(f"{worker} {name.replace('_', ' ')} {met} it ({p99} µs)")
     lines += [
         "",
         (
