@@ -50,6 +50,16 @@ def test_the_next_batch_runs_beside_the_tail_of_the_current_one(judge_server):
     assert result.items["judged.score"].tolist() == [0.0] + [1.0] * 11
 
 
+def test_a_judge_endpoint_stays_within_its_limit_across_batches(judge_server):
+    judge_server.on("Score a0 ", Reply({"score": 1}, latency=0.5))
+    judge_server.on("Score", Reply({"score": 1}, latency=0.02))
+    scorer = _judged(judge_server.judge(instructions=INSTRUCTIONS, max_concurrency=2))
+    data = _data(12).assign(output=["a0 ", *[f"a{i}" for i in range(1, 12)]])
+    result = run_evals(data, scorers=[scorer], concurrency=8, batch_size=4, progress=False)
+    assert result.scores == {"judged": 1.0}
+    assert judge_server.max_in_flight == 2  # the endpoint's limit is the process's, shared
+
+
 def test_a_target_stays_within_concurrency_across_batches(judge_server):
     judge_server.on("Score", Reply({"score": 1}, latency=0.01))
     running, most = [0], [0]
