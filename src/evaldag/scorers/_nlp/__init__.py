@@ -83,6 +83,7 @@ def extracted_strings(text: str) -> list[str]:
 def forget_sentences() -> None:
     """Empty the memory of sentences read (for measuring speed on unseen text)."""
     _sentence.cache_clear()
+    _posttag.forget()
 
 
 def completeness_elements(text: str) -> list[str]:

@@ -302,15 +302,44 @@ def _haves(terms: Clause) -> set[str]:
     return items
 
 
+#: A clause's matches by the state of its terms (what matching reads of them): a sentence is
+#: tagged again after each verb rewrite, and most of its clauses are then as they were.
+_SWEPT: dict[tuple, list[tuple[Rule, int, int]]] = {}
+_SWEPT_MAX = 50_000
+
+
+def _state(terms: Clause) -> tuple:
+    return tuple(
+        (t.text, t.pre, t.post, t.normal, t.machine, t.implicit,
+         tuple(t.alias) if t.alias else None, tuple(t.tags), t.switch, t.chunk)
+        for t in terms
+    )  # fmt: skip
+
+
+def forget() -> None:
+    """Empty the memory of clauses matched."""
+    _SWEPT.clear()
+
+
+def _matches(net: Net, terms: Clause) -> list[tuple[Rule, int, int]]:
+    key = (id(net), _state(terms))
+    found = _SWEPT.get(key)
+    if found is None:
+        at = Index(terms)
+        found = [
+            (rule, start, end)
+            for rule in net.candidates(_haves(terms), len(terms))
+            for start, end in find(terms, rule.pattern, rule.group, False, rule.not_if, at)
+        ]
+        if len(_SWEPT) >= _SWEPT_MAX:
+            _SWEPT.clear()
+        _SWEPT[key] = found
+    return found
+
+
 def sweep(net: Net, doc: list[Clause]) -> list[tuple[Rule, Clause]]:
     """Every match of every rule that may apply, in compromise's order (``bulkMatch``)."""
-    found: list[tuple[Rule, Clause]] = []
-    for terms in doc:
-        at = Index(terms)
-        for rule in net.candidates(_haves(terms), len(terms)):
-            for start, end in find(terms, rule.pattern, rule.group, False, rule.not_if, at):
-                found.append((rule, terms[start:end]))
-    return found
+    return [(rule, terms[start:end]) for terms in doc for rule, start, end in _matches(net, terms)]
 
 
 def apply(found: list[tuple[Rule, Clause]], model: Model) -> None:
