@@ -106,14 +106,11 @@ class ProcessWorker:
         message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
         if self._process is None and not self._stopped:
             self._start()
-        counts = self._counts
+        size = _HEADER + len(message)
         with self._lock:
             if self._process is None:  # stopped
                 return False
-            # The process's counts only grow: read while it takes more, they leave less room
-            # than there is, never more.
-            in_pipe = self._written_bytes - counts[_TAKEN_BYTES] + _HEADER + len(message)
-            if self._offered - counts[_TAKEN] >= self._queue_size or in_pipe > self._capacity:
+            if not self._room(size):
                 return False
             try:  # one write, which the room left makes whole: send_bytes's frame, fewer steps
                 _write(self._fd, _FRAME.pack(len(message)) + message)
@@ -122,6 +119,18 @@ class ProcessWorker:
             self._offered += 1
             self._written_bytes += _HEADER + len(message)
         return True
+
+    def _room(self, size: int) -> bool:
+        """Whether the pipe takes ``size`` more bytes and the queue one more call. What the
+        process took is read from shared memory only when the last reading leaves no room:
+        its counts only grow, so an old reading leaves less room than there is, never more."""
+        for fresh in (False, True):
+            if fresh:
+                self._taken = self._counts[_TAKEN], self._counts[_TAKEN_BYTES]
+            calls, written = self._offered - self._taken[0], self._written_bytes - self._taken[1]
+            if calls < self._queue_size and written + size <= self._capacity:
+                return True
+        return False
 
     def counts(self) -> Tally:
         """The counts so far."""
@@ -186,6 +195,7 @@ class ProcessWorker:
         self._counts: Any = None
         self._capacity = 0
         self._offered = self._written_bytes = 0
+        self._taken = (0, 0)
 
     def _start(self) -> None:
         with self._lock:
@@ -196,6 +206,7 @@ class ProcessWorker:
             self._capacity = _capacity(self._fd)
             self._counts = self._context.RawArray("q", len(_COUNTS))
             self._offered = self._written_bytes = 0
+            self._taken = (0, 0)
             process = self._context.Process(
                 target=_serve,
                 args=(*self._arguments, reader, self._counts),

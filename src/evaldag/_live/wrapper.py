@@ -18,7 +18,6 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from random import getrandbits
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaldag._live.predicates import scoring_filter
 from evaldag._live.process_worker import ProcessWorker
 from evaldag._live.sampling import sampling_bound, sampling_rate, sha256
-from evaldag._live.worker import CALL_FIELDS, Call, Worker
+from evaldag._live.worker import CALL_FIELDS, Call, Worker, fresh_run_id
 from evaldag._scorer.builder import Scorer
 from evaldag._store.rows import request_context_snapshot
 from evaldag._store.sql import ScoreStore
@@ -243,7 +242,8 @@ class LiveScoring:
                 "EVALDAG_LIVE_INVALID_RUN_FIELDS",
                 f"run_fields returned {sorted(unknown)}; it may return {sorted(CALL_FIELDS)}",
             )
-        fields = {**fields, "run_id": run_id or fresh_run_id()}
+        # A call without a run id gets one from the worker, off the app's path.
+        fields = {**fields, "run_id": run_id or None}
         snapshot = request_context_snapshot(fields.get("request_context"))
         if self._filter is not None and not self._filter(
             {
@@ -281,14 +281,6 @@ def _counted(counter: itertools.count) -> int:
     """How many times ``counter`` was advanced (its repr, ``count(n)``, is the one way to read
     it without advancing it)."""
     return int(repr(counter)[len("count(") : -1])
-
-
-def fresh_run_id() -> str:
-    """A random version-4 UUID string, without a system call (``uuid.uuid4`` reads the OS's
-    random source, several microseconds on some VMs)."""
-    bits = getrandbits(128) & ~(0xF000 << 64) & ~(0xC000 << 48) | (0x4000 << 64) | (0x8000 << 48)
-    h = f"{bits:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _default_fields(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
