@@ -117,7 +117,7 @@ class ProcessWorker:
             except OSError:  # the process is gone
                 return False
             self._offered += 1
-            self._written_bytes += _HEADER + len(message)
+            self._written_bytes += size
         return True
 
     def _room(self, size: int) -> bool:
@@ -136,7 +136,8 @@ class ProcessWorker:
         """The counts so far."""
         with self._lock:
             offered = self._offered
-            counts = dict(zip(_COUNTS, self._counts, strict=True)) if self._counts else {}
+            shared = self._counts
+            counts = {} if shared is None else dict(zip(_COUNTS, shared, strict=True))
         done = counts.get("done", 0)
         return Tally(
             scored=counts.get("scored", 0),
