@@ -114,6 +114,36 @@ def test_scorers_that_cannot_be_sent_are_refused_when_wrapping(tmp_path, monkeyp
              worker="fiber")  # fmt: skip
 
 
+def length(run):
+    return len(run.output) / 10
+
+
+def test_a_forked_child_scores_in_a_scoring_process_of_its_own(tmp_path):
+    scoring = live(create_scorer("length").generate_score(length), store=tmp_path / "s.db",
+                   worker="process")  # fmt: skip
+    answer = scoring(lambda text: text)
+    answer("parent")
+    assert scoring.flush(timeout=120)
+    parents = scoring._worker._process.pid
+    pid = os.fork()  # as a server that imports the app, then forks its workers
+    if pid == 0:
+        code = 1
+        try:
+            answer("child")
+            child_process = scoring._worker._process.pid
+            flushed = scoring.close(timeout=120)
+            code = 0 if flushed and child_process != parents else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    answer("parent again")
+    assert scoring.flush(timeout=60)
+    rows = read_scores(tmp_path / "s.db")
+    scoring.close()
+    assert sorted(rows.input) == ["child", "parent", "parent again"]
+
+
 APP = """
 import os, signal, sys
 import evaldag
