@@ -90,6 +90,7 @@ def lexicon(doc: list[Clause], model: Model) -> None:
 # --- clauses (2-two/preTagger/methods/quickSplit.js) -------------------------------------------
 
 _MAYBE_DATE = frozenset(["may", "april", "august", "jan"])
+_CLAUSE_PUNCT = re.compile("[,:;]")
 
 
 def _splits_before(terms: Clause, i: int) -> bool:
@@ -116,7 +117,7 @@ def clauses(doc: list[Clause]) -> list[Clause]:
     for terms in doc:
         start = 0
         for i, term in enumerate(terms):
-            if re.search("[,:;]", term.post) and _splits_before(terms, i + 1):
+            if _CLAUSE_PUNCT.search(term.post) and _splits_before(terms, i + 1):
                 pieces.append(terms[start : i + 1])
                 start = i + 1
         if start < len(terms):

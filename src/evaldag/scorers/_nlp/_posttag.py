@@ -249,22 +249,49 @@ class Net:
         for rank, key in enumerate(order):
             for place, rule in enumerate(hooks[key]):
                 ranks.setdefault(id(rule), []).append((rank, place, key))
-        self.ranks = {rule: sorted(found) for rule, found in ranks.items()}
+        # A rule's place is that of its first key (in that order) the clause holds: of the keys
+        # up to its first need (which the clause must hold), so with no want before its first
+        # need, the place of that need.
+        self.leads: dict[Rule, list[tuple[int, int, str]]] = {}
+        self.places: dict[Rule, tuple[int, int]] = {}
+        for rule in rules:
+            found = sorted(ranks.get(id(rule), ()))
+            first = next((n for n, rank in enumerate(found) if rank[2] in rule.need_set), None)
+            if first == 0:
+                self.places[rule] = found[0][:2]
+            else:
+                self.leads[rule] = found if first is None else found[: first + 1]
         # Each rule under the least common key a clause must hold for it to apply.
         self.by_key: dict[str, list[Rule]] = {}
         for rule in rules:
             needs = sorted(rule.needs, key=lambda key: -_COMMON_KEYS.get(key, 0))[-1:]
             for key in needs or rule.wants:
                 self.by_key.setdefault(key, []).append(rule)
+        self.keys = frozenset(self.by_key)
         self.always = [rule for rule in rules if not rule.needs and not rule.wants]
+        #: What the choice of rules reads of a clause: these keys, and its size up to this.
+        self.read = frozenset(
+            key for rule in rules for key in [*rule.needs, *rule.wants, *(rule.if_no or ())]
+        )
+        self.longest = max((rule.min_words for rule in rules), default=0)
+        self.chosen: dict[tuple[frozenset[str], int], list[Rule]] = {}
 
     def candidates(self, haves: set[str], size: int) -> list[Rule]:
         """The rules to try on a clause, in compromise's order (``getHooks``, ``trimDown``)."""
-        found: dict[int, Rule] = {}
-        by_key = self.by_key
-        for key in haves:
-            for rule in by_key.get(key, ()):
-                if id(rule) in found or not rule.need_set <= haves or size < rule.min_words:
+        key = (self.read.intersection(haves), min(size, self.longest))
+        found = self.chosen.get(key)
+        if found is None:
+            if len(self.chosen) >= 20_000:
+                self.chosen.clear()
+            found = self.chosen[key] = self._candidates(key[0], size)
+        return found
+
+    def _candidates(self, haves: frozenset[str], size: int) -> list[Rule]:
+        found: dict[Rule, tuple[int, int]] = {}
+        by_key, places, leads = self.by_key, self.places, self.leads
+        for key in self.keys.intersection(haves):
+            for rule in by_key[key]:
+                if rule in found or size < rule.min_words or not rule.need_set <= haves:
                     continue
                 if rule.if_no and any(no in haves for no in rule.if_no):
                     continue
@@ -275,12 +302,11 @@ class Net:
                         wanted = sum(want in haves for want in rule.wants)
                     if wanted < rule.min_want:
                         continue
-                found[id(rule)] = rule
-        ranks = self.ranks
-        ordered = sorted(
-            found.values(),
-            key=lambda rule: next(rank[:2] for rank in ranks[id(rule)] if rank[2] in haves),
-        )
+                place = places.get(rule)
+                if place is None:
+                    place = next(rank[:2] for rank in leads[rule] if rank[2] in haves)
+                found[rule] = place
+        ordered = sorted(found, key=found.__getitem__)
         return ordered + [rule for rule in self.always if size >= rule.min_words]
 
 
@@ -317,8 +343,10 @@ def _state(terms: Clause) -> tuple:
 
 
 def forget() -> None:
-    """Empty the memory of clauses matched."""
+    """Empty the memory of clauses matched and of the rules chosen for them."""
     _SWEPT.clear()
+    for net in [*_POST_NET, *_CHUNK_NET]:
+        net.chosen.clear()
 
 
 def _matches(net: Net, terms: Clause) -> list[tuple[Rule, int, int]]:

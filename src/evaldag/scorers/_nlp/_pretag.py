@@ -89,12 +89,16 @@ def _is_title_case(text: str) -> bool:
     return len(text) > 1 and text[0].isupper() and (text[1].islower() or text[1] in "'\u2019")
 
 
+_QUOTE_END = re.compile("[\"']$")
+_ROMAN_LETTER = re.compile("[IVX]")
+
+
 def _check_case(term: Term, model: Model) -> None:
     text = term.text
-    if term.index != 0 and _is_title_case(text) and not re.search("[0-9]", text):
+    if term.index != 0 and _is_title_case(text) and not _DIGIT.search(text):
         if any(tag in term.tags for tag in _NOT_PROPER):
             return
-        if re.search("[\"']$", term.pre) or term.normal == "the":
+        if _QUOTE_END.search(term.pre) or term.normal == "the":
             return
         fill_tags(term, model)
         if "Noun" not in term.tags and not term.frozen:
@@ -104,7 +108,7 @@ def _check_case(term: Term, model: Model) -> None:
     if (
         len(text) >= 2
         and _ROMAN.match(text)
-        and re.search("[IVX]", text)
+        and _ROMAN_LETTER.search(text)
         and _ROMAN_VALID.match(text)
         and term.normal not in _NOT_ROMAN
     ):
@@ -388,8 +392,11 @@ def _clue(term: Term | None, clues: dict[str, str], model: Model, by_tag: bool) 
     return next((clues[tag] for tag in _sorted_tags(term, model) if clues.get(tag)), None)
 
 
+_CAPITALISED = re.compile("^[A-Z][a-z]")
+
+
 def _capital(term: Term) -> bool:
-    return "ProperNoun" in term.tags and bool(re.match("^[A-Z][a-z]", term.text))
+    return "ProperNoun" in term.tags and bool(_CAPITALISED.match(term.text))
 
 
 def _adhoc(form: str, terms: Clause, i: int) -> str | None:
@@ -491,10 +498,13 @@ def _third_pass(terms: Clause, model: Model, yelling: bool) -> None:
     _imperative(terms, model)
 
 
+_LOWER_START = re.compile("^[a-z]")
+
+
 def _yelling(terms: Clause) -> bool:
     if sum(1 for t in terms if "ProperNoun" not in t.tags) <= 3:
         return False
-    return not any(re.match("^[a-z]", t.text) for t in terms)
+    return not any(_LOWER_START.match(t.text) for t in terms)
 
 
 def pre_tag(doc: list[Clause], model: Model) -> None:

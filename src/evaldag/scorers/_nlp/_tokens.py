@@ -64,6 +64,10 @@ _CLOSE_QUOTES = (
     "\u300d\u300f"
 )
 _OPEN_QUOTE = re.compile(f"[{_OPEN_QUOTES}]")
+_PERIOD_END = re.compile(r"\. *$")
+_OPEN_PAREN = re.compile(r"[(\uff08]")
+_CLOSE_PAREN = re.compile(r"[)\uff09]")
+_LEADING_SPACE = re.compile(r"\s+")
 _CLOSE_QUOTE = re.compile(f"[{_CLOSE_QUOTES}]")
 
 
@@ -75,7 +79,7 @@ def _is_sentence(text: str, model: Model) -> bool:
     if _ELLIPSE_END.search(text):
         return False
     last_word = _END_STOP.sub("", text, count=1).split(" ")[-1].lower()
-    return not (last_word in model.abbreviations and re.search(r"\. *$", text))
+    return not (last_word in model.abbreviations and _PERIOD_END.search(text))
 
 
 def _quote_merged(splits: list[str]) -> list[str]:
@@ -109,9 +113,9 @@ def _parens_merged(splits: list[str]) -> list[str]:
     i = 0
     while i < len(splits):
         split = splits[i]
-        if len(re.findall(r"[(\uff08]", split)) == 1 and i + 1 < len(splits):
+        if len(_OPEN_PAREN.findall(split)) == 1 and i + 1 < len(splits):
             nxt = splits[i + 1]
-            if len(nxt) < 250 and re.search(r"[)\uff09]", nxt) and not re.search(r"[(\uff08]", nxt):
+            if len(nxt) < 250 and _CLOSE_PAREN.search(nxt) and not _OPEN_PAREN.search(nxt):
                 merged.append(split + nxt)
                 i += 2
                 continue
@@ -155,7 +159,7 @@ def sentences(text: str, model: Model) -> list[str]:
     if not found:
         return [text]
     for i in range(1, len(found)):
-        space = re.match(r"\s+", found[i])
+        space = _LEADING_SPACE.match(found[i])
         if space:
             found[i - 1] += space.group()
             found[i] = found[i][space.end() :]
@@ -179,24 +183,27 @@ _NUMBER_DASH_WORD = re.compile(
 _SLASHED = re.compile(r"[^\W\d_] ?/ ?[^\W\d_]+$")
 _RANGE_START = re.compile("^[0-9]{1,4}(:[0-9][0-9])?([a-z]{1,2})? ?[-\u2013\u2014] ?$")
 _RANGE_END = re.compile("^[0-9]{1,4}([a-z]{1,2})? ?$")
+_LETTER = re.compile("[a-z]", re.IGNORECASE)
+_STOP_END = re.compile(r"[.?!]$")
+_WORDS = re.compile(r"(\S+)")
 
 
 def _has_hyphen(word: str, model: Model) -> bool:
     parts = _DASH.split(word)
     if len(parts) <= 1:
         return False
-    if len(parts[0]) == 1 and re.match("[a-z]", parts[0], re.IGNORECASE):
+    if len(parts[0]) == 1 and _LETTER.match(parts[0]):
         return False
     if parts[0] in model.prefixes:
         return False
-    if re.sub(r"[.?!]$", "", parts[1].strip()) in model.suffixes:
+    if _STOP_END.sub("", parts[1].strip()) in model.suffixes:
         return False
     return bool(_WORD_DASH_WORD.match(word) or _NUMBER_DASH_WORD.match(word))
 
 
 def _term_strings(sentence: str, model: Model) -> list[str]:
     pieces: list[str] = []
-    for word in re.split(r"(\S+)", sentence):
+    for word in _WORDS.split(sentence):
         if _has_hyphen(word, model):
             dash = _DASH.search(word).group()  # type: ignore[union-attr]
             parts = _DASH.split(word)
