@@ -424,8 +424,11 @@ def find(
     if compiled.anchored:
         starts = (low,)
     elif at is not None and compiled.keys is not None:
-        positions = at.positions
-        hits = [positions[key] for key in compiled.keys if key in positions]
+        positions, keys = at.positions, compiled.keys
+        if len(keys) <= len(positions):
+            hits = [positions[key] for key in keys if key in positions]
+        else:
+            hits = [found for key, found in positions.items() if key in keys]
         starts = hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
     else:
         starts = range(low, end)

@@ -62,6 +62,7 @@ class Model:
             tag: TagInfo(tuple(parents or ()), tuple(nots or ()), tuple(children or ()))
             for tag, (parents, nots, children) in data["tagSet"].items()
         }
+        self.parent_tags = {tag: info.parents for tag, info in self.tags.items() if info.parents}
         self.lexicon: dict[str, str | tuple[str, ...]] = {}
         for tags, words in data["lexicon"].items():
             value = tuple(tags.split("|")) if "|" in tags else tags

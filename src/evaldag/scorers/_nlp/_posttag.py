@@ -230,6 +230,14 @@ _COMMON_KEYS = {
 }
 
 
+def _wants(rule: Rule) -> frozenset[str] | bool | None:
+    """How a clause is tested for a rule's wants: not at all, for one of a set (a rule with one
+    list of choices), or by counting them (True)."""
+    if not rule.wants:
+        return None
+    return frozenset(rule.wants) if rule.min_want == 1 else True
+
+
 class Net:
     """Rules indexed by the words and tags they need (``buildNet``)."""
 
@@ -268,6 +276,19 @@ class Net:
             for key in needs or rule.wants:
                 self.by_key.setdefault(key, []).append(rule)
         self.keys = frozenset(self.by_key)
+        self.checks = {
+            key: [
+                (
+                    rule,
+                    rule.min_words,
+                    rule.need_set,
+                    frozenset(rule.if_no or ()) or None,
+                    _wants(rule),
+                )
+                for rule in rules
+            ]
+            for key, rules in self.by_key.items()
+        }
         self.always = [rule for rule in rules if not rule.needs and not rule.wants]
         #: What the choice of rules reads of a clause: these keys, and its size up to this.
         self.read = frozenset(
@@ -288,19 +309,18 @@ class Net:
 
     def _candidates(self, haves: frozenset[str], size: int) -> list[Rule]:
         found: dict[Rule, tuple[int, int]] = {}
-        by_key, places, leads = self.by_key, self.places, self.leads
+        by_key, places, leads = self.checks, self.places, self.leads
         for key in self.keys.intersection(haves):
-            for rule in by_key[key]:
-                if rule in found or size < rule.min_words or not rule.need_set <= haves:
+            for rule, least, needs, if_no, wants in by_key[key]:
+                if size < least or rule in found or not needs <= haves:
                     continue
-                if rule.if_no and any(no in haves for no in rule.if_no):
+                if if_no is not None and not if_no.isdisjoint(haves):
                     continue
-                if rule.wants:
-                    if rule.want_set is not None:
-                        wanted = len(rule.want_set & haves)
-                    else:
-                        wanted = sum(want in haves for want in rule.wants)
-                    if wanted < rule.min_want:
+                if wants is not None:
+                    if wants.__class__ is frozenset:
+                        if wants.isdisjoint(haves):
+                            continue
+                    elif sum(want in haves for want in rule.wants) < rule.min_want:
                         continue
                 place = places.get(rule)
                 if place is None:

@@ -73,9 +73,12 @@ def looks_plural(word: str) -> bool:
 
 def fill_tags(term: Term, model: Model) -> None:
     """Add the parents of a term's tags, a noun's number and a bare verb's tense."""
-    for tag in list(term.tags):
-        fast_tag(term, model.parents(tag))
     tags = term.tags
+    if not term.frozen:
+        parents = model.parent_tags
+        for tag in list(tags):
+            for parent in parents.get(tag, ()):
+                tags[parent] = None
     if "Noun" in tags and "Plural" not in tags and "Singular" not in tags:
         if not any(tag in tags for tag in _UNCOUNTABLE):
             fast_tag(term, "Plural" if looks_plural(term.normal) else "Singular")
