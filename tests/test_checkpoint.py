@@ -185,6 +185,31 @@ class _Stopped(Exception):
     pass
 
 
+@pytest.mark.parametrize(
+    ("how_called", "what_asked"),
+    [
+        ({"transport": "litellm"}, {"temperature": 0.5}),
+        ({"timeout": 5}, {"model": "openai/other"}),
+        ({"max_retries": 0}, {"instructions": "Grade strictly."}),
+        ({"max_concurrency": 2}, {"max_tokens": 50}),
+        ({"cache": False}, {"api_base": "http://127.0.0.1:9/v2"}),
+    ],
+)
+def test_how_a_judge_is_called_keeps_the_fingerprint_what_it_is_asked_changes_it(
+    how_called, what_asked
+):
+    from evaldag import Judge
+    from evaldag._scorer.fingerprint import scorer_fingerprint
+
+    base = {"model": "openai/judge", "api_base": "http://127.0.0.1:9/v1", "transport": "http"}
+
+    def fingerprint(**settings):
+        return scorer_fingerprint(create_scorer("judged", judge=Judge(**{**base, **settings})))
+
+    assert fingerprint(**how_called) == fingerprint()
+    assert fingerprint(**what_asked) != fingerprint()
+
+
 def test_a_run_checkpointed_on_one_transport_resumes_on_the_other(tmp_path, judge_server):
     """``transport=`` says how calls travel, not what the judge answers: switching it keeps the
     checkpoint (and the journaled replies' keys), so no item is judged again."""

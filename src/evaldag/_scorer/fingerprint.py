@@ -78,13 +78,17 @@ def _filled(cell: Any) -> bool:
     return True
 
 
-#: Judge settings that say how a call travels, not what the judge answers.
-_HOW_CALLED = frozenset({"transport"})
+#: Judge settings that say how a call travels, not what the judge answers: a checkpoint made
+#: with one transport, time limit, retry count, concurrency or cache resumes with another.
+_HOW_CALLED = frozenset(
+    {"transport", "timeout", "max_retries", "num_retries", "max_concurrency", "cache"}
+)
 
 
 def judge_settings(judge: Judge | None) -> dict[str, Any] | None:
     """The settings that decide a judge's replies: no keys, header values or URL credentials,
-    nor the transport (``http`` and ``litellm`` ask the same endpoint the same question)."""
+    nor how calls travel (``http`` and ``litellm`` ask the same endpoint the same question, and
+    a lower ``max_concurrency`` after a storm of 429s asks it the same questions more slowly)."""
     if judge is None:
         return None
     settings = judge.model_dump(exclude_none=True)
