@@ -341,6 +341,28 @@ def test_callable_targets_sync_and_async_with_request_context():
     assert result.items["output"].tolist() == ["HI"]
 
 
+def test_a_sync_target_runs_as_many_calls_at_once_as_the_concurrency():
+    """More than the event loop's default thread pool holds (at most 32 threads): every call
+    waits at a barrier until all 40 are in, so fewer threads break the barrier."""
+    import threading
+
+    barrier = threading.Barrier(40, timeout=20)
+    seen = set()
+
+    def blocking_app(input):
+        barrier.wait()
+        seen.add(threading.current_thread().name)
+        return input
+
+    data = [{"input": str(i)} for i in range(40)]
+    result = run_evals(
+        data, scorers=[constant("one", 1)], target=blocking_app, concurrency=40, progress=False
+    )
+    assert result.items["target_error"].isna().all()
+    assert result.items["output"].tolist() == [str(i) for i in range(40)]
+    assert len(seen) == 40
+
+
 def test_target_failure_is_recorded_and_its_scorers_skipped():
     calls = []
 

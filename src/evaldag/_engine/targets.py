@@ -4,9 +4,12 @@ model), one call per item or one per turn of a conversation."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,7 +132,10 @@ def target_runs(
             return await limited_call(target, (input,), kwargs, timeout, overrun)
         if asynchronous:
             return await target(input, **kwargs)
-        value = await asyncio.to_thread(target, input, **kwargs)
+        call = functools.partial(target, input, **kwargs)
+        value = await asyncio.get_running_loop().run_in_executor(
+            threads, contextvars.copy_context().run, call
+        )
         return await value if inspect.isawaitable(value) else value
 
     def overrun(is_async: bool) -> BaseException:
@@ -146,13 +152,20 @@ def target_runs(
         except Exception as error:
             return TargetFailure(error_message(error), type(error).__name__)
 
-    return run_sync(
-        gather_limited(
-            (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
-            concurrency,
-            "target",
+    # A sync target gets threads of its own, as many as calls may be in flight: the loop's
+    # default pool has min(32, CPUs + 4), fewer than a concurrency of 8 on 2 cores.
+    threads = None if asynchronous else ThreadPoolExecutor(concurrency, "evaldag-target")
+    try:
+        return run_sync(
+            gather_limited(
+                (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
+                concurrency,
+                "target",
+            )
         )
-    )
+    finally:
+        if threads is not None:
+            threads.shutdown(wait=False)
 
 
 async def _conversation(
