@@ -9,6 +9,8 @@
 #     bash benchmarks/peer_bench.sh                                 # beside the peers
 #   LATENCY_SIGMA=0.99 bash benchmarks/peer_bench.sh                # long-tailed latencies
 #   RATE_LIMITED_SHARE=0.3 ONLY=evaldag-http bash benchmarks/peer_bench.sh   # a 429 storm
+#   NODE_PATH=~/.cache/evaldag-oracle/<stamp>/node_modules ONLY="baseline mastra evaldag-http" \
+#     bash benchmarks/peer_bench.sh   # Mastra: the oracle's install (../shared/tools/oracle-run), Node 20+
 #
 # Every variable of run_all.sh applies (N, REPS, CONCURRENCY, LATENCY, PORT, PY_*); PY_EVALDAG
 # defaults to this checkout's .venv. The peers' venvs come from ../shared/peer-bench/setup.sh.
