@@ -352,3 +352,23 @@ def test_end_to_end_on_the_local_model(local_judge):
         assert execution.cost.total_usd == 0 and execution.cost.source == "local-judge"
         assert execution.duration_ms > 0
         assert getattr(result, f"{name}_prompt") == execution.prompt
+
+
+def test_without_reason_scores_the_same_with_one_judge_call_fewer(judge_server):
+    judged = [_verdict("yes"), _verdict("unsure")]
+    scorer = scorers.faithfulness(judge_server.judge(), context=["A."])
+    _claims_and_verdicts(judge_server, ["A", "B"], judged)
+    full = scorer.run(input="q", output="A. B.")
+    asked = len(judge_server.requests)
+    _claims_and_verdicts(judge_server, ["A", "B"], judged)
+    lean = scorer.without_reason().run(input="q", output="A. B.")
+
+    assert asked == 3 and len(judge_server.requests) - asked == 2
+    assert lean.score == full.score == 0.5
+    assert full.reason == "The score is fine." and lean.reason is None
+    assert [step["name"] for step in scorer.without_reason().get_steps()] == [
+        "preprocess",
+        "analyze",
+        "analyze",
+        "generate_score",
+    ]

@@ -148,6 +148,11 @@ class Scorer:
         """A new scorer with a generate_reason step appended; it returns the reason."""
         return self._with_step("generate_reason", step)
 
+    def without_reason(self) -> Scorer:
+        """A new scorer without its generate_reason step: the same scores with no reason, and
+        for an LLM scorer one judge call fewer per item (a third of faithfulness' calls)."""
+        return self._copy(steps=tuple(s for s in self._steps if s.stage != "generate_reason"))
+
     def with_threshold(
         self, minimum: float | None = None, *, min: float | None = None, max: float | None = None
     ) -> ScorerWithThreshold:
