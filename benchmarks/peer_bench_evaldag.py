@@ -14,7 +14,9 @@ runs it beside the other frameworks; on its own::
 
 Per item: claims -> verdicts -> reason (3 sequential judge calls); the passages reach the judge as
 the result of a retrieval tool call in the assistant's output, as evaldag's RAG dataflow records
-them. Env: JUDGE_URL, DATASET, CONCURRENCY (16), TAG (evaldag), RESULT, EVALDAG_TRANSPORT.
+them. With EVALDAG_REASON=0 the scorer runs ``without_reason()``: claims -> verdicts, 2 calls an
+item, the work Ragas' faithfulness does. Env: JUDGE_URL, DATASET, CONCURRENCY (16), TAG
+(evaldag), RESULT, EVALDAG_TRANSPORT, EVALDAG_REASON.
 """
 
 import json
@@ -37,6 +39,7 @@ DATASET = os.environ.get("DATASET", "dataset.jsonl")
 CONCURRENCY = int(os.environ.get("CONCURRENCY", "16"))
 TAG = os.environ.get("TAG", "evaldag")
 TRANSPORT = os.environ.get("EVALDAG_TRANSPORT")
+REASON = os.environ.get("EVALDAG_REASON", "1") != "0"
 
 
 def judge_stats() -> dict:
@@ -65,6 +68,8 @@ def main() -> None:
     if TRANSPORT:
         settings["transport"] = TRANSPORT
     scorer = faithfulness(evaldag.Judge(**settings))
+    if not REASON:
+        scorer = scorer.without_reason()
     before = judge_stats()
     wall, cpu = time.perf_counter(), time.process_time()
     result = run_evals(frame, scorers=[scorer], concurrency=CONCURRENCY, progress=False)
@@ -78,7 +83,9 @@ def main() -> None:
     limits = [limit.model_dump() for limit in total.judge_limits] if total else []
     out = {
         "framework": "evaldag",
-        "variant": f"faithfulness via run_evals ({TRANSPORT or 'auto'})",
+        "variant": f"faithfulness via run_evals ({TRANSPORT or 'auto'}"
+        + ("" if REASON else ", without_reason: 2 calls/item")
+        + ")",
         "version": f"evaldag {evaldag.__version__}",
         "items": len(items),
         "concurrency": CONCURRENCY,
