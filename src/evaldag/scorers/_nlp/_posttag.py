@@ -5,13 +5,14 @@ rules, all found first, then applied in turn; 2-two/postTagger) and its chunker
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from evaldag.scorers._nlp._contractions import contraction_terms
 from evaldag.scorers._nlp._lexicon import Clause, _word, clauses
 from evaldag.scorers._nlp._match import find
 from evaldag.scorers._nlp._model import Model
 from evaldag.scorers._nlp._pretag import looks_plural, tag_words
-from evaldag.scorers._nlp._syntax import TAG_KEYS, Index, Pattern, parse
+from evaldag.scorers._nlp._syntax import CHUNK, TAG_KEYS, Index, Pattern, Token, parse
 from evaldag.scorers._nlp._tags import can_be, set_tag, un_tag
 from evaldag.scorers._nlp._tokens import Term
 
@@ -238,6 +239,13 @@ def _wants(rule: Rule) -> frozenset[str] | bool | None:
     return frozenset(rule.wants) if rule.min_want == 1 else True
 
 
+def _reads_chunks(tokens: Sequence[Token]) -> bool:
+    return any(
+        token.kind == CHUNK or any(_reads_chunks(block) for block in token.choices)
+        for token in tokens
+    )
+
+
 class Net:
     """Rules indexed by the words and tags they need (``buildNet``)."""
 
@@ -290,6 +298,13 @@ class Net:
             for key, rules in self.by_key.items()
         }
         self.always = [rule for rule in rules if not rule.needs and not rule.wants]
+        #: Whether a rule may read chunks (a ``<Chunk>`` token; the post-tagger's never do).
+        self.chunks = any(
+            _reads_chunks(pattern.tokens)
+            for rule in rules
+            for pattern in (rule.pattern, rule.not_if)
+            if pattern is not None
+        )
         #: What the choice of rules reads of a clause: these keys, and its size up to this.
         self.read = frozenset(
             key for rule in rules for key in [*rule.needs, *rule.wants, *(rule.if_no or ())]
@@ -354,10 +369,11 @@ _SWEPT: dict[tuple, list[tuple[Rule, int, int]]] = {}
 _SWEPT_MAX = 50_000
 
 
-def _state(terms: Clause) -> tuple:
+def _state(terms: Clause, chunks: bool) -> tuple:
+    """What matching reads of a clause's terms (their chunks only for a net that reads them)."""
     return tuple(
         (t.text, t.pre, t.post, t.normal, t.machine, t.implicit,
-         tuple(t.alias) if t.alias else None, tuple(t.tags), t.switch, t.chunk)
+         tuple(t.alias) if t.alias else None, tuple(t.tags), t.switch, chunks and t.chunk)
         for t in terms
     )  # fmt: skip
 
@@ -370,7 +386,7 @@ def forget() -> None:
 
 
 def _matches(net: Net, terms: Clause) -> list[tuple[Rule, int, int]]:
-    key = (id(net), _state(terms))
+    key = (id(net), _state(terms, net.chunks))
     found = _SWEPT.get(key)
     if found is None:
         at = Index(terms)
