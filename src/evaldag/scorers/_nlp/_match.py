@@ -4,6 +4,7 @@ terms, with the same greedy, optional and negative logic."""
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 from evaldag.scorers._nlp._syntax import (
@@ -424,12 +425,11 @@ def find(
     if compiled.anchored:
         starts = (low,)
     elif at is not None and compiled.keys is not None:
-        positions, keys = at.positions, compiled.keys
-        if len(keys) <= len(positions):
-            hits = [positions[key] for key in keys if key in positions]
-        else:
-            hits = [found for key, found in positions.items() if key in keys]
-        starts = hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
+        starts = at.starts.get(id(compiled))
+        if starts is None:
+            starts = at.starts[id(compiled)] = _starts(at.positions, compiled.keys)
+        if low and starts and starts[0] < low:
+            starts = starts[bisect_left(starts, low) :]
     else:
         starts = range(low, end)
     last_start = end if compiled.anchored else end - compiled.least
@@ -462,6 +462,15 @@ def find(
             if (g := groups.get(group)) is not None
         ]
     return [(start, stop) for start, stop, _ in found]
+
+
+def _starts(positions: dict[str, list[int]], keys: frozenset[str]) -> list[int]:
+    """Where a term holds one of ``keys``, in order."""
+    if len(keys) <= len(positions):
+        hits = [positions[key] for key in keys if key in positions]
+    else:
+        hits = [listed for key, listed in positions.items() if key in keys]
+    return hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
 
 
 def _leads(terms: Sequence[Term], at: Index, i: int, end: int, lead) -> bool:

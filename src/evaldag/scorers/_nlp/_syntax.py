@@ -336,10 +336,12 @@ def index_keys(term: Term) -> list[str]:
 class Index:
     """A clause's terms by key (``positions``) and each term's keys (``keys``)."""
 
-    __slots__ = ("positions", "keys", "possible")
+    __slots__ = ("positions", "keys", "possible", "starts")
 
     def __init__(self, terms: Sequence[Term]) -> None:
         self.possible: dict[int, bool] = {}
+        #: where each pattern (by id) may start: the terms holding a key of its first token
+        self.starts: dict[int, list[int]] = {}
         positions: dict[str, list[int]] = {}
         self.keys = [index_keys(term) for term in terms]
         for position, keys in enumerate(self.keys):
