@@ -277,10 +277,14 @@ class Net:
                 self.places[rule] = found[0][:2]
             else:
                 self.leads[rule] = found if first is None else found[: first + 1]
-        # Each rule under the least common key a clause must hold for it to apply.
+        # Each rule under the least common key a clause must hold for it to apply, or under
+        # each of its wants (it applies only where a clause holds one) when none is common.
         self.by_key: dict[str, list[Rule]] = {}
         for rule in rules:
             needs = sorted(rule.needs, key=lambda key: -_COMMON_KEYS.get(key, 0))[-1:]
+            if needs and rule.wants:
+                if not any(want in _COMMON_KEYS for want in rule.wants):
+                    needs = []
             for key in needs or rule.wants:
                 self.by_key.setdefault(key, []).append(rule)
         self.keys = frozenset(self.by_key)
