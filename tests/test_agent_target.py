@@ -9,7 +9,7 @@ import pytest
 from judge_server import MODEL, Reply
 
 import evaldag
-from evaldag import EvalDagError, checks, run_evals, scorers
+from evaldag import EvalDagError, EvalResult, checks, run_evals, scorers
 from evaldag._targets.tools import tool
 from evaldag.transcripts import extract_trajectory
 
@@ -141,6 +141,35 @@ def test_the_weather_agent_calls_its_tool_and_answers(judge_server, transport):
     assert calls[1]["output"]["content"].startswith("It is 22°C")
     assert calls[0]["modelCallCount"] == 1 and calls[0]["usage"]["totalTokens"] > 0
     assert calls[0]["judgeModelId"]
+    # The run sums them apart from the judges' usage (none here: the scorers are code).
+    assert result.usage == {}
+    assert result.target_usage.calls == 2
+    assert result.target_usage.total_tokens == sum(c["usage"]["totalTokens"] for c in calls) > 0
+
+
+def test_the_agents_model_calls_are_summed_in_the_summary_the_report_and_the_file(
+    judge_server, tmp_path
+):
+    from evaldag._cli.summary import summary_table
+    from evaldag._report.html import write_report
+
+    judge_server.script(_call("Paris"), "22°C in Paris.", _call("Oslo"), "9°C in Oslo.")
+    result = run_evals(
+        [{"input": "Paris?"}, {"input": "Oslo?"}],
+        target=_weather_agent(judge_server, "http"),
+        scorers=[checks.includes("°C")],
+        concurrency=1,
+    )
+    usage = result.target_usage
+    assert usage.calls == 4 and usage.total_tokens > 0
+    assert f"target model: 4 calls, {usage.total_tokens:,} tokens, $0.0000" in summary_table(
+        result, "agent"
+    )
+    result.to_parquet(tmp_path / "r.parquet")
+    again = EvalResult.read_parquet(tmp_path / "r.parquet")
+    assert again.target_usage == usage
+    page = write_report(again, tmp_path / "report.html").read_text()
+    assert '<p id="target-usage">The target\'s own model: 4 calls' in page
 
 
 @pytest.mark.parametrize("transport", ["http", "litellm"])

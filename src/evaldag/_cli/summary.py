@@ -55,6 +55,12 @@ def summary_table(result: EvalResult, title: str) -> str:
             f"judge: {total.calls:,} calls, {total.total_tokens:,} tokens, ${total.cost_usd:.4f}"
         )
         lines += judge_limit_texts(result)
+    if result.target_usage is not None:
+        model = result.target_usage
+        lines.append(
+            f"target model: {model.calls:,} calls, {model.total_tokens:,} tokens, "
+            f"${model.cost_usd:.4f}"
+        )
     verdict = result.verdict.upper() if result.verdict else "none"
     lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
     return "\n".join(lines)

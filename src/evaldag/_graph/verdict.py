@@ -277,31 +277,68 @@ def _with_limits(usage: ScorerUsage, limits: list[dict]) -> ScorerUsage:
     return ScorerUsage(**{**usage.model_dump(), "judge_limits": limits})
 
 
+@config.when(has_target=False)
+def target_usage__none() -> ScorerUsage | None:
+    """No target, no model calls of its own."""
+    return None
+
+
+@config.when(has_target=True)
+def target_usage__target(items: pd.DataFrame) -> ScorerUsage | None:
+    """The target's model calls (``evaldag.agent``'s, whose replies carry their records in
+    ``content.metadata.modelCalls``), tokens and cost; None when it made none."""
+    records = [record for output in items["output"] for record in _model_calls(output)]
+    totals = _summed(records)
+    return ScorerUsage(**totals) if totals["calls"] else None
+
+
+def _model_calls(output: object) -> list[dict]:
+    if not isinstance(output, list):
+        return []
+    return [
+        record
+        for message in output
+        if isinstance(message, dict) and isinstance(message.get("content"), dict)
+        for record in (message["content"].get("metadata") or {}).get("modelCalls") or ()
+        if isinstance(record, dict)
+    ]
+
+
+def _summed(executions: list[dict]) -> dict[str, float]:
+    """Calls, tokens and dollars of judge or model-call records (Mastra's camelCase)."""
+    calls = input_tokens = output_tokens = total_tokens = 0
+    cost = 0.0
+    for execution in executions:
+        calls += execution.get("modelCallCount", 0)
+        tokens = execution.get("usage") or {}
+        input_tokens += tokens.get("inputTokens") or 0
+        output_tokens += tokens.get("outputTokens") or 0
+        total_tokens += tokens.get("totalTokens") or (
+            (tokens.get("inputTokens") or 0) + (tokens.get("outputTokens") or 0)
+        )
+        cost += (execution.get("cost") or {}).get("totalUsd") or 0.0
+    return {
+        "calls": calls,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": total_tokens,
+        "cost_usd": cost,
+    }
+
+
 def _judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, ScorerUsage]:
     """Sum the judge records in ``items`` per scorer; ``total`` sums them all."""
     totals: dict[str, dict[str, float]] = {}
     for sid in scorer_ids:
-        calls = input_tokens = output_tokens = total_tokens = 0
-        cost = 0.0
-        for text in items[f"{sid}.judge"].dropna():
-            for executions in json.loads(text).values():
-                for execution in executions:
-                    calls += execution.get("modelCallCount", 0)
-                    tokens = execution.get("usage") or {}
-                    input_tokens += tokens.get("inputTokens") or 0
-                    output_tokens += tokens.get("outputTokens") or 0
-                    total_tokens += tokens.get("totalTokens") or (
-                        (tokens.get("inputTokens") or 0) + (tokens.get("outputTokens") or 0)
-                    )
-                    cost += (execution.get("cost") or {}).get("totalUsd") or 0.0
-        if calls:
-            totals[sid] = {
-                "calls": calls,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "total_tokens": total_tokens,
-                "cost_usd": cost,
-            }
+        records = [
+            execution
+            for text in items[f"{sid}.judge"].dropna()
+            for executions in json.loads(text).values()
+            for execution in executions
+        ]
+        summed = _summed(records)
+        if summed["calls"]:
+            totals[sid] = summed
     if totals:
         totals["total"] = {
             key: sum(t[key] for t in totals.values()) for key in next(iter(totals.values()))
@@ -322,6 +359,7 @@ def eval_result(
     verdict: Verdict | None,
     items: pd.DataFrame,
     usage: dict[str, ScorerUsage],
+    target_usage: ScorerUsage | None,
     dag_dot: str,
     scorer_definitions: list[dict],
     experiment_id: str,
@@ -338,6 +376,7 @@ def eval_result(
         verdict=verdict,
         items=items,
         usage=usage,
+        target_usage=target_usage,
         scorers=scorer_definitions,
         dag_dot=dag_dot,
         experiment_id=experiment_id,

@@ -168,6 +168,8 @@ def response_format(style: str, contract: Contract) -> dict[str, Any] | None:
 # --- JSON in a reply -----------------------------------------------------------------------------
 
 _FENCE = re.compile(r"```[ \t]*(?:json5?|jsonc)?[ \t]*\r?\n?(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
 def _no_constant(name: str) -> Any:
     # NaN and Infinity are not JSON numbers; a reply holding one is refused, not read as a float
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)

@@ -47,7 +47,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _scores_section(summaries),
         items_section(result.items, summaries),
         conversations_section(result),
-        _usage_section(result.usage, judge_limit_texts(result)),
+        _usage_section(result.usage, judge_limit_texts(result), result.target_usage),
         _dag_section(result),
     ]
     template = Template(
@@ -201,7 +201,9 @@ def _scorer_card(summary: ScorerSummary) -> str:
     )
 
 
-def _usage_section(usage: dict[str, ScorerUsage], limits: list[str]) -> str:
+def _usage_section(
+    usage: dict[str, ScorerUsage], limits: list[str], target: ScorerUsage | None
+) -> str:
     if not usage:
         body = '<p class="muted">No LLM judge was called in this run.</p>'
     else:
@@ -228,6 +230,12 @@ def _usage_section(usage: dict[str, ScorerUsage], limits: list[str]) -> str:
             + '</ul><p class="muted small">A judge\'s limit on calls in flight is halved when '
             "its endpoint answers 429 (too many requests) and grows back by one per round of "
             "calls that succeed, never above its max_concurrency.</p>"
+        )
+    if target is not None:
+        body += (
+            f'<p id="target-usage">The target\'s own model: {target.calls:,} calls, '
+            f"{target.total_tokens:,} tokens, ${target.cost_usd:.4f} (not in the judge figures "
+            "above).</p>"
         )
     return f'<section id="usage"><h2>Judge usage and cost</h2>{body}</section>'
 

@@ -142,6 +142,11 @@ class EvalResult(BaseModel):
     usage: dict[str, ScorerUsage] = Field(
         default_factory=dict, description="Judge usage per scorer id, plus 'total'."
     )
+    target_usage: ScorerUsage | None = Field(
+        default=None,
+        description="The target's own model calls (evaldag.agent's), tokens and cost; None "
+        "when it made none. Not in 'usage', which counts judge calls.",
+    )
     scorers: list[dict[str, Any]] = Field(
         default_factory=list, description="The definitions of the scorers and gates that ran."
     )
@@ -192,6 +197,7 @@ class EvalResult(BaseModel):
             "threshold_results": [t.model_dump() for t in self.threshold_results],
             "verdict": self.verdict,
             "usage": {key: u.model_dump() for key, u in self.usage.items()},
+            "target_usage": None if self.target_usage is None else self.target_usage.model_dump(),
             "scorers": self.scorers,
             "dag_dot": self.dag_dot,
             "experiment_id": self.experiment_id,
@@ -218,6 +224,9 @@ class EvalResult(BaseModel):
             threshold_results=[ThresholdResult(**t) for t in metadata["threshold_results"]],
             verdict=metadata["verdict"],
             usage={key: ScorerUsage(**u) for key, u in metadata["usage"].items()},
+            target_usage=None
+            if metadata.get("target_usage") is None
+            else ScorerUsage(**metadata["target_usage"]),
             scorers=metadata["scorers"],
             dag_dot=metadata.get("dag_dot"),
             experiment_id=metadata.get("experiment_id"),
