@@ -248,7 +248,7 @@ def test_a_failing_model_is_a_recorded_target_error(judge_server, transport):
         concurrency=1,
     )
     error = result.items["target_error"][0]
-    assert error.startswith("JudgeError: the agent's model call: judge model 'openai/mock-judge'")
+    assert error.startswith("JudgeError: the agent's model call: model 'openai/mock-judge'")
     assert "refused the request (400 BadRequestError)" in error
     assert len(judge_server.requests) == 3  # a 400 is not retried
     assert result.items["check-includes.error"][0].startswith("target failed")

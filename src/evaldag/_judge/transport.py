@@ -251,7 +251,8 @@ async def chat_reply(
     except ExecutionFailure as failure:
         raise JudgeError(
             failure.code,
-            f"the agent's model call: {failure.message}",
+            # The failure is worded for judges; here the model is the agent's.
+            f"the agent's model call: {failure.message.replace('judge model ', 'model ', 1)}",
             execution=tally.record(prompt, started, failure=failure),
             category=failure.category,
             details={
