@@ -247,12 +247,11 @@ async def chat_reply(
     started = time.perf_counter()
     tally = Tally(endpoint.model_name, endpoint.provider, None, attempts=1)
     try:
-        reply = await _called(judge, endpoint, request)
+        reply = await _called(judge, endpoint, request, subject="model")
     except ExecutionFailure as failure:
         raise JudgeError(
             failure.code,
-            # The failure is worded for judges; here the model is the agent's.
-            f"the agent's model call: {failure.message.replace('judge model ', 'model ', 1)}",
+            f"the agent's model call: {failure.message}",
             execution=tally.record(prompt, started, failure=failure),
             category=failure.category,
             details={
@@ -268,8 +267,13 @@ async def chat_reply(
     return reply, tally.record(prompt, started, value=output)
 
 
-async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> dict[str, Any]:
-    """One model call, retried after transport faults; its reply with the call's cost."""
+async def _called(
+    judge: Judge, endpoint: Endpoint, request: dict[str, Any], subject: str = "judge model"
+) -> dict[str, Any]:
+    """One model call, retried after transport faults; its reply with the call's cost.
+
+    :param subject: what the model is called in a failure's message (an agent's is a "model").
+    """
     if endpoint.transport == "http":
         call = http_reply
     else:
@@ -296,7 +300,7 @@ async def _called(judge: Judge, endpoint: Endpoint, request: dict[str, Any]) -> 
         tries = paced_retries if paced else retry - paced_retries
         delay = _retry_delay(failure, retry - paced_retries) if tries < budget else None
         if delay is None:
-            raise _call_failure(failure, endpoint, judge, retry + 1)
+            raise _call_failure(failure, endpoint, judge, retry + 1, subject)
         _logger.info(
             "judge call to %s at %s failed (%s); retry %d of %d in %.2f s",
             endpoint.model,
@@ -354,7 +358,7 @@ _REFUSAL_HINTS = {
 
 
 def _call_failure(
-    fault: CallFault, endpoint: Endpoint, judge: Judge, tries: int
+    fault: CallFault, endpoint: Endpoint, judge: Judge, tries: int, subject: str
 ) -> ExecutionFailure:
     status, name = fault.status, fault.name
     detail = clipped(fault.detail, endpoint.secrets)
@@ -363,7 +367,7 @@ def _call_failure(
     if fault.kind == "missing_key":
         return ExecutionFailure(
             "EVALDAG_JUDGE_MISSING_KEY",
-            f"judge model {endpoint.model!r} at {endpoint.where} was not called: the client has "
+            f"{subject} {endpoint.model!r} at {endpoint.where} was not called: the client has "
             "no API key. Give the judge api_key=... (for a local server that checks none, any "
             "text, e.g. Judge(..., api_key='none')) or set the provider's key variable "
             "(OPENAI_API_KEY for openai/ models)",
@@ -375,7 +379,7 @@ def _call_failure(
         hint = _REFUSAL_HINTS.get(status, "the request is not retried")
         return ExecutionFailure(
             "EVALDAG_JUDGE_REFUSED",
-            f"judge model {endpoint.model!r} at {endpoint.where} refused the request ({label}): "
+            f"{subject} {endpoint.model!r} at {endpoint.where} refused the request ({label}): "
             f"{detail}. {hint}",
             name=name,
             cause=cause,
@@ -383,14 +387,14 @@ def _call_failure(
     if fault.kind == "failed":
         return ExecutionFailure(
             "EVALDAG_JUDGE_CALL_FAILED",
-            f"calling judge model {endpoint.model!r} at {endpoint.where} through "
+            f"calling {subject} {endpoint.model!r} at {endpoint.where} through "
             f"{endpoint.transport} failed ({label}): {detail}",
             name=name,
             cause=cause,
         )
     return ExecutionFailure(
         "EVALDAG_JUDGE_UNAVAILABLE",
-        f"judge model {endpoint.model!r} at {endpoint.where} failed {tries} time(s) ({label}; "
+        f"{subject} {endpoint.model!r} at {endpoint.where} failed {tries} time(s) ({label}; "
         f"timeout {judge.timeout:g} s, max_retries {judge.max_retries}): {detail}",
         name=name,
         cause=cause,
