@@ -4,8 +4,6 @@ model), one call per item or one per turn of a conversation."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import inspect
 import uuid
 from collections.abc import Awaitable, Callable
@@ -132,10 +130,7 @@ def target_runs(
             return await limited_call(target, (input,), kwargs, timeout, overrun)
         if asynchronous:
             return await target(input, **kwargs)
-        call = functools.partial(target, input, **kwargs)
-        value = await asyncio.get_running_loop().run_in_executor(
-            threads, contextvars.copy_context().run, call
-        )
+        value = await asyncio.to_thread(target, input, **kwargs)
         return await value if inspect.isawaitable(value) else value
 
     def overrun(is_async: bool) -> BaseException:
@@ -152,20 +147,23 @@ def target_runs(
         except Exception as error:
             return TargetFailure(error_message(error), type(error).__name__)
 
-    # A sync target gets threads of its own, as many as calls may be in flight: the loop's
-    # default pool has min(32, CPUs + 4), fewer than a concurrency of 8 on 2 cores.
-    threads = None if asynchronous else ThreadPoolExecutor(concurrency, "evaldag-target")
-    try:
-        return run_sync(
-            gather_limited(
-                (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
-                concurrency,
-                "target",
-            )
-        )
-    finally:
-        if threads is not None:
-            threads.shutdown(wait=False)
+    calls = gather_limited(
+        (run(i, c, t) for i, c, t in zip(inputs, contexts, conversations, strict=True)),
+        concurrency,
+        "target",
+    )
+    return run_sync(_with_threads(calls, concurrency))
+
+
+async def _with_threads(
+    calls: Awaitable[list[TargetRun | TargetFailure]], threads: int
+) -> list[TargetRun | TargetFailure]:
+    """``calls`` on a loop whose worker threads (a sync target's calls, an agent's sync tools)
+    number ``threads``: the default pool has min(32, CPUs + 4), fewer than a concurrency of 8 on
+    2 cores."""
+    pool = ThreadPoolExecutor(threads, "evaldag-target")
+    asyncio.get_running_loop().set_default_executor(pool)  # asyncio.run shuts it down
+    return await calls
 
 
 async def _conversation(
