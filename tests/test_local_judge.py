@@ -95,13 +95,17 @@ def _running(pid: int) -> bool:
     Every thread counts: a killed multi-threaded process shows its main thread as a zombie
     while the others are still exiting, and only then can its parent reap it.
     """
+    try:
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:  # the process is gone
+        return False
     states = []
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+    for thread in threads:
         try:
-            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
-        except FileNotFoundError:  # that thread has just ended
+            states.append((thread / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except OSError:  # that thread, or the whole process, has just ended (ENOENT or ESRCH)
             continue
-    return any(state != "Z" for state in states)
+    return any(state not in ("Z", "X") for state in states)
 
 
 def _ended_within(pid: int, seconds: float) -> bool:
