@@ -344,7 +344,8 @@ def test_without_the_option_the_tool_results_are_the_context_or_the_run_is_not_s
     _scripted(judge_server, case)
     result = scorer.run(input="q", output="A is here. B is there.")
     assert result.not_scorable.reason == (
-        "no context: the run's output has no tool results, and no context= was given"
+        "no context: the run's output has no tool results, and no context= was given "
+        "(context='<column>' reads each item's pieces from a column of the data)"
     )
     assert judge_server.requests == []
 

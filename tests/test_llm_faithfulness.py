@@ -115,7 +115,8 @@ def test_without_context_or_tool_results_the_run_is_not_scorable(judge_server):
     result = scorers.faithfulness(judge_server.judge()).run(input="?", output="22 degrees.")
     assert result.score is None
     assert result.not_scorable.reason == (
-        "no context: the run's output has no tool results, and no context= was given"
+        "no context: the run's output has no tool results, and no context= was given "
+        "(context='<column>' reads each item's pieces from a column of the data)"
     )
     assert judge_server.requests == []
 

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from evaldag import checks, create_scorer, not_scorable, run_evals
+from evaldag import EvalResult, checks, create_scorer, not_scorable, run_evals
 from evaldag._cli.main import main
-from evaldag._cli.summary import where_it_failed
+from evaldag._cli.summary import summary_table, where_it_failed
 from evaldag._eval import progress as progress_module
 from evaldag._eval.progress import ProgressBar
 from evaldag._report.failing import requirement_gaps
@@ -98,6 +98,27 @@ def test_where_it_failed_gives_the_reason_and_nothing_when_all_passed():
     passing = run_evals(ITEMS[:1], scorers=_scorers(), gates=GATES, progress=False)
     assert passing.verdict == "passed"
     assert where_it_failed(passing) == ""
+
+
+def test_the_summary_gives_the_first_reason_of_a_scorer_that_scored_nothing(tmp_path):
+    # without a threshold there is no verdict to fail, but the scorer measured nothing: say why
+    def unless_paris(run):
+        return 1.0 if run.output == "Paris" else not_scorable(f"no context for {run.input}")
+
+    unscorable = create_scorer("unscorable").generate_score(unless_paris)
+    silent = create_scorer("silent").generate_score(lambda: not_scorable())
+    result = run_evals(ITEMS[1:4], scorers=[unscorable, silent], progress=False)
+    saved = tmp_path / "results.parquet"
+    result.to_parquet(saved)
+    for shown in (result, EvalResult.read_parquet(saved)):
+        lines = summary_table(shown, "run").splitlines()
+        assert lines[6:9] == [
+            "unscorable could score no item; first, on item case-02: no context for case-02",
+            "silent could score no item; first, on item case-02: no reason given",
+            "",
+        ]
+    some = run_evals(ITEMS[:2], scorers=[unscorable], progress=False)
+    assert "could score no item" not in summary_table(some, "run")
 
 
 def test_range_threshold_lists_items_on_either_side():

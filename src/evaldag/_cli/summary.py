@@ -3,10 +3,13 @@ each failed gate and missed threshold failed."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from evaldag._report.failing import bounds, failing_items, ids_source, item_ids
 from evaldag._report.summary import (
+    ScorerSummary,
     judge_limit_texts,
     outcome_word,
     requirement_text,
@@ -18,12 +21,15 @@ from evaldag._scorer.thresholds import ThresholdSpec
 
 #: How many of a gate's or threshold's failing items are named; the rest are counted.
 NAMED_ITEMS = 5
+#: How much of a not-scorable reason is printed.
+REASON_CHARACTERS = 300
 
 
 def summary_table(result: EvalResult, title: str) -> str:
     """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
     rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
-    for s in scorer_summaries(result):
+    summaries = scorer_summaries(result)
+    for s in summaries:
         outcome = outcome_word(s)
         rows.append(
             (
@@ -47,6 +53,7 @@ def summary_table(result: EvalResult, title: str) -> str:
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     lines.append("")
+    lines += _unscored_texts(result, [s for s in summaries if s.not_scorable and not s.scored])
     if result.summary.target_errors:
         lines.append(f"target failed on {result.summary.target_errors} items")
     total = result.usage.get("total")
@@ -64,6 +71,31 @@ def summary_table(result: EvalResult, title: str) -> str:
     verdict = result.verdict.upper() if result.verdict else "none"
     lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
     return "\n".join(lines)
+
+
+def _unscored_texts(result: EvalResult, unscored: list[ScorerSummary]) -> list[str]:
+    """A line per scorer or gate that could score no item, with the first item's reason: most
+    often a setting the data does not meet (no ``context=``, no ``ground_truth``)."""
+    items, ids = result.items, item_ids(result.items)
+    lines = []
+    for s in unscored:
+        label = items[f"{s.id}.not_scorable"].first_valid_index()
+        reason = _reason(items.at[label, f"{s.id}.not_scorable"])
+        lines.append(f"{s.id} could score no item; first, on item {ids[label]}: {reason}")
+    return [*lines, ""] if lines else []
+
+
+def _reason(not_scorable: object) -> str:
+    """The reason in a ``not_scorable`` cell (JSON text, or the dict before it was written),
+    clipped to a line."""
+    if isinstance(not_scorable, str):
+        try:
+            not_scorable = json.loads(not_scorable)
+        except ValueError:
+            pass
+    reason = not_scorable.get("reason") if isinstance(not_scorable, dict) else not_scorable
+    text = str(reason or "no reason given")
+    return text if len(text) <= REASON_CHARACTERS else text[: REASON_CHARACTERS - 1] + "…"
 
 
 def where_it_failed(result: EvalResult) -> str:

@@ -112,7 +112,8 @@ class RunContext:
 TOOL_RESULTS = RunContext(
     lambda run: tool_result_context(run.output),
     "the run's tool results",
-    "no context: the run's output has no tool results, and no context= was given",
+    "no context: the run's output has no tool results, and no context= was given "
+    "(context='<column>' reads each item's pieces from a column of the data)",
     {"option": "context"},
 )
 
