@@ -416,10 +416,14 @@ def parquet_dir(tmp_path_factory) -> Path:
 
 def given_run(conversation: str, variant: str, directory: Path) -> dict[str, Any]:
     """``input`` and ``output`` of the conversation in ``variant``: a shape, optionally read
-    back from Parquet through pandas (numpy arrays) or pyarrow (Arrow scalars)."""
+    back from Parquet through pandas (numpy arrays) or pyarrow (Arrow scalars), or given as
+    JSON text."""
     shape, _, reader = variant.partition("+")
     if not reader:
         return CONVERSATIONS[conversation][shape]
+    if reader == "json":  # as a CSV cell or a text column of a logging pipeline holds it
+        given = CONVERSATIONS[conversation][shape]
+        return {k: v if isinstance(v, str) else json.dumps(v) for k, v in given.items()}
     path = parquet_file(conversation, shape, directory)
     if reader == "pandas":
         row = pd.read_parquet(path).iloc[0]
@@ -428,7 +432,13 @@ def given_run(conversation: str, variant: str, directory: Path) -> dict[str, Any
     return {key: table.column(key)[0] for key in ("input", "output")}
 
 
-VARIANTS = [*SHAPES, *(f"{shape}+{reader}" for shape in SHAPES for reader in ("pandas", "arrow"))]
+VARIANTS = [
+    *SHAPES,
+    *(f"{shape}+{reader}" for shape in SHAPES for reader in ("pandas", "arrow")),
+    # JSON text is read as messages when they have roles: compact ones may have none
+    "mastra+json",
+    "openai+json",
+]
 
 
 # --- what every reader makes of a run ----------------------------------------------------------

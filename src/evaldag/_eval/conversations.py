@@ -9,6 +9,7 @@ objects, becomes one :class:`TurnSpec` per turn, by item label.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ import pandas as pd
 
 from evaldag._eval.scorer_configs import checked_gates, checked_ids, scorer_entries
 from evaldag._graph.plan import TurnSpec, TurnSpecs
+from evaldag._scorer.json_text import looks_like_json
 from evaldag.errors import EvalDagError
 
 _TURN_KEYS = frozenset({"input", "gates", "scorers"})
@@ -41,6 +43,19 @@ def _is_list(value: Any) -> bool:
     return isinstance(value, list | tuple) or (
         hasattr(value, "tolist") and not isinstance(value, str | bytes)
     )
+
+
+def _listed(index: Any, key: str, value: Any) -> Any:
+    """``value``, or the list its JSON text holds (a CSV cell): any other text is an error."""
+    if not isinstance(value, str):
+        return value
+    try:
+        listed = json.loads(value) if looks_like_json(value) else None
+    except ValueError as error:
+        raise _invalid(index, f"'{key}' is text that is not a JSON array ({error})") from None
+    if not isinstance(listed, list):
+        raise _invalid(index, f"'{key}' must be a non-empty array, got text")
+    return listed
 
 
 def _turn(index: Any, number: int, turn: Any) -> TurnSpec:
@@ -95,7 +110,7 @@ def conversation_items(
         if "turns" in given:
             if "input" in given or "inputs" in given:
                 raise _invalid(label, "'turns' cannot be combined with 'input' or 'inputs'")
-            turns = given["turns"]
+            turns = _listed(label, "turns", given["turns"])
             if not _is_list(turns) or not len(turns):
                 raise _invalid(label, "'turns' must be a non-empty array")
             specs[label] = tuple(_turn(label, n, turn) for n, turn in enumerate(list(turns)))
@@ -106,7 +121,7 @@ def conversation_items(
                     "'inputs' cannot be combined with 'input': give the conversation's inputs "
                     "in 'inputs' only",
                 )
-            turn_inputs = given["inputs"]
+            turn_inputs = _listed(label, "inputs", given["inputs"])
             if not _is_list(turn_inputs) or not len(turn_inputs):
                 raise _invalid(label, "'inputs' must be a non-empty array")
             specs[label] = tuple(TurnSpec(value) for value in list(turn_inputs))

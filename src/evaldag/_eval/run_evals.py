@@ -41,6 +41,7 @@ from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.builder import Scorer
+from evaldag._scorer.json_text import looks_like_json, structured_json
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
@@ -383,17 +384,30 @@ def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
         )
 
 
+#: The run fields read when the run is made, and how.
+_READ_FIELDS = {
+    "input": canonical_transcript,
+    "output": canonical_transcript,
+    "request_context": structured_json,
+    "expected_trajectory": structured_json,
+}
+
+
 def _require_readable_transcripts(dataset: pd.DataFrame) -> None:
-    """Every input and output is a text or a transcript evaldag reads: checked before any
-    scorer runs, so a bad row late in the data costs no judge call. Errors name the row."""
-    for field in ("input", "output"):
+    """Every input and output is a text or a transcript evaldag reads, and every structured
+    field given as text is JSON of its kind: checked before any scorer runs, so a bad row late
+    in the data costs no judge call. Errors name the row."""
+    for field, read in _READ_FIELDS.items():
         if field not in dataset.columns:
             continue
         for label, value in dataset[field].items():
-            if type(value) is str or value is None:
+            if type(value) is str:
+                if not looks_like_json(value):
+                    continue
+            elif value is None or read is structured_json:  # only text of those is read here
                 continue
             try:
-                canonical_transcript(value, field)
+                read(value, field)
             except EvalDagError as error:
                 raise EvalDagError(
                     "INVALID_DATA_ITEM",

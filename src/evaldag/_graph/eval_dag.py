@@ -26,6 +26,7 @@ from evaldag._engine.columns import SCORER_COLUMNS, TEXT
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
+from evaldag._scorer.json_text import looks_like_json
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
@@ -52,7 +53,7 @@ def outputs__target(target_runs: pd.Series) -> pd.Series:
 
 def _readable(output: Any) -> Any:
     """A target's output, or a TargetFailure when it is no text or transcript evaldag reads."""
-    if isinstance(output, TargetFailure) or type(output) is str:
+    if isinstance(output, TargetFailure) or (type(output) is str and not looks_like_json(output)):
         return output
     try:
         canonical_transcript(output, "output")

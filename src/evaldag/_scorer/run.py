@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from evaldag._scorer.json_text import looks_like_json, structured_json
 from evaldag._scorer.transcript_shapes import canonical_transcript, python_data
 
 _UNTOUCHED = frozenset({str, type(None), int, float, bool})
@@ -48,7 +49,8 @@ class ScorerRun(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_once(cls, data: Any) -> Any:
-        """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data.
+        """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data, JSON
+        text of transcripts and structured fields as their JSON (``json_text``).
 
         One validator for every field: a run of plain strings pays for one Python call.
         """
@@ -56,12 +58,13 @@ class ScorerRun(BaseModel):
             return data
         read = {}
         for key, item in data.items():
-            if type(item) in _UNTOUCHED:
+            kind = type(item)
+            if kind in _UNTOUCHED and (kind is not str or not looks_like_json(item)):
                 continue
-            if key in _TRANSCRIPTS:
+            if key in _TRANSCRIPTS:  # JSON text too: of messages, it is read as them
                 value = canonical_transcript(item, key)
             elif key in _DATA_FIELDS:
-                value = python_data(item)
+                value = structured_json(item, key) if kind is str else python_data(item)
             else:
                 continue
             if value is not item:

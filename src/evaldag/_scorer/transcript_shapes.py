@@ -12,7 +12,8 @@ reader sees the same messages whatever shape was given (``docs/transcripts.md``)
   ``tool-invocation`` parts;
 - numpy arrays and Arrow values, as a Parquet file gives them back, become lists and dicts.
 
-Strings, ``None`` and values that hold no message pass through untouched. A message that cannot be
+Strings (except JSON text of messages, see ``json_text``), ``None`` and values that hold no
+message pass through untouched. A message that cannot be
 read (a tool result without its call, an unknown role or part type) is an ``EvalDagError`` naming
 where it sits, e.g. ``output[3].tool_call_id``.
 """
@@ -27,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from evaldag._compat.js import camel, js_truthy
+from evaldag._scorer.json_text import transcript_json
 from evaldag.errors import EvalDagError
 from evaldag.messages import AgentRunInput, MastraModel, Message, mastra_data
 from evaldag.transcripts import merge_tool_invocations
@@ -76,6 +78,9 @@ def canonical_transcript(value: Any, field: str) -> Any:
         (user, assistant) and the start of the path named in errors.
     """
     kind = type(value)
+    if kind is str:
+        value = transcript_json(value, field)  # JSON text of messages is read as its messages
+        kind = type(value)
     if kind in _SCALARS or (kind is list and _all_canonical(value)):
         return value
     if _foreign(value):
