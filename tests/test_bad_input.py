@@ -845,3 +845,29 @@ def test_an_unknown_results_suffix_is_refused_before_scoring(tmp_path):
     with pytest.raises(EvalDagError, match=r"ends in \.parquet .*, \.csv or \.jsonl"):
         run_evals(SMALL, scorers=[counting], out=tmp_path / "r.txt")
     assert scored == []
+
+
+class _Table:
+    """A table library's frame whose conversion fails or gives something else."""
+
+    def __init__(self, converted: Any) -> None:
+        self._converted = converted
+
+    def to_pandas(self) -> Any:
+        if isinstance(self._converted, Exception):
+            raise self._converted
+        return self._converted
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (_Table(ImportError("pyarrow is required")), "its to_pandas() failed: pyarrow is required"),
+        (_Table({"input": ["q"]}), "to_pandas() gave dict, not a DataFrame"),
+    ],
+)
+def test_a_table_that_does_not_convert_is_named(table, message):
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(table, scorers=[LENGTH])
+    assert raised.value.id == "INVALID_DATA" and message in raised.value.message
+    assert "_Table" in raised.value.message

@@ -913,3 +913,19 @@ def test_a_target_output_evaldag_cannot_read_is_that_items_target_error():
     errors = result.items["target_error"]
     assert errors.isna().tolist() == [True, False]
     assert "the target returned an output evaldag cannot read" in errors.iloc[1]
+
+
+def test_an_arrow_table_of_transcripts_scores_as_its_parquet_file(parquet_dir):
+    # a table with to_pandas() (pyarrow here; polars and Hugging Face datasets alike) is data
+    gates = [evaldag.checks.called_tool("get_weather"), evaldag.checks.no_tool_errors()]
+
+    def gate_scores(data: Any) -> dict[str, float]:
+        result = evaldag.run_evals(data, gates=gates, progress=False)
+        return {gate.id: gate.score for gate in result.gate_results}
+
+    path = parquet_file("tool calls with results", "openai", parquet_dir)
+    expected = {"check-called-tool": 1.0, "check-no-tool-errors": 1.0}
+    assert gate_scores([CONVERSATIONS["tool calls with results"]["openai"]]) == expected
+    assert gate_scores(path) == expected
+    assert gate_scores(pq.read_table(path)) == expected
+    assert gate_scores(pq.read_table(path).to_batches()[0]) == expected

@@ -1,4 +1,5 @@
-"""The dataset an eval runs over: a DataFrame, a list of dicts, or a Parquet/CSV/JSONL file."""
+"""The dataset an eval runs over: a DataFrame (or a table with ``to_pandas()``), a list of
+dicts, or a Parquet/CSV/JSONL file."""
 
 from __future__ import annotations
 
@@ -94,6 +95,26 @@ def _from_file(path: Path) -> pd.DataFrame:
         ) from error
 
 
+def _from_table(table: Any) -> pd.DataFrame:
+    """A pyarrow, polars or Hugging Face table as pandas makes it (nested cells as numpy arrays,
+    as from a Parquet file)."""
+    try:
+        frame = table.to_pandas()
+    except Exception as error:
+        raise EvalDagError(
+            "INVALID_DATA",
+            f"Cannot read data of type {type(table).__name__}: its to_pandas() failed: {error}",
+            cause=error,
+        ) from error
+    if not isinstance(frame, pd.DataFrame):
+        raise EvalDagError(
+            "INVALID_DATA",
+            f"data of type {type(table).__name__}: to_pandas() gave {type(frame).__name__}, not "
+            "a DataFrame; pass a DataFrame",
+        )
+    return frame
+
+
 def _from_items(items: Sequence[Any]) -> pd.DataFrame:
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
@@ -118,13 +139,16 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
         frame = _from_file(Path(data))
     elif isinstance(data, pd.DataFrame):
         frame = data
+    elif callable(getattr(data, "to_pandas", None)):
+        frame = _from_table(data)
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
         frame = _from_items(data)
     else:
         raise EvalDagError(
             "INVALID_DATA",
-            f"data must be a pandas DataFrame, a list of dicts or a path to a .parquet, .csv or "
-            f".jsonl file, got {type(data).__name__}",
+            f"data must be a pandas DataFrame, a table with to_pandas() (pyarrow, polars, "
+            f"Hugging Face datasets), a list of dicts or a path to a .parquet, .csv or .jsonl "
+            f"file, got {type(data).__name__}",
         )
     if len(frame) == 0:
         raise EvalDagError(

@@ -117,7 +117,8 @@ def run_evals(
 
     :param data: a DataFrame (``input``; ``output`` unless a target produces it; optional
         ``ground_truth``, ``request_context``, ``expected_trajectory``; other columns carried
-        through), a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
+        through) or a table with ``to_pandas()`` (pyarrow, polars, Hugging Face ``datasets``),
+        a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
         With a target, an item may be a conversation: ``inputs`` (turns in order on one thread)
         or ``turns`` (``[{"input", "gates", "scorers"}]``, each turn with its own assertions).
     :param scorers: scorers, ``scorer.with_threshold(...)`` or ``{"scorer": s, "threshold": t}``;
