@@ -83,6 +83,8 @@ class ScoreRow(BaseModel):
     )
 
 
+#: The value types a snapshot keeps, beyond the exact ones it tests first.
+_TEXT, _NUMBER = (str, bool), (int, float)
 #: The row's fields in order: the store's columns and ``read_scores``' DataFrame columns.
 ROW_FIELDS = tuple(ScoreRow.model_fields)
 
@@ -92,26 +94,33 @@ def request_context_snapshot(context: Any) -> dict[str, Any]:
     request context, nested mappings flattened into dotted keys (8 levels at most); lists,
     bytes and the auth token left out."""
     snapshot: dict[str, Any] = {}
-    if not isinstance(context, Mapping):
-        return snapshot
-    seen: set[int] = set()
-
-    def flatten(mapping: Mapping, prefix: str, depth: int) -> None:
-        if depth > _SNAPSHOT_DEPTH or id(mapping) in seen:
-            return
-        seen.add(id(mapping))
-        for key, value in mapping.items():
-            flat_key = f"{prefix}.{key}" if prefix else str(key)
-            if key == _AUTH_TOKEN_KEY:
-                continue
-            kind = type(value)  # the exact types first: this runs on every live call scored
-            if kind is str or kind is bool or isinstance(value, str | bool):
-                snapshot[flat_key] = value
-            elif kind is int or kind is float or isinstance(value, int | float):
-                if math.isfinite(value):
-                    snapshot[flat_key] = value
-            elif kind is dict or isinstance(value, Mapping):
-                flatten(value, flat_key, depth + 1)
-
-    flatten(context, "", 0)
+    if isinstance(context, Mapping):
+        _flatten(context, "", 0, snapshot, set())
     return snapshot
+
+
+def _flatten(
+    mapping: Mapping, prefix: str, depth: int, snapshot: dict[str, Any], seen: set[int]
+) -> None:
+    # This runs on every live call scored, after the app waited: little code, exact types first.
+    if depth > _SNAPSHOT_DEPTH or id(mapping) in seen:
+        return
+    seen.add(id(mapping))
+    for key, value in mapping.items():
+        if key == _AUTH_TOKEN_KEY:
+            continue
+        kind = type(value)
+        if kind is str or kind is bool:
+            snapshot[prefix + str(key)] = value
+        elif kind is int or kind is float:
+            if value - value == 0:  # finite: inf - inf and NaN - NaN are NaN
+                snapshot[prefix + str(key)] = value
+        elif kind is dict:
+            _flatten(value, f"{prefix}{key}.", depth + 1, snapshot, seen)
+        elif isinstance(value, _TEXT):
+            snapshot[prefix + str(key)] = value
+        elif isinstance(value, _NUMBER):
+            if math.isfinite(value):
+                snapshot[prefix + str(key)] = value
+        elif isinstance(value, Mapping):
+            _flatten(value, f"{prefix}{key}.", depth + 1, snapshot, seen)
