@@ -90,6 +90,7 @@ def test_the_cli_reads_json_text_transcripts_from_a_csv_file(tmp_path, capsys):
         '{"answer": "Paris"}',  # an app's JSON answer
         '["Paris", "Rome"]',
         '[{"content": "Paris"}]',  # no role: JSON text is read as messages only with one
+        '{"role": "admin", "permissions": ["read"]}',  # a role but no message body
         '{"content": "Paris", "role": ',  # cut off
         "[]",
         '"Paris"',

@@ -1,9 +1,10 @@
 """Structured run fields given as JSON text, as a CSV cell or a logging pipeline's text column holds
 them: read as their JSON where the text can only mean that.
 
-- ``input`` and ``output``: JSON text of a message with a ``role``, a list holding one, or (for
-  ``input``) Mastra's agent run input. Any other text stays text, JSON or not: ``"[1] Paris"``,
-  ``'{"answer": "Paris"}'`` and ``'["a", "b"]'`` are what an app answered.
+- ``input`` and ``output``: JSON text of a message (a ``role`` and a ``content``, ``parts`` or
+  tool calls), a list holding one, or (for ``input``) Mastra's agent run input. Any other text
+  stays text, JSON or not: ``"[1] Paris"``, ``'{"answer": "Paris"}'``, ``'["a", "b"]'`` and
+  ``'{"role": "admin", "permissions": []}'`` are what an app answered.
 - ``request_context``: JSON text of an object; ``expected_trajectory``: of an object or a list.
   Text that starts like JSON there but is none is an error naming the field: those fields hold
   no prose.
@@ -22,6 +23,8 @@ from evaldag.errors import EvalDagError
 _OPENERS = ("[", "{")
 #: The message lists of Mastra's agent run input (an ``input`` only).
 _AGENT_INPUT_KEYS = frozenset({"inputMessages", "rememberedMessages", "systemMessages"})
+#: The keys of which a message has one beside its role, in any shape evaldag reads.
+_BODY_KEYS = frozenset({"content", "parts", "tool_calls", "toolInvocations", "tool_invocations"})
 #: The structured fields besides the transcripts, by name and Mastra's key, and what their JSON
 #: must be.
 _STRUCTURED = {
@@ -67,12 +70,16 @@ def structured_json(text: str, field: str) -> Any:
 
 def _is_transcript(value: Any, field: str) -> bool:
     if isinstance(value, dict):
-        return "role" in value or (
+        return _is_message(value) or (
             field == "input" and not value.keys().isdisjoint(_AGENT_INPUT_KEYS)
         )
-    return isinstance(value, list) and any(
-        isinstance(item, dict) and "role" in item for item in value
-    )
+    return isinstance(value, list) and any(_is_message(item) for item in value)
+
+
+def _is_message(value: Any) -> bool:
+    """A dict with a role and a message's body: ``{"role": "admin", "permissions": [...]}`` is
+    an app's answer."""
+    return isinstance(value, dict) and "role" in value and not value.keys().isdisjoint(_BODY_KEYS)
 
 
 def _invalid(field: str, problem: str) -> EvalDagError:
