@@ -279,3 +279,76 @@ def test_gates_and_thresholds_matchers_fail_without_any():
     with pytest.raises(EvalAssertionError, match="expected thresholds, but the run has none"):
         passes_thresholds(bare)
     assert_evals(bare)
+
+
+# --- a conversation's turns: their gates and thresholds are the run's too ----------------------
+
+TURNS_EVAL_FILE = """
+from evaldag import checks, create_scorer
+
+def target(input, history=()):
+    return "sorry" if input == "refund?" else f"answer to {input}"
+
+half = create_scorer("half").generate_score(lambda run: 0.5)
+data = [
+    {"id": "c1", "turns": [
+        {"input": "hi", "gates": [checks.excludes("sorry", id="polite")]},
+        {"input": "refund?", "gates": [checks.excludes("sorry", id="polite")],
+         "scorers": [half.with_threshold(0.8)]},
+    ]},
+]
+scorers = [checks.includes("answer", id="answers")]
+"""
+
+
+def _turn_result() -> EvalResult:
+    half = create_scorer("half").generate_score(lambda run: 0.5)
+    return run_evals(
+        [
+            {
+                "id": "c1",
+                "turns": [
+                    {"input": "hi", "gates": [checks.excludes("sorry", id="polite")]},
+                    {
+                        "input": "refund?",
+                        "gates": [checks.excludes("sorry", id="polite")],
+                        "scorers": [half.with_threshold(0.8)],
+                    },
+                ],
+            }
+        ],
+        target=lambda input: "sorry" if input == "refund?" else f"answer to {input}",
+        scorers=[checks.includes("answer", id="answers")],
+        progress=False,
+    )
+
+
+def test_assertions_and_matchers_see_the_turns_gates_and_thresholds():
+    result = _turn_result()
+    assert result.verdict == "failed" and not result.gate_results
+    with pytest.raises(EvalAssertionError) as failed:
+        assert_evals(result)
+    assert failed.value.failures == [
+        "turn 1: gate 'polite' failed: score 0, required at least 1; worst items: c1 (0.00)",
+        (
+            "turn 1: threshold of 'half' missed: average 0.5, required >= 0.80; "
+            "worst items: c1 (0.50)"
+        ),
+    ]
+    with pytest.raises(EvalAssertionError, match="^turn 1: gate 'polite' failed"):
+        passes_gates(result)
+    with pytest.raises(EvalAssertionError, match="^turn 1: threshold of 'half' missed"):
+        passes_thresholds(result)
+
+
+def test_an_eval_files_turns_are_tests_of_their_own(pytester):
+    pytester.makepyfile(eval_turns=TURNS_EVAL_FILE)
+    outcomes = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    assert outcomes.parseoutcomes() == {"passed": 1, "failed": 2}
+    lines = outcomes.stdout.lines
+    assert [line.split(" ")[0] for line in lines if " PASSED" in line or " FAILED" in line] == [
+        "eval_turns.py::gate[turn0.polite]",
+        "eval_turns.py::gate[turn1.polite]",
+        "eval_turns.py::threshold[turn1.half]",
+    ]
+    assert any(line.startswith("AssertionError: turn 1: gate 'polite' failed") for line in lines)

@@ -331,3 +331,39 @@ def test_run_evals_default_progress_reaches_ci_logs_for_long_runs(capsys, clock,
         "scoring: 10/10 items (100%), 0.1 items/s, 2 with errors, 120 s elapsed",
     ]
     assert "\r" not in err
+
+
+def test_the_turns_gates_and_thresholds_are_in_the_summary_and_where_it_failed(tmp_path):
+    half = create_scorer("half").generate_score(lambda run: 0.5)
+    polite = checks.excludes("sorry", id="polite")
+
+    def conversation(name, second):
+        return {
+            "id": name,
+            "turns": [
+                {"input": "hi", "gates": [polite]},
+                {"input": second, "gates": [polite], "scorers": [half.with_threshold(0.8)]},
+            ],
+        }
+
+    result = run_evals(
+        [conversation("c1", "refund?"), conversation("c2", "thanks")],
+        target=lambda input: "sorry" if input == "refund?" else "glad to help",
+        progress=False,
+    )
+    saved = tmp_path / "results.parquet"
+    result.to_parquet(saved)
+    for shown in (result, EvalResult.read_parquet(saved)):
+        table = summary_table(shown, "run").splitlines()
+        assert [line.split()[:4] for line in table[3:6]] == [
+            ["turn", "0:", "polite", "gate"],
+            ["turn", "1:", "polite", "gate"],
+            ["turn", "1:", "half", "scorer"],
+        ]
+        assert table[-1] == (
+            "verdict: FAILED (gate failed: turn 1: polite; 1 of 1 thresholds missed (turn 1: half))"
+        )
+        assert where_it_failed(shown).splitlines()[1:] == [
+            "  turn 1: polite  1 of 2 items below 1.00: c1 (0.00)",
+            "  turn 1: half    2 of 2 items below 0.80: c1 (0.50), c2 (0.50)",
+        ]

@@ -18,12 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaldag._testing.failures import (
-    EvalAssertionError,
-    gate_failure,
-    raise_failures,
-    threshold_failure,
-)
+from evaldag._report.failing import requirements
+from evaldag._testing.failures import EvalAssertionError, failure, raise_failures
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -41,8 +37,8 @@ __all__ = [
 
 
 def assert_evals(result: EvalResult, *, min_pass_rate: float = 1.0) -> None:
-    """Every gate scores at least ``min_pass_rate`` and every threshold passes (Mastra's
-    ``expectEvals(...).toPass(minPassRate)``).
+    """Every gate scores at least ``min_pass_rate`` and every threshold passes, the turns'
+    gates and thresholds too (Mastra's ``expectEvals(...).toPass(minPassRate)``).
 
     :param min_pass_rate: the share of items each gate must pass, from 0 to 1 (default: all).
     """
@@ -55,11 +51,7 @@ def assert_evals(result: EvalResult, *, min_pass_rate: float = 1.0) -> None:
             "INVALID_MIN_PASS_RATE",
             f"min_pass_rate must be a number from 0 to 1, got {min_pass_rate!r}",
         )
-    failures = [
-        *(gate_failure(result, g, min_pass_rate) for g in result.gate_results),
-        *(threshold_failure(result, t) for t in result.threshold_results),
-    ]
-    raise_failures(failures)
+    raise_failures([failure(result, r, min_pass_rate) for r in requirements(result)])
 
 
 def has_verdict(result: EvalResult, verdict: Verdict | None) -> None:
@@ -85,17 +77,19 @@ def score_below(result: EvalResult, name: str, maximum: float) -> None:
 
 
 def passes_gates(result: EvalResult) -> None:
-    """Every gate passes; a run without gates fails this."""
-    if not result.gate_results:
+    """Every gate passes, the turns' too; a run without gates fails this."""
+    gates = [r for r in requirements(result) if r.is_gate]
+    if not gates:
         raise_failures(["expected gates, but the run has none"])
-    raise_failures([gate_failure(result, g) for g in result.gate_results])
+    raise_failures([failure(result, gate) for gate in gates])
 
 
 def passes_thresholds(result: EvalResult) -> None:
-    """Every threshold passes; a run without thresholds fails this."""
-    if not result.threshold_results:
+    """Every threshold passes, the turns' too; a run without thresholds fails this."""
+    thresholds = [r for r in requirements(result) if not r.is_gate]
+    if not thresholds:
         raise_failures(["expected thresholds, but the run has none"])
-    raise_failures([threshold_failure(result, t) for t in result.threshold_results])
+    raise_failures([failure(result, threshold) for threshold in thresholds])
 
 
 def _score(result: EvalResult, name: str) -> float:

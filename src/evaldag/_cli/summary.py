@@ -7,13 +7,14 @@ import json
 
 import pandas as pd
 
-from evaldag._report.failing import bounds, failing_items, ids_source, item_ids
+from evaldag._report.failing import bounds, failing_items, ids_source, item_ids, requirements
 from evaldag._report.summary import (
     ScorerSummary,
     judge_limit_texts,
     outcome_word,
     requirement_text,
     scorer_summaries,
+    turn_summaries,
     verdict_explanation,
 )
 from evaldag._results.eval_result import EvalResult
@@ -29,7 +30,7 @@ def summary_table(result: EvalResult, title: str) -> str:
     """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
     rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
     summaries = scorer_summaries(result)
-    for s in summaries:
+    for s in [*summaries, *turn_summaries(result)]:
         outcome = outcome_word(s)
         rows.append(
             (
@@ -99,25 +100,24 @@ def _reason(not_scorable: object) -> str:
 
 
 def where_it_failed(result: EvalResult) -> str:
-    """A line per failed gate and missed threshold naming the items that pulled it down, worst
-    first, and why when it is more than its items; ``''`` when none failed."""
-    failed: list[tuple[str, ThresholdSpec, str | None]] = [
-        *((g.id, 1.0, g.reason) for g in result.gate_results if not g.passed),
-        *((t.id, t.threshold, t.reason) for t in result.threshold_results if not t.passed),
-    ]
+    """A line per failed gate and missed threshold (a turn's too) naming the items that pulled
+    it down, worst first, and why when it is more than its items; ``''`` when none failed."""
+    failed = [r for r in requirements(result) if not r.outcome.passed]
     if not failed:
         return ""
-    items = result.items
-    ids = item_ids(items)
-    width = max(len(sid) for sid, _, _ in failed)
-    lines = [f"where it failed (items named by {ids_source(items)}; worst first):"]
-    for sid, requirement, reason in failed:
-        parts = [reason] if reason else []
-        failing = failing_items(items, sid, requirement)
-        if len(failing):
-            parts.append(_failing_text(items, ids, sid, requirement, failing.index))
+    width = max(len(r.label) for r in failed)
+    lines = [f"where it failed (items named by {ids_source(result.items)}; worst first):"]
+    for requirement in failed:
+        sid, rows = requirement.outcome.id, requirement.rows(result)
+        parts = [requirement.outcome.reason] if requirement.outcome.reason else []
+        if f"{sid}.score" in rows.columns:
+            failing = failing_items(rows, sid, requirement.required)
+            if len(failing):
+                parts.append(
+                    _failing_text(rows, item_ids(rows), sid, requirement.required, failing.index)
+                )
         text = "; ".join(parts) or "no single item falls short, only the average"
-        lines.append(f"  {sid.ljust(width)}  {text}")
+        lines.append(f"  {requirement.label.ljust(width)}  {text}")
     return "\n".join(lines)
 
 

@@ -3,13 +3,68 @@ failed" lines and the report's ranking of items share, with the ids that name it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
 from evaldag._scorer.thresholds import ThresholdSpec
 
+if TYPE_CHECKING:
+    from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
+
 #: The column that names items. Mastra's dataset items and most eval sets (the demo's too) use
 #: it; other common columns (``name``, ``question``) need not be unique, so they are not used.
 ID_COLUMN = "id"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A gate or threshold of the run, or of one turn of its conversations (``turn``)."""
+
+    outcome: GateResult | ThresholdResult
+    turn: int | None = None
+
+    @property
+    def is_gate(self) -> bool:
+        return not hasattr(self.outcome, "threshold")
+
+    @property
+    def required(self) -> ThresholdSpec:
+        """What the average must meet: a gate's 1.0, or the threshold."""
+        return 1.0 if self.is_gate else self.outcome.threshold  # type: ignore[union-attr]
+
+    @property
+    def label(self) -> str:
+        """The scorer's id, after ``turn N:`` for a turn's."""
+        prefix = "" if self.turn is None else f"turn {self.turn}: "
+        return prefix + self.outcome.id
+
+    def rows(self, result: EvalResult) -> pd.DataFrame:
+        """The rows its items were scored in: the items, or that turn's rows."""
+        return result.items if self.turn is None else turn_rows(result, self.turn)
+
+
+def turn_rows(result: EvalResult, index: int) -> pd.DataFrame:
+    """Turn ``index``'s row of each conversation that has one, labelled by its item."""
+    turns = result.turns
+    if turns is None:
+        return result.items.iloc[:0]
+    return turns[turns["turn"] == index].set_index("item")
+
+
+def requirements(result: EvalResult) -> list[Requirement]:
+    """Every gate, then every threshold of the run, then those of each turn of its
+    conversations: all that make its verdict."""
+    return [
+        *(Requirement(g) for g in result.gate_results),
+        *(Requirement(t) for t in result.threshold_results),
+        *(
+            Requirement(outcome, turn.index)
+            for turn in result.turn_results
+            for outcome in (*turn.gate_results, *turn.threshold_results)
+        ),
+    ]
 
 
 def id_column(items: pd.DataFrame) -> str | None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from evaldag._results.eval_result import EvalResult
+from evaldag._report.failing import requirements, turn_rows
+from evaldag._results.eval_result import EvalResult, ThresholdResult
 from evaldag._results.intervals import ConfidenceInterval
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
@@ -77,6 +78,46 @@ def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
     return summaries
 
 
+def turn_summaries(result: EvalResult) -> list[ScorerSummary]:
+    """A summary per gate and scorer of each turn of the run's conversations, turn by turn,
+    named ``turn N: <id>``; their counts from that turn's rows."""
+    summaries = []
+    for turn in result.turn_results:
+        rows = turn_rows(result, turn.index)
+        thresholds = {t.id: t for t in turn.threshold_results}
+        outcomes = [
+            *((g.id, "gate", g.score, 1.0, g.passed) for g in turn.gate_results),
+            *(
+                (sid, "scorer", mean, *_met(thresholds.get(sid)))
+                for sid, mean in {**dict.fromkeys(thresholds), **turn.scores}.items()
+            ),
+        ]
+        for sid, role, mean, requirement, passed in outcomes:
+            valid = _valid_scores(rows, sid)
+            counted = rows.get(f"{sid}.not_scorable"), rows.get(f"{sid}.error")
+            summaries.append(
+                ScorerSummary(
+                    id=f"turn {turn.index}: {sid}",
+                    name=sid,
+                    description="",
+                    role=role,
+                    mean=mean,
+                    scored=len(valid),
+                    not_scorable=0 if counted[0] is None else int(counted[0].notna().sum()),
+                    errors=0 if counted[1] is None else int(counted[1].notna().sum()),
+                    requirement=requirement,
+                    passed=passed,
+                    scores=tuple(valid),
+                    has_judge=False,
+                )
+            )
+    return summaries
+
+
+def _met(threshold: ThresholdResult | None) -> tuple[ThresholdSpec | None, bool | None]:
+    return (None, None) if threshold is None else (threshold.threshold, threshold.passed)
+
+
 def scorer_definitions(result: EvalResult) -> list[dict[str, Any]]:
     """The scorers' definitions, then the gates'; for a result stored without them, their ids
     from the item columns."""
@@ -109,10 +150,12 @@ def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:
 
 
 def verdict_explanation(result: EvalResult) -> str:
-    """One line saying why the verdict is what it is."""
-    gates, thresholds = result.gate_results, result.threshold_results
-    failed_gates = [g.id for g in gates if not g.passed]
-    missed = [t.id for t in thresholds if not t.passed]
+    """One line saying why the verdict is what it is (turns' gates and thresholds included)."""
+    every = requirements(result)
+    gates = [r for r in every if r.is_gate]
+    thresholds = [r for r in every if not r.is_gate]
+    failed_gates = [g.label for g in gates if not g.outcome.passed]
+    missed = [t.label for t in thresholds if not t.outcome.passed]
     parts = []
     if gates:
         parts.append(

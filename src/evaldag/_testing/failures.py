@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from evaldag._report.failing import failing_items, item_ids
+from evaldag._report.failing import Requirement, failing_items, item_ids
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
 if TYPE_CHECKING:
-    from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
+    from evaldag._results.eval_result import EvalResult
 
 #: How many of the items that fall short a line names.
 NAMED_ITEMS = 3
@@ -31,32 +31,38 @@ def raise_failures(failures: list[str | None]) -> None:
         raise EvalAssertionError(lines)
 
 
-def gate_failure(result: EvalResult, gate: GateResult, min_pass_rate: float = 1.0) -> str | None:
-    """The line saying why ``gate`` fails at ``min_pass_rate``; None when it passes."""
-    passed = gate.passed if min_pass_rate == 1.0 else gate.score >= min_pass_rate
-    if passed and gate.reason is None:
-        return None
-    line = f"gate {gate.id!r} failed: score {gate.score:.4g}, required at least {min_pass_rate:g}"
-    return line + _why(result, gate.id, min_pass_rate, gate.reason)
-
-
-def threshold_failure(result: EvalResult, threshold: ThresholdResult) -> str | None:
-    """The line saying why ``threshold`` is missed; None when it is met."""
-    if threshold.passed:
-        return None
-    line = (
-        f"threshold of {threshold.id!r} missed: average {threshold.average_score:.4g}, "
-        f"required {threshold_text(threshold.threshold)}"
+def failure(result: EvalResult, requirement: Requirement, min_pass_rate: float = 1.0) -> str | None:
+    """The line saying why a gate fails at ``min_pass_rate`` or a threshold is missed (after
+    ``turn N:`` for a turn's); None when it passes."""
+    outcome, prefix = (
+        requirement.outcome,
+        "" if requirement.turn is None else f"turn {requirement.turn}: ",
     )
-    if threshold.errors:
-        line += f", and the scorer failed on {threshold.errors} item(s)"
-    return line + _why(result, threshold.id, threshold.threshold, threshold.reason)
+    if requirement.is_gate:
+        passed = outcome.passed if min_pass_rate == 1.0 else outcome.score >= min_pass_rate
+        if passed and outcome.reason is None:
+            return None
+        required: ThresholdSpec = min_pass_rate
+        line = (
+            f"gate {outcome.id!r} failed: score {outcome.score:.4g}, required at least "
+            f"{min_pass_rate:g}"
+        )
+    else:
+        if outcome.passed:
+            return None
+        required = outcome.threshold
+        line = (
+            f"threshold of {outcome.id!r} missed: average {outcome.average_score:.4g}, "
+            f"required {threshold_text(outcome.threshold)}"
+        )
+        if outcome.errors:
+            line += f", and the scorer failed on {outcome.errors} item(s)"
+    return prefix + line + _why(requirement.rows(result), outcome.id, required, outcome.reason)
 
 
-def _why(result: EvalResult, sid: str, requirement: ThresholdSpec, reason: str | None) -> str:
+def _why(items: pd.DataFrame, sid: str, requirement: ThresholdSpec, reason: str | None) -> str:
     """``; worst items: q7 (error), q2 (0.00) and 4 more`` and the reason, when there are any."""
     parts = [reason] if reason else []
-    items = result.items
     if f"{sid}.score" in items.columns:
         short = failing_items(items, sid, requirement).index
         ids = item_ids(items)

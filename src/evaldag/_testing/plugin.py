@@ -2,10 +2,11 @@
 
 A file named ``eval_*.py`` whose module level assigns ``data`` and ``scorers`` or ``gates`` is an
 eval file (read from its source, not imported, so other ``eval_*.py`` files are left alone). It
-becomes one test per gate (``gate[<id>]``) and per threshold (``threshold[<id>]``), or one test
-(``run``) when it has neither; the eval runs once, when its first test runs, and its results are
-written to ``<--evaldag-out>/<file name>.parquet`` (default ``.evaldag/pytest`` under the rootdir,
-rewritten each session). A failed gate or missed threshold fails its test like an assertion.
+becomes one test per gate (``gate[<id>]``) and per threshold (``threshold[<id>]``), a turn's
+named ``turn<N>.<id>``, or one test (``run``) when it has neither; the eval runs once, when its
+first test runs, and its results are written to ``<--evaldag-out>/<file name>.parquet``
+(default ``.evaldag/pytest`` under the rootdir, rewritten each session). A failed gate or
+missed threshold fails its test like an assertion.
 
 Until it meets an eval file the plugin imports only pytest and the standard library, so test
 suites without eval files run as if it were not installed; ``-p no:evaldag`` turns it off.
@@ -69,6 +70,39 @@ def _defines_an_eval(path: Path) -> bool:
     return "data" in names and bool(names & {"scorers", "gates"})
 
 
+def _test_name(requirement_id: str, turn: int | None) -> str:
+    """A gate's or threshold's name in its test's: its id, after ``turn<N>.`` for a turn's."""
+    return requirement_id if turn is None else f"turn{turn}.{requirement_id}"
+
+
+def _turn_names(definition: EvalDefinition) -> list[tuple[str, str]]:
+    """The gates and thresholds of the conversations' turns in data given in the file (a file
+    of data holds no scorers), each once, turn by turn; none when the data is not readable
+    here (the run then says why)."""
+    from evaldag._eval.conversations import conversation_items
+    from evaldag._eval.dataset import loaded_dataset
+    from evaldag.errors import EvalDagError
+
+    data = definition.data
+    if isinstance(data, str | os.PathLike) or definition.target is None:
+        return []
+    try:
+        _, specs = conversation_items(
+            loaded_dataset(data, has_target=True), has_target=True, workflow_target=False
+        )
+    except EvalDagError:
+        return []
+    found: dict[tuple[int, bool, str], None] = {}  # (turn, is a threshold, id), in data order
+    for turns in specs.values():
+        for turn, spec in enumerate(turns):
+            found.update(dict.fromkeys((turn, False, gate.id) for gate in spec.gates))
+            found.update(dict.fromkeys((turn, True, sid) for sid in spec.thresholds))
+    return [
+        ("threshold" if is_threshold else "gate", _test_name(rid, turn))
+        for turn, is_threshold, rid in sorted(found, key=lambda key: key[:2])
+    ]
+
+
 class EvalFile(pytest.File):
     """An eval file: its gates and thresholds as tests, its eval run once for all of them."""
 
@@ -91,6 +125,7 @@ class EvalFile(pytest.File):
         names = [
             *(("gate", gate_id) for gate_id in plan.gate_ids),
             *(("threshold", sid) for sid in plan.thresholds),
+            *_turn_names(self._definition),
         ]
         if not names:
             return [EvalItem.from_parent(self, name="run", kind="run", requirement_id="")]
@@ -142,16 +177,19 @@ class EvalItem(pytest.Item):
         self.requirement_id = requirement_id
 
     def runtest(self) -> None:
-        from evaldag._testing.failures import gate_failure, raise_failures, threshold_failure
+        from evaldag._report.failing import requirements
+        from evaldag._testing.failures import failure, raise_failures
 
         assert isinstance(self.parent, EvalFile)
         result = self.parent.result()
-        if self.kind == "gate":
-            gates = [g for g in result.gate_results if g.id == self.requirement_id]
-            raise_failures([gate_failure(result, g) for g in gates])
-        elif self.kind == "threshold":
-            thresholds = [t for t in result.threshold_results if t.id == self.requirement_id]
-            raise_failures([threshold_failure(result, t) for t in thresholds])
+        raise_failures(
+            [
+                failure(result, requirement)
+                for requirement in requirements(result)
+                if requirement.is_gate == (self.kind == "gate")
+                and _test_name(requirement.outcome.id, requirement.turn) == self.requirement_id
+            ]
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from evaldag.errors import EvalDagError
