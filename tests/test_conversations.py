@@ -271,3 +271,21 @@ def test_the_report_shows_a_conversation_as_a_thread():
     assert section.count('<li class="turn">') == 3
     assert '<div class="bubble bubble-user">hi</div>' in section
     assert "turn 1 on " in section and 'title="check-includes (gate)"' in section
+
+
+def test_the_report_counts_and_lists_the_turns_gates_and_thresholds():
+    from evaldag._report.html import report_html
+
+    half = create_scorer("half").generate_score(lambda run: 0.5)
+    result = run_evals(
+        [{"id": "c", "turns": [{"input": "hi", "gates": [checks.includes("turn 2")]}]}],
+        target=echo,
+        scorers=[half.with_threshold(0.4)],
+    )
+    page = report_html(result)
+    assert result.verdict == "failed"
+    assert "gate failed: turn 0: check-includes; all 1 thresholds met" in page
+    assert '<span class="card-value">0 / 1</span>' in page  # gates passed, the turn's counted
+    table = page[page.index('<section id="requirements">') :]
+    table = table[: table.index("</section>")]
+    assert "<code>half</code>" in table and "<code>turn 0: check-includes</code>" in table

@@ -18,6 +18,7 @@ from string import Template
 
 from evaldag._io.files import atomic_write_text
 from evaldag._report.conversations import conversations_section
+from evaldag._report.failing import requirements
 from evaldag._report.items import items_section
 from evaldag._report.summary import (
     ScorerSummary,
@@ -25,6 +26,7 @@ from evaldag._report.summary import (
     outcome_word,
     requirement_text,
     scorer_summaries,
+    turn_summaries,
     verdict_explanation,
 )
 from evaldag._report.svg import histogram_svg, stages_svg
@@ -43,7 +45,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
     shown_title = title or "Eval report"
     sections = [
         _header(result, shown_title, summaries),
-        _requirements_section(summaries),
+        _requirements_section([*summaries, *turn_summaries(result)]),
         _scores_section(summaries),
         items_section(result.items, summaries),
         conversations_section(result),
@@ -71,17 +73,19 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
     scorer_count = sum(s.role == "scorer" for s in summaries)
     gate_count = sum(s.role == "gate" for s in summaries)
     total = result.usage.get("total")
+    gates = [r for r in requirements(result) if r.is_gate]  # the turns' too
+    thresholds = [r for r in requirements(result) if not r.is_gate]
     cards = [
         ("Items", f"{result.summary.total_items:,}", _items_note(result)),
         ("Scorers", str(scorer_count), _counted(gate_count, "gate")),
         (
             "Gates passed",
-            f"{sum(g.passed for g in result.gate_results)} / {len(result.gate_results)}",
+            f"{sum(g.outcome.passed for g in gates)} / {len(gates)}",
             "a gate passes at an average of 1.0",
         ),
         (
             "Thresholds met",
-            f"{sum(t.passed for t in result.threshold_results)} / {len(result.threshold_results)}",
+            f"{sum(t.outcome.passed for t in thresholds)} / {len(thresholds)}",
             "minimum or range of an average",
         ),
         (
