@@ -184,3 +184,31 @@ def test_the_scoring_process_ends_with_the_app(tmp_path, end):
     assert _ended(pid), f"the scoring process {pid} outlived the app"
     if end == "exit":
         assert sorted(read_scores(store).input) == sorted(f"q{n}" for n in range(20))
+
+
+def test_a_script_without_a_main_guard_runs_its_calls_once_and_says_why_none_was_scored(tmp_path):
+    # the scoring process imports the app's main module: calls outside the guard would run
+    # there a second time (an LLM app's paid calls); they raise before the app's code runs
+    script = tmp_path / "app.py"
+    calls = tmp_path / "calls.log"
+    script.write_text(
+        APP.replace(
+            'if __name__ == "__main__":\n    for n in range(20):',
+            "if True:\n    for n in range(20):",
+        ).replace(
+            "    return question.upper()",
+            f"    open({str(calls)!r}, 'a').write(question + '\\n')\n    return question.upper()",
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "scores.db"), "exit"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr  # the app is not failed
+    assert calls.read_text().splitlines() == [f"q{n}" for n in range(20)]  # once each
+    assert "answer was called while evaldag's scoring process (worker='process') imported" in (
+        done.stderr
+    )
+    assert "the scoring process ended (exit code 1) with 20 calls not scored" in done.stderr

@@ -154,7 +154,18 @@ class ProcessWorker:
         delay = 0.001
         while self.counts().pending > 0:
             process = self._process
-            if process is None or not process.is_alive():
+            if process is None:
+                return False
+            if not process.is_alive():
+                if self._end_reported:
+                    return False
+                self._end_reported = True
+                logger.warning(
+                    "live scoring: the scoring process ended (exit code %s) with %d calls not "
+                    "scored; its own error, if it had one, is printed above",
+                    process.exitcode,
+                    self.counts().pending,
+                )
                 return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
@@ -197,6 +208,7 @@ class ProcessWorker:
         self._capacity = 0
         self._offered = self._written_bytes = 0
         self._taken = (0, 0)
+        self._end_reported = False
 
     def _start(self) -> None:
         with self._lock:

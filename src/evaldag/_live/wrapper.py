@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaldag._live.predicates import scoring_filter
-from evaldag._live.process_worker import ProcessWorker
+from evaldag._live.process_worker import ProcessWorker, in_scoring_process
 from evaldag._live.sampling import sampling_bound, sampling_rate, sha256
 from evaldag._live.worker import CALL_FIELDS, Call, Worker, fresh_run_id
 from evaldag._scorer.builder import Scorer
@@ -153,7 +153,9 @@ class LiveScoring:
         )
         self._enqueue = self._worker.offer
         offer = self._offer
-        if inspect.iscoroutinefunction(function):
+        if in_scoring_process():
+            wrapped = _refused_in_scoring_process(function)
+        elif inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
             async def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -265,6 +267,24 @@ class LiveScoring:
             logger.warning(
                 "live scoring: %d calls were not scored before exit", self.stats().pending
             )
+
+
+def _refused_in_scoring_process(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` as a scoring process's import of the app's main module sees it: calling it
+    there means the script calls it outside ``if __name__ == "__main__":``, which would run
+    the app's calls a second time; the call raises instead, before the app's code runs."""
+
+    @functools.wraps(function)
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise EvalDagError(
+            "EVALDAG_LIVE_MAIN_GUARD_MISSING",
+            f"{function.__qualname__} was called while evaldag's scoring process (worker="
+            "'process') imported the app's main module, so the script's calls would run twice; "
+            "put the script's calls under 'if __name__ == \"__main__\":' (or use "
+            "worker='thread')",
+        )
+
+    return refused
 
 
 def _forked(scoring: weakref.ref[LiveScoring]) -> None:
