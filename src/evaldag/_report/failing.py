@@ -4,14 +4,11 @@ failed" lines and the report's ranking of items share, with the ids that name it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
 from evaldag._scorer.thresholds import ThresholdSpec
-
-if TYPE_CHECKING:
-    from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
 
 #: The column that names items. Mastra's dataset items and most eval sets (the demo's too) use
 #: it; other common columns (``name``, ``question``) need not be unique, so they are not used.
@@ -27,12 +24,12 @@ class Requirement:
 
     @property
     def is_gate(self) -> bool:
-        return not hasattr(self.outcome, "threshold")
+        return isinstance(self.outcome, GateResult)
 
     @property
     def required(self) -> ThresholdSpec:
         """What the average must meet: a gate's 1.0, or the threshold."""
-        return 1.0 if self.is_gate else self.outcome.threshold  # type: ignore[union-attr]
+        return self.outcome.threshold if isinstance(self.outcome, ThresholdResult) else 1.0
 
     @property
     def label(self) -> str:

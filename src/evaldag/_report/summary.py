@@ -87,7 +87,7 @@ def turn_summaries(result: EvalResult) -> list[ScorerSummary]:
         thresholds = {t.id: t for t in turn.threshold_results}
         outcomes = [
             *((g.id, "gate", g.score, 1.0, g.passed) for g in turn.gate_results),
-            *(
+            *(  # every scorer with an average or a threshold (one that scored nothing has none)
                 (sid, "scorer", mean, *_met(thresholds.get(sid)))
                 for sid, mean in {**dict.fromkeys(thresholds), **turn.scores}.items()
             ),
