@@ -1,6 +1,7 @@
 """The HTML report: its contents, that it fetches nothing, ``evaldag report``, and how it looks
 in a real headless Chromium (Debian's ``chromium`` package; skipped when it is absent)."""
 
+import json
 import os
 import re
 import shutil
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_json_text_fields import WEATHER  # an OpenAI tool-call transcript
 
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
 from evaldag._report.html import report_html, write_report
@@ -319,3 +321,19 @@ def test_the_report_command_shows_a_judge_limit_that_adapted_in_chromium(result,
     assert shown.returncode == 0, shown.stderr
     usage = shown.stdout[shown.stdout.index('<section id="usage">') :]
     assert f"<li>{ADAPTED}</li>" in usage
+
+
+@pytest.mark.parametrize("given", ["messages", "json text"])
+def test_an_item_shows_the_tool_calls_of_any_transcript_shape(tmp_path, given):
+    output = WEATHER if given == "messages" else json.dumps(WEATHER)
+    result = run_evals(
+        [{"input": "Weather in Paris?", "output": output}],
+        gates=[checks.called_tool("get_weather")],
+        progress=False,
+    )
+    saved = tmp_path / "results.parquet"
+    result.to_parquet(saved)
+    for shown in (result, EvalResult.read_parquet(saved)):
+        page = report_html(shown)
+        assert "<code>get_weather({&quot;city&quot;: &quot;Paris&quot;})</code>" in page
+        assert "It is 21 degrees in Paris." in page and "tool_call_id" not in page

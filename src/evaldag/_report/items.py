@@ -13,6 +13,8 @@ import pandas as pd
 from evaldag._report.failing import id_column, item_ids, requirement_gaps, scorer_scale
 from evaldag._report.summary import ScorerSummary
 from evaldag._report.text import escaped, number_text, short_id
+from evaldag._scorer.transcript_shapes import canonical_transcript
+from evaldag.errors import EvalDagError
 from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
 
 #: How many items the report shows in full, worst first.
@@ -279,15 +281,27 @@ def clipped(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def input_text(value: Any) -> str:
-    return _message_text(value, get_user_message)
+    return _message_text(_transcript(value, "input"), get_user_message)
 
 
 def output_text(value: Any) -> str:
-    return _message_text(value, get_assistant_message)
+    return _message_text(_transcript(value, "output"), get_assistant_message)
+
+
+def _transcript(value: Any, field: str) -> Any:
+    """An input or output cell as the scorers read it (OpenAI's messages, JSON text of them and
+    the other shapes in Mastra's); as it is when it reads as none."""
+    if isinstance(value, str):
+        if value[:1] not in ("[", "{") or len(value) > _DECODE_LIMIT:  # text, or clipped
+            return value
+        value = _decoded(value)
+    try:
+        return canonical_transcript(value, field)
+    except EvalDagError:
+        return value
 
 
 def _message_text(value: Any, extract: Callable[[Any], str | None]) -> str:
-    value = _decoded(value) if isinstance(value, str) and value[:1] in "[{" else value
     if isinstance(value, str):
         return value
     try:
@@ -298,7 +312,7 @@ def _message_text(value: Any, extract: Callable[[Any], str | None]) -> str:
 
 
 def tool_list(output: Any) -> str:
-    output = _decoded(output) if isinstance(output, str) and output[:1] in "[{" else output
+    output = _transcript(output, "output")
     if isinstance(output, str) or output is None:
         return ""
     try:
