@@ -374,3 +374,42 @@ def test_store_errors_name_the_store(tmp_path):
     with pytest.raises(EvalDagError) as raised:
         ScoreStore(tmp_path / "empty.db").result()
     assert raised.value.id == "EVALDAG_STORE_NO_EXPERIMENT"
+
+
+def test_a_conversations_turn_scores_are_rows_and_read_back(store_url, tmp_path):
+    # Mastra saves a row per turn and turn scorer with metadata.turnIndex; the stored run
+    # reads back with its turns, so the report and "where it failed" can name them
+    half = create_scorer("half").generate_score(lambda run: 0.5)
+    turns = [
+        {"input": "hi", "gates": [evaldag.checks.includes("answer", id="answers")]},
+        {"input": "more", "scorers": [half.with_threshold(0.8)]},
+    ]
+    result = run_evals(
+        [{"id": "c1", "turns": turns}, {"id": "c2", "turns": turns[:1]}],
+        target=lambda input: f"answer to {input}",
+        scorers=[create_scorer("top").generate_score(lambda run: 1.0)],
+        store=store_url,
+        progress=False,
+    )
+    rows = read_scores(store_url)
+    turn_rows = rows[rows.metadata.map(lambda m: "turnIndex" in m)]
+    assert sorted(
+        (m["item"], m["turnIndex"], sid, score)
+        for m, sid, score in zip(
+            turn_rows.metadata, turn_rows.scorer_id, turn_rows.score, strict=True
+        )
+    ) == [(0, 0, "answers", 1.0), (0, 1, "half", 0.5), (1, 0, "answers", 1.0)]
+    assert set(turn_rows.input) == {"hi", "more"} and rows.id.is_unique
+    assert turn_rows.scorer.map(lambda s: s["role"]).tolist().count("gate") == 2
+    with ScoreStore(store_url) as store:
+        back = store.result(result.experiment_id)
+    assert back.turn_results == result.turn_results and back.verdict == "scored"
+    assert list(back.turns.columns) == list(result.turns.columns)
+    assert back.turns[["item", "id", "turn", "input"]].values.tolist() == [
+        [0, "c1", 0, "hi"],
+        [0, "c1", 1, "more"],
+        [1, "c2", 0, "hi"],
+    ]
+    pd.testing.assert_series_equal(back.turns["half.score"], result.turns["half.score"])
+    from_file = read_scores(result.to_parquet(tmp_path / "results.parquet"))
+    assert sorted(from_file.id) == sorted(rows.id)  # a results file reads as the store holds it

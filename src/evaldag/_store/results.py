@@ -1,4 +1,5 @@
-"""An eval result as score rows (one per item and scorer, ``source="TEST"``) and back.
+"""An eval result as score rows (one per item and scorer, and per conversation turn and turn
+scorer, ``source="TEST"``) and back.
 
 A row carries what the item's scorer columns hold; the item's other data columns ride in
 ``metadata["data"]`` and its position in ``metadata["item"]``, so that a stored experiment
@@ -58,6 +59,41 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
                     **_scorer_fields(item, sid),
                 )
             )
+    return rows + _turn_score_rows(result, name)
+
+
+def _turn_score_rows(result: EvalResult, entity: str) -> list[ScoreRow]:
+    """One TEST row per turn of a conversation and turn scorer or gate that ran on it, as
+    Mastra saves them (``metadata.turnIndex``); ``metadata.item`` is the conversation's
+    position."""
+    turns = result.turns
+    if turns is None or turns.empty:
+        return []
+    positions = {label: position for position, label in enumerate(result.items.index)}
+    gates = {(t.index, g.id) for t in result.turn_results for g in t.gate_results}
+    scorer_ids = [c.removesuffix(".score") for c in turns.columns if c.endswith(".score")]
+    rows = []
+    for turn in turns.to_dict("records"):
+        position, index = positions[turn["item"]], int(turn["turn"])
+        for sid in scorer_ids:
+            fields = _scorer_fields(turn, sid)
+            if fields["completed_steps"] is None and fields["error"] is None:
+                continue  # not a scorer of this turn
+            role = "gate" if (index, sid) in gates else "scorer"
+            rows.append(
+                ScoreRow(
+                    id=_row_id(result.experiment_id, position, f"turn{index}:{sid}"),
+                    scorer_id=sid,
+                    entity_id=entity,
+                    entity={"id": entity, "name": entity},
+                    scorer=_scorer_record({"id": sid, "role": role}),
+                    source="TEST",
+                    experiment_id=result.experiment_id,
+                    metadata={"item": position, "turnIndex": index},
+                    **_run_fields(turn),
+                    **fields,
+                )
+            )
     return rows
 
 
@@ -66,8 +102,18 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
     make; the items in their original order."""
     columns = stored["item_columns"]
     items: dict[int, dict[str, Any]] = {}
+    turns: dict[tuple[int, int], dict[str, Any]] = {}
     for row in rows.to_dict("records"):
         metadata = row["metadata"] or {}
+        if "turnIndex" in metadata:
+            key = (metadata.get("item"), metadata["turnIndex"])
+            turn = turns.setdefault(
+                key,
+                {"item": key[0], "turn": key[1], "input": row["input"], "output": row["output"],
+                 "run_id": row["run_id"]},
+            )  # fmt: skip
+            turn.update(_item_columns(row))
+            continue
         item = items.get(metadata.get("item"))
         if item is None:
             context = row["additional_context"] or {}
@@ -81,7 +127,14 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
             }
         item.update(_item_columns(row))
     frame = pd.DataFrame([items[key] for key in sorted(items)], columns=columns)
-    return EvalResult.model_validate({**stored["result"], "items": frame})
+    turn_columns = stored.get("turn_columns")
+    turn_frame = None
+    if turns and turn_columns:
+        turn_frame = pd.DataFrame([turns[key] for key in sorted(turns)])
+        if "id" in turn_columns and "id" in frame.columns:
+            turn_frame["id"] = frame["id"].iloc[turn_frame["item"]].to_numpy()
+        turn_frame = turn_frame.reindex(columns=turn_columns)
+    return EvalResult.model_validate({**stored["result"], "items": frame, "turns": turn_frame})
 
 
 def experiment_record(result: EvalResult) -> dict[str, Any]:
@@ -89,7 +142,10 @@ def experiment_record(result: EvalResult) -> dict[str, Any]:
     which the rows hold), and the items' column names in order."""
     frames = {name for name, value in result if isinstance(value, pd.DataFrame)}
     metadata = json.loads(json_text(result.model_dump(exclude=frames)))
-    return {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
+    record = {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
+    if result.turns is not None:
+        record["turn_columns"] = [str(c) for c in result.turns.columns]
+    return record
 
 
 def entity_name(target: Any) -> str:
