@@ -47,6 +47,7 @@ def test_inputs_run_in_order_on_one_thread_and_see_the_earlier_turns():
         [1, "b", 0, "alone"],
     ]
     assert turns["run_id"].tolist()[:2] == [items["run_id"][0]] * 2
+    assert turns["thread_id"].tolist() == [first[2], second[2], third[2]]  # as the target got it
     assert [t.to_dict() for t in result.turn_results] == [{"index": 0}, {"index": 1}]
 
 

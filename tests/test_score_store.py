@@ -400,6 +400,9 @@ def test_a_conversations_turn_scores_are_rows_and_read_back(store_url, tmp_path)
         )
     ) == [(0, 0, "answers", 1.0), (0, 1, "half", 0.5), (1, 0, "answers", 1.0)]
     assert set(turn_rows.input) == {"hi", "more"} and rows.id.is_unique
+    threads = dict(zip(result.turns["item"], result.turns["thread_id"], strict=False))
+    assert turn_rows.thread_id.tolist() == [threads[m["item"]] for m in turn_rows.metadata]
+    assert len(set(threads.values())) == 2  # a thread per conversation, as its target got it
     assert turn_rows.scorer.map(lambda s: s["role"]).tolist().count("gate") == 2
     with ScoreStore(store_url) as store:
         back = store.result(result.experiment_id)

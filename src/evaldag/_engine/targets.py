@@ -99,6 +99,7 @@ class TargetRun:
     turns: tuple[TurnRun, ...] = ()
     steps: dict[str, StepRun] = field(default_factory=dict)
     trajectory: dict[str, Any] | None = None
+    thread_id: str | None = None
 
 
 #: The keyword parameters a target may declare to get more than the input.
@@ -186,4 +187,4 @@ async def _conversation(
             return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)
         turns.append(TurnRun(turn_input, answered))
         history += [*said, *answered]
-    return TargetRun([m for turn in turns for m in turn.output], tuple(turns))
+    return TargetRun([m for turn in turns for m in turn.output], tuple(turns), thread_id=thread_id)

@@ -31,7 +31,7 @@ from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec
 
 #: Columns of a turn row besides its assertions' columns.
-TURN_COLUMNS = ("item", "turn", "input", "output", "run_id")
+TURN_COLUMNS = ("item", "turn", "input", "output", "run_id", "thread_id")
 
 
 @config.when(has_turns=True)
@@ -64,6 +64,7 @@ def turn_items(
                     "input": turn.input,
                     "output": turn.output,
                     "run_id": run.run_id,
+                    "thread_id": produced.thread_id,
                 }
             )
             turn_run = run.model_copy(update={"input": turn.input, "output": turn.output})

@@ -90,6 +90,7 @@ def _turn_score_rows(result: EvalResult, entity: str) -> list[ScoreRow]:
                     source="TEST",
                     experiment_id=result.experiment_id,
                     metadata={"item": position, "turnIndex": index},
+                    thread_id=_cell(turn.get("thread_id")),
                     **_run_fields(turn),
                     **fields,
                 )
@@ -110,7 +111,7 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
             turn = turns.setdefault(
                 key,
                 {"item": key[0], "turn": key[1], "input": row["input"], "output": row["output"],
-                 "run_id": row["run_id"]},
+                 "run_id": row["run_id"], "thread_id": row["thread_id"]},
             )  # fmt: skip
             turn.update(_item_columns(row))
             continue
