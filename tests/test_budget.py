@@ -9,6 +9,7 @@ import pytest
 from judge_server import Reply
 
 from evaldag import EvalDagError, PromptStep, create_scorer, run_evals
+from evaldag.errors import UntrustworthyRunError
 
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
 
@@ -55,9 +56,10 @@ def test_judging_stops_when_the_budget_is_spent_and_keeps_what_was_scored(judge_
 
 def test_a_budget_of_zero_calls_no_judge(judge_server):
     judge_server.reply = Reply({"score": 1}, usage=USAGE)
+    code = create_scorer("code").generate_score(lambda run: 1.0)
     result = run_evals(
         _items(3),
-        scorers=[_judged(judge_server).with_threshold(0.5)],
+        scorers=[_judged(judge_server).with_threshold(0.5), code],
         budget_usd=0,
         progress=False,
     )
@@ -65,6 +67,13 @@ def test_a_budget_of_zero_calls_no_judge(judge_server):
     assert result.summary.not_scorable == {"graded": 3}
     assert result.verdict == "scored"  # a threshold with no scored item fails, and says why
     assert result.threshold_results[0].reason == "no item could be scored (3 not scorable)"
+    # with nothing else to score, the run measured nothing: an error, not a verdict
+    with pytest.raises(
+        UntrustworthyRunError, match="Nothing in this run could be scored"
+    ) as raised:
+        run_evals(_items(3), scorers=[_judged(judge_server)], budget_usd=0, progress=False)
+    assert "budget: the run's judge budget of $0.0000 was spent" in str(raised.value)
+    assert raised.value.result.summary.not_scorable == {"graded": 3}
 
 
 def test_code_steps_are_free(judge_server):

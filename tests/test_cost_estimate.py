@@ -95,8 +95,10 @@ def test_run_estimate_prints_the_calls_and_exits_0(judge_server, eval_file, caps
 
 def test_run_budget_usd_stops_judging(judge_server, eval_file, capsys):
     path, data = eval_file
-    assert main(["run", path, "--data", data, "--budget-usd", "0"]) == 0
+    # nothing but judged scorers, and no money for a judge: nothing could be scored (exit 3)
+    assert main(["run", path, "--data", data, "--budget-usd", "0"]) == 3
     assert judge_server.requests == []
+    assert "budget: the run's judge budget of $0.0000 was spent" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:
         main(["run", path, "--data", data, "--budget-usd", "-1"])
     assert refused.value.code == 3

@@ -131,6 +131,10 @@ CASES = {
         cell="\n".join,  # a source column holds each row's text (the pieces, one per line)
     ),
 }
+#: A scorer that scores every item: beside it, a run whose LLM scorer finds no item scorable
+#: still measured something (alone, it would be an error: nothing could be scored).
+SCORES = evaldag.create_scorer("always-one").generate_score(lambda: 1.0)
+
 NAMES = sorted(CASES)
 
 
@@ -282,7 +286,7 @@ def test_an_empty_context_cell_is_not_scorable_and_the_judge_is_not_asked(judge_
         ]
     )
     _scripted(judge_server, case)
-    result = evaldag.run_evals(data, scorers=[scorer], progress=False)
+    result = evaldag.run_evals(data, scorers=[scorer, SCORES], progress=False)
 
     assert judge_server.requests == []
     items = result.items
@@ -302,7 +306,7 @@ def test_empty_context_cells_read_back_from_parquet_are_not_scorable(judge_serve
     path = tmp_path / "items.parquet"
     frame.to_parquet(path)
     _scripted(judge_server, case)
-    result = evaldag.run_evals(str(path), scorers=[scorer], progress=False)
+    result = evaldag.run_evals(str(path), scorers=[scorer, SCORES], progress=False)
     assert judge_server.requests == []
     assert result.items[f"{scorer.id}.not_scorable"].notna().all()
 
@@ -382,7 +386,7 @@ def test_a_missing_ground_truth_is_not_scorable_and_the_judge_is_not_asked(judge
             "contexts": [["c"], ["c"], ["c"]],
         }
     )
-    result = evaldag.run_evals(data, scorers=[scorer], progress=False)
+    result = evaldag.run_evals(data, scorers=[scorer, SCORES], progress=False)
     assert judge_server.requests == []
     for text in result.items[f"{scorer.id}.not_scorable"]:
         assert json.loads(text)["reason"].startswith("no ground truth")

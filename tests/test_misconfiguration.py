@@ -140,12 +140,31 @@ def test_a_threshold_whose_scorer_scored_nothing_fails_in_the_cli(tmp_path):
     (tmp_path / "eval.py").write_text(
         "from evaldag import create_scorer, not_scorable\n"
         "scorers = [create_scorer('nothing').generate_score(lambda: not_scorable('no context'))"
-        ".with_threshold(0.5)]\n"
+        ".with_threshold(0.5), create_scorer('one').generate_score(lambda: 1.0)]\n"
     )
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
     done = _cli("run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr  # scored, not "no verdict"
     assert "verdict: SCORED" in done.stdout
+    assert "nothing could score no item; first, on item 0: no context" in done.stdout
+
+
+@pytest.mark.parametrize("threshold", ["", ".with_threshold(0.5)"])
+def test_a_run_that_could_score_nothing_is_an_error_in_the_cli(tmp_path, threshold):
+    # with or without a threshold: nothing was measured, so there is no verdict to give
+    (tmp_path / "eval.py").write_text(
+        "from evaldag import create_scorer, not_scorable\n"
+        "scorers = [create_scorer('nothing').generate_score(lambda: not_scorable('no context'))"
+        f"{threshold}]\n"
+    )
+    DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
+    done = _cli("run", "eval.py", "--data", "data.jsonl", "--out", "r.parquet", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert (
+        f"Nothing in this run could be scored: no scorer or gate gave a score on any of its "
+        f"{len(DATA)} items. First reasons: 'nothing' on item 0: no context"
+    ) in done.stderr
+    assert (tmp_path / "r.parquet").exists()  # what was computed is kept
 
 
 def test_gate_scores_must_lie_between_0_and_1():

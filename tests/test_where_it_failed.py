@@ -91,7 +91,8 @@ def test_where_it_failed_by_row_number_without_an_id_column():
 
 def test_where_it_failed_gives_the_reason_and_nothing_when_all_passed():
     unscorable = create_scorer("unscorable").generate_score(lambda: not_scorable("no context"))
-    result = run_evals(ITEMS[:3], scorers=[unscorable.with_threshold(0.5)], progress=False)
+    one = create_scorer("one").generate_score(lambda: 1.0)
+    result = run_evals(ITEMS[:3], scorers=[unscorable.with_threshold(0.5), one], progress=False)
     assert where_it_failed(result).splitlines()[1:] == [
         "  unscorable  no item could be scored (3 not scorable)"
     ]
@@ -107,12 +108,13 @@ def test_the_summary_gives_the_first_reason_of_a_scorer_that_scored_nothing(tmp_
 
     unscorable = create_scorer("unscorable").generate_score(unless_paris)
     silent = create_scorer("silent").generate_score(lambda: not_scorable())
-    result = run_evals(ITEMS[1:4], scorers=[unscorable, silent], progress=False)
+    one = create_scorer("one").generate_score(lambda: 1.0)
+    result = run_evals(ITEMS[1:4], scorers=[unscorable, silent, one], progress=False)
     saved = tmp_path / "results.parquet"
     result.to_parquet(saved)
     for shown in (result, EvalResult.read_parquet(saved)):
         lines = summary_table(shown, "run").splitlines()
-        assert lines[6:9] == [
+        assert lines[7:10] == [
             "unscorable could score no item; first, on item case-02: no context for case-02",
             "silent could score no item; first, on item case-02: no reason given",
             "",

@@ -124,7 +124,9 @@ class TimeLimitError(EvalDagError):
 class UntrustworthyRunError(EvalDagError):
     """The run finished, but its verdict cannot be trusted: the target or a scorer failed on
     every item (or on more than ``max_error_share`` of them), which is a misconfiguration (a
-    judge that cannot be reached, a rejected key, an unknown model), not a measurement.
+    judge that cannot be reached, a rejected key, an unknown model), not a measurement; or no
+    scorer or gate could score a single item (a setting the data does not meet: no
+    ``context=``, no ``ground_truth``, a judge budget of 0).
 
     ``result`` holds everything the run computed; files it was asked to write are written.
     """

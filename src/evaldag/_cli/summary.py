@@ -3,8 +3,6 @@ each failed gate and missed threshold failed."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
 from evaldag._report.failing import bounds, failing_items, ids_source, item_ids, requirements
@@ -17,13 +15,11 @@ from evaldag._report.summary import (
     turn_summaries,
     verdict_explanation,
 )
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, not_scorable_reason
 from evaldag._scorer.thresholds import ThresholdSpec
 
 #: How many of a gate's or threshold's failing items are named; the rest are counted.
 NAMED_ITEMS = 5
-#: How much of a not-scorable reason is printed.
-REASON_CHARACTERS = 300
 
 
 def summary_table(result: EvalResult, title: str) -> str:
@@ -81,22 +77,9 @@ def _unscored_texts(result: EvalResult, unscored: list[ScorerSummary]) -> list[s
     lines = []
     for s in unscored:
         label = items[f"{s.id}.not_scorable"].first_valid_index()
-        reason = _reason(items.at[label, f"{s.id}.not_scorable"])
+        reason = not_scorable_reason(items.at[label, f"{s.id}.not_scorable"])
         lines.append(f"{s.id} could score no item; first, on item {ids[label]}: {reason}")
     return [*lines, ""] if lines else []
-
-
-def _reason(not_scorable: object) -> str:
-    """The reason in a ``not_scorable`` cell (JSON text, or the dict before it was written),
-    clipped to a line."""
-    if isinstance(not_scorable, str):
-        try:
-            not_scorable = json.loads(not_scorable)
-        except ValueError:
-            pass
-    reason = not_scorable.get("reason") if isinstance(not_scorable, dict) else not_scorable
-    text = str(reason or "no reason given")
-    return text if len(text) <= REASON_CHARACTERS else text[: REASON_CHARACTERS - 1] + "…"
 
 
 def where_it_failed(result: EvalResult) -> str:

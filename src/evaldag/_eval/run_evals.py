@@ -154,7 +154,8 @@ def run_evals(
         the same as a local run.
     :param max_error_share: the share of items a scorer, gate or the target may fail on; above
         it, or when one fails on every item, the run raises ``UntrustworthyRunError`` (carrying
-        the result, after writing ``out``) instead of returning a verdict.
+        the result, after writing ``out``) instead of returning a verdict, as it does when no
+        scorer or gate could score any item.
     :param budget_usd: stop judging once the judge calls have cost this many US dollars
         (litellm's prices): items whose judge was not called yet are not scorable, with a
         ``budget`` reason; what was scored is kept. Calls in flight finish.

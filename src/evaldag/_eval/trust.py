@@ -1,5 +1,6 @@
 """Whether a finished run measured anything: a target or scorer that failed on every item is a
-misconfiguration (a dead judge, a rejected key, an unknown model), not a verdict."""
+misconfiguration (a dead judge, a rejected key, an unknown model), not a verdict; so is a run in
+which nothing could be scored."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 
 import pandas as pd
 
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, not_scorable_reason
 from evaldag.errors import EvalDagError, UntrustworthyRunError
 
 
@@ -51,7 +52,7 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
             details={"item": label, "targetErrors": total},
         )
     if not too_many:
-        return result
+        return _require_a_score(result)
     sid, count = too_many[0]
     label, message = _first(items[f"{sid}.error"])
     share = "every item" if count == total else f"{count} of {total} items"
@@ -62,4 +63,34 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
         f"item {label}: {message}",
         result=result,
         details={"scorerId": sid, "errors": count, "items": total, "item": label, "also": others},
+    )
+
+
+def _require_a_score(result: EvalResult) -> EvalResult:
+    """``result``, or an error when no scorer or gate (a turn's neither) gave a score on any
+    item: nothing was measured, most often for a setting the data does not meet (no
+    ``context=``, no ``ground_truth``), so the run is an error, not a verdict."""
+    frames = [(result.items, [d["id"] for d in result.scorers])]
+    if result.turns is not None:
+        turns = result.turns
+        frames.append((turns, [c[: -len(".score")] for c in turns.columns if c.endswith(".score")]))
+    unscored = []
+    for frame, ids in frames:
+        for sid in ids:
+            if f"{sid}.score" not in frame.columns:
+                continue
+            scored = frame[f"{sid}.score"].notna() & frame[f"{sid}.not_scorable"].isna()
+            if (scored & frame[f"{sid}.error"].isna()).any():
+                return result
+            label = frame[f"{sid}.not_scorable"].first_valid_index()
+            if label is not None:
+                reason = not_scorable_reason(frame.at[label, f"{sid}.not_scorable"])
+                unscored.append(f"'{sid}' on item {label}: {reason}")
+    if not unscored:  # errors only, below max_error_share: the error check's to judge
+        return result
+    raise UntrustworthyRunError(
+        f"Nothing in this run could be scored: no scorer or gate gave a score on any of its "
+        f"{result.summary.total_items} items. First reasons: {'; '.join(unscored[:3])}",
+        result=result,
+        details={"unscored": unscored},
     )

@@ -21,6 +21,21 @@ if TYPE_CHECKING:
 Verdict = Literal["passed", "scored", "failed"]
 #: Item columns that hold nested values; Parquet stores them as JSON text.
 NESTED_SUFFIXES = (".reason", ".completed_steps", ".not_scorable", ".steps", ".judge")
+#: How much of a reason a one-line message shows.
+REASON_CHARACTERS = 300
+
+
+def not_scorable_reason(cell: object) -> str:
+    """The reason in an item's ``<id>.not_scorable`` cell (JSON text, or the dict before it was
+    written), clipped to a line."""
+    if isinstance(cell, str):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            pass
+    reason = cell.get("reason") if isinstance(cell, dict) else cell
+    text = str(reason or "no reason given")
+    return text if len(text) <= REASON_CHARACTERS else text[: REASON_CHARACTERS - 1] + "…"
 
 
 class _Model(BaseModel):
