@@ -21,6 +21,7 @@ from evaldag import (
     PromptStep,
     UntrustworthyRunError,
     create_scorer,
+    not_scorable,
     run_evals,
 )
 
@@ -321,3 +322,14 @@ def test_llm_scorers_take_an_id_and_score_on_their_own_scale(judge_server):
     assert first.with_threshold(7).threshold == 7  # on faithfulness' own scale of 0 to 10
     with pytest.raises(EvalDagError, match="between 0 and 1, got 7"):
         second.with_threshold(7)
+
+
+def test_a_run_whose_turn_scorers_could_score_nothing_names_the_conversation():
+    unscorable = create_scorer("ns").generate_score(lambda: not_scorable("nothing here"))
+    data = [{"input": "a"}, {"turns": [{"input": "a"}, {"input": "b", "scorers": [unscorable]}]}]
+    with pytest.raises(UntrustworthyRunError) as raised:
+        run_evals(data, target=lambda input: "x", scorers=[], progress=False)
+    assert raised.value.message.endswith("First reasons: 'ns' on item 1: nothing here")
+    scored = create_scorer("one").generate_score(lambda: 1.0)
+    data[1]["turns"][0]["scorers"] = [scored]  # one score anywhere is a measurement
+    assert run_evals(data, target=lambda input: "x", scorers=[], progress=False).verdict is None

@@ -70,22 +70,23 @@ def _require_a_score(result: EvalResult) -> EvalResult:
     """``result``, or an error when no scorer or gate (a turn's neither) gave a score on any
     item: nothing was measured, most often for a setting the data does not meet (no
     ``context=``, no ``ground_truth``), so the run is an error, not a verdict."""
-    frames = [(result.items, [d["id"] for d in result.scorers])]
-    if result.turns is not None:
-        turns = result.turns
-        frames.append((turns, [c[: -len(".score")] for c in turns.columns if c.endswith(".score")]))
+    items, turns = result.items, result.turns
+    frames = [(items, [d["id"] for d in result.scorers], items.index)]
+    if turns is not None:  # a turn row names its item in its "item" column
+        ids = [c[: -len(".score")] for c in turns.columns if c.endswith(".score")]
+        frames.append((turns, ids, pd.Index(turns["item"])))
     unscored = []
-    for frame, ids in frames:
+    for frame, ids, item_labels in frames:
         for sid in ids:
             if f"{sid}.score" not in frame.columns:
                 continue
             scored = frame[f"{sid}.score"].notna() & frame[f"{sid}.not_scorable"].isna()
             if (scored & frame[f"{sid}.error"].isna()).any():
                 return result
-            label = frame[f"{sid}.not_scorable"].first_valid_index()
-            if label is not None:
-                reason = not_scorable_reason(frame.at[label, f"{sid}.not_scorable"])
-                unscored.append(f"'{sid}' on item {label}: {reason}")
+            found = frame[f"{sid}.not_scorable"].notna().to_numpy().nonzero()[0]
+            if len(found):
+                reason = not_scorable_reason(frame[f"{sid}.not_scorable"].iloc[found[0]])
+                unscored.append(f"'{sid}' on item {item_labels[found[0]]}: {reason}")
     if not unscored:  # errors only, below max_error_share: the error check's to judge
         return result
     raise UntrustworthyRunError(
