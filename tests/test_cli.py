@@ -224,6 +224,39 @@ def test_scorers_must_be_a_list(tmp_path, capsys):
     assert "'scorers' must be a list, got Scorer; write scorers = [...]" in err
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        # `from evaldag import scorers` binds the module: a misspelt list is named
+        (
+            "from evaldag import scorers\nscorer = [scorers.completeness()]\n",
+            "defines 'scorer', which evaldag does not read (did you mean scorers?)",
+        ),
+        (
+            "from evaldag import scorers\nx = 1\n",
+            (
+                "defines neither 'scorers' nor 'gates' ('scorers' is only the imported module "
+                "evaldag.scorers)"
+            ),
+        ),
+    ],
+)
+def test_the_imported_scorers_module_is_not_a_list_of_scorers(tmp_path, capsys, source, message):
+    eval_file = tmp_path / "module_eval.py"
+    eval_file.write_text(source)
+    code, _, err = _main(capsys, "run", eval_file, "--data", _write_data(tmp_path))
+    assert code == 3 and message in err
+
+
+def test_gates_beside_the_imported_scorers_module_run(tmp_path, capsys):
+    eval_file = tmp_path / "gates_eval.py"
+    eval_file.write_text(
+        "from evaldag import checks, scorers\ngates = [checks.excludes('as an AI')]\n"
+    )
+    code, out, _ = _main(capsys, "run", eval_file, "--data", _write_data(tmp_path))
+    assert code == 0 and "verdict: PASSED" in out
+
+
 def test_missing_data_file(tmp_path, capsys):
     eval_file = _write_eval(tmp_path, scorers="exact", name="data_eval.py")
     code, _, err = _main(capsys, "run", eval_file, "--data", tmp_path / "missing.jsonl")

@@ -40,17 +40,25 @@ def eval_definition(spec: str) -> EvalDefinition:
     """The scorers, gates, target and data that the eval file or module ``spec`` defines."""
     module = _eval_module(spec)
     missing = object()
-    scorers = getattr(module, "scorers", missing)
-    gates = getattr(module, "gates", missing)
+    # ``from evaldag import scorers`` binds the module, not a list: the file assigned none
+    scorers, gates = (
+        value if not isinstance(value, ModuleType) else missing
+        for value in (getattr(module, "scorers", missing), getattr(module, "gates", missing))
+    )
+    name = Path(spec).name if spec.endswith(".py") else spec
     if scorers is missing and gates is missing:
+        unset = EvalDefinition(name=name, scorers=[], gates=[], target=None)
+        _require_known_names(spec, module, unset)  # a misspelt "scorer" says so
+        imported = isinstance(getattr(module, "scorers", None), ModuleType)
+        note = " ('scorers' is only the imported module evaldag.scorers)" if imported else ""
         raise EvalDagError(
             "EVAL_DEFINES_NO_SCORERS",
-            f"{spec} defines neither 'scorers' nor 'gates'; add e.g. "
+            f"{spec} defines neither 'scorers' nor 'gates'{note}; add e.g. "
             "scorers = [evaldag.scorers.completeness()] at module level",
             details={"eval": spec},
         )
     definition = EvalDefinition(
-        name=Path(spec).name if spec.endswith(".py") else spec,
+        name=name,
         scorers=_entries(spec, "scorers", [] if scorers is missing else scorers),
         gates=_entries(spec, "gates", [] if gates is missing else gates),
         target=getattr(module, "target", None),
