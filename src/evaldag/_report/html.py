@@ -73,8 +73,9 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
     scorer_count = sum(s.role == "scorer" for s in summaries)
     gate_count = sum(s.role == "gate" for s in summaries)
     total = result.usage.get("total")
-    gates = [r for r in requirements(result) if r.is_gate]  # the turns' too
-    thresholds = [r for r in requirements(result) if not r.is_gate]
+    every = requirements(result)  # the turns' too
+    gates = [r for r in every if r.is_gate]
+    thresholds = [r for r in every if not r.is_gate]
     cards = [
         ("Items", f"{result.summary.total_items:,}", _items_note(result)),
         ("Scorers", str(scorer_count), _counted(gate_count, "gate")),
