@@ -232,17 +232,22 @@ def result():
     )
 
 
-def test_assert_evals_says_each_failure_on_a_line(result):
+def _failures(result: EvalResult) -> list[str]:
+    """The lines of the assertion ``assert_evals(result)`` fails with."""
     with pytest.raises(EvalAssertionError) as failed:
         assert_evals(result)
-    assert failed.value.failures == [
+    assert str(failed.value) == "\n".join(failed.value.failures)
+    return failed.value.failures
+
+
+def test_assert_evals_says_each_failure_on_a_line(result):
+    assert _failures(result) == [
         "gate 'g' failed: score 0.5, required at least 1; worst items: y (0.00)",
         (
             "threshold of 'agent.half' missed: average 0.5, required >= 0.80; worst items: "
             "x (0.50), y (0.50)"
         ),
     ]
-    assert str(failed.value) == "\n".join(failed.value.failures)
     with pytest.raises(EvalAssertionError, match="^threshold of 'agent.half'"):
         assert_evals(result, min_pass_rate=0.5)
     for rate in (-0.1, 1.5, True, "1"):
@@ -326,9 +331,7 @@ def _turn_result() -> EvalResult:
 def test_assertions_and_matchers_see_the_turns_gates_and_thresholds():
     result = _turn_result()
     assert result.verdict == "failed" and not result.gate_results
-    with pytest.raises(EvalAssertionError) as failed:
-        assert_evals(result)
-    assert failed.value.failures == [
+    assert _failures(result) == [
         "turn 1: gate 'polite' failed: score 0, required at least 1; worst items: c1 (0.00)",
         (
             "turn 1: threshold of 'half' missed: average 0.5, required >= 0.80; "
