@@ -97,9 +97,7 @@ async def judged_value(
     except JudgeError:
         raise
     except EvalDagError as error:  # the local judge is not installed, the cache cannot open
-        raise JudgeError(
-            error.id, error.message, category=error.category, details=error.details, cause=error
-        ) from error
+        raise _before_calling(error) from error
     # The clock starts with the calls: not with the one-off litellm import or local judge start.
     started = time.perf_counter()
     tally = Tally(endpoint.model_name, endpoint.provider, cache)
@@ -112,17 +110,12 @@ async def judged_value(
         return value, tally.record(prompt, started, value=value)
     # Raised outside the except block and from the picklable stand-in: results and errors must
     # pickle, and tblib (installed by dask) pickles the whole cause and context chain.
-    raise JudgeError(
-        failure.code,
-        f'step "{stage}": {failure.message}',
-        execution=tally.record(prompt, started, failure=failure),
-        category=failure.category,
-        details={
-            "step": stage,
-            "model": endpoint.model,
-            "apiBase": url_without_credentials(endpoint.api_base),
-        },
-        cause=failure.cause,
+    raise _call_failed(
+        failure,
+        f'step "{stage}"',
+        tally.record(prompt, started, failure=failure),
+        endpoint,
+        step=stage,
     )
 
 
@@ -237,9 +230,7 @@ async def chat_reply(
     except JudgeError:
         raise
     except EvalDagError as error:  # the local judge is not installed
-        raise JudgeError(
-            error.id, error.message, category=error.category, details=error.details, cause=error
-        ) from error
+        raise _before_calling(error) from error
     request = _request(judge, endpoint, messages, {"tools": tools} if tools else {})
     if not tools:
         request.pop("tool_choice", None)  # providers refuse a tool choice without tools
@@ -249,22 +240,48 @@ async def chat_reply(
     try:
         reply = await _called(judge, endpoint, request, subject="model")
     except ExecutionFailure as failure:
-        raise JudgeError(
-            failure.code,
-            f"the agent's model call: {failure.message}",
-            execution=tally.record(prompt, started, failure=failure),
-            category=failure.category,
-            details={
-                "model": endpoint.model,
-                "apiBase": url_without_credentials(endpoint.api_base),
-            },
-            cause=failure.cause,
+        raise _call_failed(
+            failure,
+            "the agent's model call",
+            tally.record(prompt, started, failure=failure),
+            endpoint,
         ) from None
     tally.free = endpoint.free
     tally.replied(reply, cached=False)
     reply.setdefault("tool_calls", [])
     output = {"content": reply.get("content"), "toolCalls": reply["tool_calls"]}
     return reply, tally.record(prompt, started, value=output)
+
+
+def _before_calling(error: EvalDagError) -> JudgeError:
+    """An error met before any call (the local judge not installed, the cache not opening) as
+    the JudgeError a step or an agent raises."""
+    return JudgeError(
+        error.id, error.message, category=error.category, details=error.details, cause=error
+    )
+
+
+def _call_failed(
+    failure: ExecutionFailure,
+    where: str,
+    record: JudgeExecution,
+    endpoint: Endpoint,
+    **details: Any,
+) -> JudgeError:
+    """A failed model call as the JudgeError that carries its record: ``where`` starts the
+    message; the details name the model and its URL (credentials left out)."""
+    return JudgeError(
+        failure.code,
+        f"{where}: {failure.message}",
+        execution=record,
+        category=failure.category,
+        details={
+            **details,
+            "model": endpoint.model,
+            "apiBase": url_without_credentials(endpoint.api_base),
+        },
+        cause=failure.cause,
+    )
 
 
 async def _called(
