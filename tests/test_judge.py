@@ -476,9 +476,15 @@ def test_local_judge_round_trip():
     ).generate_score(PromptStep("score", lambda run: f"Score from 0 to 1: {run.output}"))
     try:
         result = scorer.run(output="Paris is the capital of France.")
+    except ScorerRunError as error:
+        # A 135M model may well answer 2.0 when asked for 0 to 1: the score is refused, the
+        # round trip and its record are kept.
+        assert error.cause.id == "EVALDAG_INVALID_SCORE", error
+        result = error.result
+    else:
+        assert isinstance(result.score, float)
     finally:
         stop_local_judge()
-    assert isinstance(result.score, float)
     execution = result.judge["generate_score"].executions[0]
     assert (execution.status, execution.judge_provider) == ("success", "local")
     assert execution.cost.total_usd == 0 and execution.cost.source == "local-judge"

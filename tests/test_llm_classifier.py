@@ -87,6 +87,18 @@ def test_a_boolean_is_scored_by_its_probability(judge_server):
     assert "yes: answered\nno: not answered" in result.analyze_prompt
 
 
+@pytest.mark.parametrize("probability", [1.5, -0.2, True, "0.8"])
+def test_a_probability_off_the_scale_is_asked_again_then_fails(judge_server, probability):
+    # pydantic alone would read true as 1.0 and "0.8" as 0.8: a confident score from no number
+    reply = {"probability": probability, "reason": "?"}
+    judge_server.script(reply, reply)
+    scorer = scorers.classifier(judge_server.judge(), QUESTION, boolean=True)
+    with pytest.raises(EvalDagError) as failed:
+        scorer.run(**RUN)
+    assert f"probability: Value error, {probability!r} is not" in failed.value.message
+    assert len(judge_server.requests) == 2
+
+
 def test_material_chooses_what_the_judge_reads_and_cannot_close_its_fence(judge_server):
     judge_server.script({"probability": 0.1, "reason": "No."})
     scorer = scorers.classifier(

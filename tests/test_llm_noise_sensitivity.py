@@ -1,5 +1,6 @@
 """Noise sensitivity through the loopback judge server: Mastra's answers for the same judge
-replies, the robustness formula (clamp, discrepancy, major issues), options."""
+replies, the robustness formula (discrepancy, major issues), a robustness score off the 0-1
+scale, options."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from llm_scorer_cases import (
     assert_scorer_like_mastra,
     parametrized_cases,
     replayed,
+    scripted_replies,
 )
 
 from evaldag import EvalDagError, ScorerRunError, scorers
@@ -29,10 +31,23 @@ _DIMENSIONS = (
 )
 
 
+#: Mastra clamps a robustness score off the 0-1 scale into it; evaldag refuses the reply.
+OFF_THE_SCALE = "noise-sensitivity-custom-scoring-out-of-range"
+
+
 @parametrized_cases("noise-sensitivity")
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     options = {_OPTIONS[key]: value for key, value in entry["case"]["options"].items()}
     scorer = scorers.noise_sensitivity(judge_server.judge(), **options)
+    if entry["case"]["name"] == OFF_THE_SCALE:
+        assert entry["expected"]["result"]["score"] == 0.8  # 1.3 clamped to 1, then lowered
+        analysis, _ = scripted_replies(entry["case"])
+        judge_server.script(analysis, analysis)  # the judge answers the same when asked again
+        with pytest.raises(ScorerRunError) as raised:
+            scorer.run(input=entry["case"]["input"], output=entry["case"]["output"])
+        assert raised.value.failed_step == "analyze"
+        assert "robustnessScore: Value error, 1.3 is not within [0, 1]" in raised.value.message
+        return
     assert_like_mastra(replayed(scorer, entry, judge_server), entry)
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
@@ -67,7 +82,6 @@ def _scored(server, analysis, output="Canberra.", **options):
     ("levels", "robustness", "issues", "options", "score"),
     [
         (["none"] * 5, 0.9, 0, {}, 0.9),  # close to the mean weight 1: the judge's score stands
-        (["none"] * 5, -0.4, 0, {}, 0.0),  # clamped to 0
         (["severe"] * 5, 0.9, 0, {}, 0.1),  # 0.8 apart: the lower mean weight wins
         (["moderate"] * 5, 0.75, 0, {}, 0.75),  # 0.15 apart: within the threshold
         (["moderate"] * 5, 0.75, 0, {"scoring": {"discrepancyThreshold": 0.1}}, 0.6),
@@ -92,6 +106,20 @@ def _scored(server, analysis, output="Canberra.", **options):
 def test_score_formula(judge_server, levels, robustness, issues, options, score):
     result = _scored(judge_server, _analysis(levels, robustness, issues), **options)
     assert result.score == score
+
+
+@pytest.mark.parametrize("robustness", [7, -0.4, True, "0.9"])
+def test_a_robustness_score_off_the_scale_fails_the_item(judge_server, robustness):
+    analysis = _analysis(["none"] * 5, robustness)
+    judge_server.script(analysis, analysis)
+    scorer = scorers.noise_sensitivity(judge_server.judge(), baseline_response="b", noisy_query="n")
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input="q", output="a")
+    assert raised.value.failed_step == "analyze"
+    assert f"robustnessScore: Value error, {robustness!r} is not " in raised.value.message
+    (execution,) = raised.value.result.judge["analyze"].executions
+    assert execution.attempt_count == 2  # asked again with the schema in the prompt
+    assert execution.error.code == "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
 
 
 def test_the_judge_reads_both_questions_and_both_answers(judge_server):

@@ -1,5 +1,6 @@
 """Prompt alignment through the loopback judge server: Mastra's answers for the same judge
-replies, the weights per mode, clamped dimension scores, history, missing texts, options."""
+replies, the weights per mode, dimension scores off the 0-1 scale, history, missing texts,
+options."""
 
 from __future__ import annotations
 
@@ -78,12 +79,27 @@ def _scored(server, scores, run_input=_INPUT, output="Mango, banana.", **options
         ((1, 0.5, 1, 1), {"evaluation_mode": "system"}, 0.83),  # 0.35 + 0.175 + 0.15 + 0.15
         ((1, 1, 0, 0), {"evaluation_mode": "system", "scale": 10}, 7.0),
         ((1, 1, 0.5, 1), {"evaluation_mode": "both"}, 0.9),  # the user weights
-        ((7, 1, 1, 1), {}, 1.0),  # a dimension score above 1 counts as 1
-        ((1, -2, 1, 1), {}, 0.7),  # below 0 as 0
     ],
 )
 def test_score_formula(judge_server, scores, options, score):
     assert _scored(judge_server, scores, **options).score == score
+
+
+@pytest.mark.parametrize(
+    ("scores", "refused"),
+    [
+        ((7, 1, 1, 1), "intentAlignment/score: Value error, 7 is not within [0, 1]"),
+        ((1, -2, 1, 1), "requirementsFulfillment/overallScore: Value error, -2 is not within"),
+        ((1, 1, 1, False), "responseAppropriateness/score: Value error, False is not a number"),
+    ],
+)
+def test_a_dimension_score_off_the_scale_fails_the_item(judge_server, scores, refused):
+    # Mastra clamps into [0, 1]: a judge grading 0-10 would score 1 on every dimension.
+    judge_server.script(_analysis(*scores), _analysis(*scores))
+    with pytest.raises(ScorerRunError) as raised:
+        scorers.prompt_alignment(judge_server.judge()).run(input=_INPUT, output="Mango.")
+    assert raised.value.failed_step == "analyze"
+    assert refused in raised.value.message
 
 
 def test_zero_requirements_leave_the_score_to_the_judges_overall_score(judge_server):

@@ -176,8 +176,21 @@ def test_gate_scores_must_lie_between_0_and_1():
     (gate,) = result.gate_results
     assert not gate.passed and result.verdict == "failed"
     error = result.items["g.error"].iloc[0]
-    assert "a gate scores from 0 to 1, but generate_score returned 2.0" in error
+    assert "generate_score returned 2.0; scores of 'g' lie in [0, 1] (max_score=1)" in error
     assert result.items["g.failed_step"].iloc[0] == "generate_score"
+
+
+def test_a_gate_on_a_larger_scale_is_refused():
+    tens = create_scorer("tens", max_score=10).generate_score(lambda: 10)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, gates=[tens], progress=False)
+    assert raised.value.message == (
+        "gates[0] ('tens') scores from 0 to 10 (max_score), but a gate scores from 0 to 1 and "
+        "passes at 1.0; give it as a scorer with a threshold on its own scale, e.g. "
+        "scorer.with_threshold(8)"
+    )
+    with pytest.raises(EvalDagError, match=r"turns\[0\]\.gates\[0\] \('tens'\) scores from 0"):
+        run_evals([{"turns": [{"input": "hi", "gates": [tens]}]}], target=lambda text: text)
 
 
 def test_a_threshold_lies_on_its_scorers_own_scale():

@@ -227,9 +227,61 @@ def test_invalid_scores_fail_generate_score(bad):
     assert error.result.preprocess_step_result == 1
 
 
-@pytest.mark.parametrize("good", [0, 1, 0.25, -3, 7])
-def test_finite_numbers_are_scores(good):
-    assert create_scorer("s").generate_score(constant(good)).run(output="x").score == good
+@pytest.mark.parametrize(
+    ("max_score", "good"), [(1, 0), (1, 1), (1, 0.25), (10, 7), (10, 10.0), (10, 0)]
+)
+def test_numbers_on_the_scale_are_scores(max_score, good):
+    scorer = create_scorer("s", max_score=max_score).generate_score(constant(good))
+    assert scorer.run(output="x").score == good
+
+
+@pytest.mark.parametrize(
+    ("max_score", "bad", "told"),
+    [
+        (1, 7.0, "generate_score returned 7.0; scores of 's' lie in [0, 1] (max_score=1)"),
+        (1, 7.0, "(max_score=1): scale the score into it, or set max_score=10 if that is the"),
+        (1, 1.5, "returned 1.5; scores of 's' lie in [0, 1] (max_score=1)"),
+        (10, 70, "returned 70.0; scores of 's' lie in [0, 10] (max_score=10): scale the score"),
+        (10, 70, "scale the score into it, or set max_score=100 if that is the scorer's scale"),
+        (1, -3.0, "generate_score returned -3.0; scores of 's' lie in [0, 1] (max_score=1)"),
+        (1, -3.0, "(max_score=1): map the score into it (for a measure where lower is better"),
+        (10, -3, "returned -3.0; scores of 's' lie in [0, 10] (max_score=10)"),
+        (1, math.nan, "returned nan, which is not a finite number; scores of 's' lie in [0, 1]"),
+        (10, math.inf, "returned inf, which is not a finite number; scores of 's' lie in [0, 10]"),
+        (1, -math.inf, "returned -inf, which is not a finite number"),
+        (1, True, "returned True (bool), which is not a number; scores of 's' lie in [0, 1]"),
+        (10, True, "returned True (bool), which is not a number; scores of 's' lie in [0, 10]"),
+        (1, "0.5", "returned '0.5' (str), which is not a number"),
+    ],
+)
+def test_a_score_off_the_scale_fails_generate_score(max_score, bad, told):
+    scorer = create_scorer("s", max_score=max_score).preprocess(constant(1))
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.generate_score(constant(bad)).run(output="x")
+    error = raised.value
+    assert told in error.message
+    assert error.failed_step == "generate_score"
+    assert error.cause.id == "EVALDAG_INVALID_SCORE"
+    assert error.cause.details["scorerId"] == "s"
+    assert error.cause.details["maxScore"] == max_score
+    assert error.result.preprocess_step_result == 1 and error.result.score is None
+
+
+@pytest.mark.parametrize("noise", [1 + 2e-16, -1e-17])
+def test_float_noise_at_a_bound_is_the_bound(noise):
+    score = create_scorer("s").generate_score(constant(noise)).run(output="x").score
+    assert score == round(noise)
+
+
+def test_an_async_step_and_a_numpy_score_are_checked_alike():
+    import numpy as np
+
+    async def seven():
+        return np.float64(7.0)
+
+    with pytest.raises(ScorerRunError, match=r"returned 7\.0; scores of 's' lie in \[0, 1\]"):
+        create_scorer("s").generate_score(seven).run(output="x")
+    assert create_scorer("s").generate_score(constant(np.float32(0.5))).run(output="x").score == 0.5
 
 
 # --- errors and snapshots (spec §4) ----------------------------------------------------------

@@ -8,8 +8,6 @@ through a step.
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +18,9 @@ from evaldag._results.scorer_result import (
     ScorerResult,
 )
 from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.scores import checked_score
 from evaldag._scorer.steps import NotScorable, ScorerSpec, Step
-from evaldag.errors import EvalDagError, ScorerRunError
+from evaldag.errors import ScorerRunError
 
 RESULT_KEYS = ("preprocess_step_result", "analyze_step_result")
 
@@ -65,12 +64,14 @@ class RunState:
 
     def advanced(
         self,
+        scorer: ScorerSpec,
         step: Step,
         value: Any,
         prompt: str | None = None,
         execution: JudgeExecution | None = None,
     ) -> RunState:
-        """The state after ``step`` returned ``value`` (raises if it is an invalid score)."""
+        """The state after ``step`` of ``scorer`` returned ``value`` (raises when it is the
+        score and not one on the scorer's scale: see ``checked_score``)."""
         judge = (
             self.judge if execution is None else _with_execution(self.judge, step.stage, execution)
         )
@@ -79,7 +80,7 @@ class RunState:
             not_scorable = NotScorableInfo(step=step.stage, reason=value.reason)
             return RunState(self.run, self.results, prompts, judge, self.completed, not_scorable)
         if step.stage == "generate_score":
-            value = validated_score(value)
+            value = checked_score(value, scorer.id, scorer.max_score, judged=prompt is not None)
         results = {**self.results, step.result_key: value}
         return RunState(self.run, results, prompts, judge, (*self.completed, step.stage))
 
@@ -150,19 +151,3 @@ def _with_execution(
     judge: dict[str, list[JudgeExecution]], stage: str, execution: JudgeExecution | None
 ) -> dict[str, list[JudgeExecution]]:
     return judge if execution is None else {**judge, stage: [*judge.get(stage, ()), execution]}
-
-
-def validated_score(value: Any) -> float:
-    """``value`` as a float, or an error showing it when it is not a finite real number."""
-    kind = type(value)
-    if (
-        kind is float or kind is int or (kind is not bool and isinstance(value, numbers.Real))
-    ) and (math.isfinite(value)):
-        return float(value)
-    raise EvalDagError(
-        "EVALDAG_INVALID_SCORE",
-        f"generate_score returned {value!r} ({type(value).__name__}), which is not a finite real "
-        "number; return a number such as 0.75, or not_scorable(reason) when the run cannot be "
-        "scored",
-        details={"value": repr(value)},
-    )

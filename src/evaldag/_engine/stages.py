@@ -25,11 +25,12 @@ from evaldag._engine.concurrency import (
     row_limit,
     run_sync,
 )
-from evaldag._engine.run_state import STEP_INPUTS, RunState, validated_score
+from evaldag._engine.run_state import STEP_INPUTS, RunState
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.transport import judged_value  # imported here, not by the first call
 from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.scores import checked_score
 from evaldag._scorer.steps import (
     FunctionStep,
     NotScorable,
@@ -250,6 +251,7 @@ def _advanced_sync(
     fn = definition.fn
     getters = tuple((name, STEP_INPUTS[name]) for name in definition.parameters)
     stage, key, scores = step.stage, step.result_key, step.stage == "generate_score"
+    scorer_id, max_score = scorer.id, scorer.max_score
     completed_after: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def advanced(state: RunState) -> RunState:
@@ -260,9 +262,9 @@ def _advanced_sync(
             if type(value) is NotScorable or hasattr(value, "__await__"):
                 if type(value) is not NotScorable:  # a sync function returned a coroutine
                     value = run_sync(_awaited(value))
-                return state.advanced(step, value)
+                return state.advanced(scorer, step, value)
             if scores:
-                value = validated_score(value)
+                value = checked_score(value, scorer_id, max_score)
             completed = completed_after.get(state.completed)
             if completed is None:
                 completed = completed_after[state.completed] = (*state.completed, stage)
@@ -286,15 +288,15 @@ def _advanced_sync(
 async def _advanced_async(state: RunState, row: _Row) -> RunState:
     scorer, step, judge_cache, budget = row.scorer, row.step, row.judge_cache, row.budget
     definition = step.definition
+    execution = None
     try:
         if isinstance(definition, PromptStep):
             if budget is not None and budget.spent:
-                return state.advanced(step, NotScorable(budget.refusal()))
+                return state.advanced(scorer, step, NotScorable(budget.refusal()))
             inputs = state.inputs(definition.parameters)
             prompt = await limited_call(
                 definition.create_prompt, (), inputs, row.seconds, row.overrun
             )
-            execution = None
             try:
                 value, execution = await judged_value(
                     definition, step.stage, scorer.judge, prompt, judge_cache
@@ -305,12 +307,13 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
             finally:
                 if budget is not None:
                     budget.spend(execution)
-            return state.advanced(step, value, prompt=prompt, execution=execution)
+            return state.advanced(scorer, step, value, prompt=prompt, execution=execution)
         inputs = state.inputs(definition.parameters)
         value = await limited_call(definition.fn, (), inputs, row.seconds, row.overrun)
-        return state.advanced(step, value)
+        return state.advanced(scorer, step, value)
     except Exception as error:
-        return state.failed(scorer, step.stage, error, getattr(error, "execution", None))
+        # A reply that is no score keeps its record: the judge answered, the score is refused.
+        return state.failed(scorer, step.stage, error, getattr(error, "execution", execution))
 
 
 async def _awaited(value: Any) -> Any:

@@ -137,6 +137,17 @@ def checked_gates(gates: Iterable[Any], where: str = "gates") -> list[Scorer]:
                 f"{where}[{index}] must be a Scorer (a check or a scorer scoring 0 or 1), got "
                 f"{type(gate).__name__}",
             )
+        if gate.max_score != 1:
+            # A gate passes at an average of 1.0, the top of a 0-1 scale; on a larger scale
+            # 1.0 would be a low score passing.
+            raise EvalDagError(
+                "INVALID_SCORER_ENTRY",
+                f"{where}[{index}] ('{gate.id}') scores from 0 to {gate.max_score:g} "
+                "(max_score), but a gate scores from 0 to 1 and passes at 1.0; give it as a "
+                "scorer with a threshold on its own scale, e.g. "
+                f"scorer.with_threshold({gate.max_score * 0.8:g})",
+                details={"scorerId": gate.id, "maxScore": gate.max_score},
+            )
     return gate_list
 
 

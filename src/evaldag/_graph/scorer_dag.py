@@ -56,13 +56,11 @@ def _step_nodes(plan: EvalPlan) -> parameterize:
 
 
 def _item_frames(plan: EvalPlan) -> parameterize:
-    gates = set(plan.gate_ids)
     return parameterize(
         **{
             s.id: {
                 "states": source(last_node(s)),
                 "stages": value(tuple(st.stage for st in s.steps)),
-                "gate": value(s.id in gates),
             }
             for s in plan.all_scorers
         }
@@ -110,25 +108,6 @@ def step_states(
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_item_frames)
-def scorer_items(states: pd.Series, stages: tuple[str, ...], gate: bool) -> pd.DataFrame:
-    """Per run: score, reason, error, failed and completed steps, step details, judge records.
-
-    A gate's score outside [0, 1] is an error of that item: averaged, 2.0 and 0.0 would pass.
-    """
-    frame = scored_frame(states, list(stages))
-    return _unit_scores(frame) if gate else frame
-
-
-def _unit_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    scores = frame["score"]
-    outside = scores.notna() & ~scores.between(0, 1) & frame["error"].isna()
-    if not outside.any():
-        return frame
-    frame = frame.copy()
-    frame.loc[outside, "error"] = [
-        f"a gate scores from 0 to 1, but generate_score returned {score}; give this scorer "
-        "as a scorer (with a threshold on its own scale), not as a gate"
-        for score in scores[outside]
-    ]
-    frame.loc[outside, "failed_step"] = "generate_score"
-    return frame
+def scorer_items(states: pd.Series, stages: tuple[str, ...]) -> pd.DataFrame:
+    """Per run: score, reason, error, failed and completed steps, step details, judge records."""
+    return scored_frame(states, list(stages))

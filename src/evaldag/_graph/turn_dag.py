@@ -49,8 +49,8 @@ def turn_items(
     the item's, when the data has that column. Turn scorers' judge calls spend the run's
     ``judge_budget`` as the item scorers' do."""
     rows: list[dict[str, Any]] = []
-    # scorer object → (role, [(row, run)]): one engine pass per scorer over all its turns
-    scored: dict[int, tuple[ScorerSpec, bool, list[tuple[int, ScorerRun]]]] = {}
+    # scorer object → [(row, run)]: one engine pass per scorer over all its turns
+    scored: dict[int, tuple[ScorerSpec, list[tuple[int, ScorerRun]]]] = {}
     for label, run in runs.items():
         specs = turn_specs.get(label)
         produced = target_runs[label]
@@ -68,15 +68,13 @@ def turn_items(
                 }
             )
             turn_run = run.model_copy(update={"input": turn.input, "output": turn.output})
-            gates = {id(gate) for gate in spec.gates}
             for scorer in spec.assertions:
-                entry = scored.setdefault(id(scorer), (scorer, id(scorer) in gates, []))
-                entry[2].append((len(rows) - 1, turn_run))
+                scored.setdefault(id(scorer), (scorer, []))[1].append((len(rows) - 1, turn_run))
     frame = pd.DataFrame(rows, columns=list(TURN_COLUMNS))
     if "id" in dataset.columns:
         frame.insert(1, "id", dataset["id"].reindex(frame["item"]).tolist())
     columns: dict[str, list[pd.DataFrame]] = {}
-    for scorer, gate, placed in scored.values():
+    for scorer, placed in scored.values():
         at, turn_runs = zip(*placed, strict=True)
         states = prepared_states(turn_runs, scorer, concurrency, step_timeout)
         for step in scorer.steps:
@@ -92,7 +90,6 @@ def turn_items(
         items = scorer_items(
             pd.Series(states, index=list(at), dtype=object),
             tuple(step.stage for step in scorer.steps),
-            gate,
         )
         columns.setdefault(scorer.id, []).append(items.astype(object))
     for sid, frames in columns.items():

@@ -92,8 +92,9 @@ class Scorer:
 
     max_score = property(
         lambda self: self._max_score,
-        doc="The top of the scorer's scale (1, or e.g. 10 for faithfulness(scale=10)); its "
-        "threshold's bounds lie from 0 to this.",
+        doc="The top of the scorer's scale (1, or e.g. 10 for faithfulness(scale=10)): its "
+        "scores and its threshold's bounds lie from 0 to this; a score off the scale is the "
+        "item's error.",
     )
 
     def __repr__(self) -> str:
@@ -141,7 +142,8 @@ class Scorer:
         return self._with_step("analyze", step)
 
     def generate_score(self, step: Callable[..., Any] | PromptStep) -> Scorer:
-        """A new scorer with a generate_score step appended; it returns the score (a number)."""
+        """A new scorer with a generate_score step appended; it returns the score, a number from
+        0 to ``max_score``."""
         return self._with_step("generate_score", step)
 
     def generate_reason(self, step: Callable[..., Any] | PromptStep) -> Scorer:
@@ -278,7 +280,8 @@ def create_scorer(
     :param columns: dataset columns the steps read beside the run's fields, e.g.
         ``("contexts",)``: ``run_evals`` puts each item's value on the run (``run.contexts``)
         and refuses data without the column.
-    :param max_score: the top of the scorer's scale (default 1); thresholds are given on it.
+    :param max_score: the top of the scorer's scale (default 1); thresholds are given on it,
+        and a score outside [0, max_score] (or NaN, an infinity, a bool) is that run's error.
     :param step_timeout: seconds each step (and ``prepare_run``) may take on one run; a step
         that overruns it is that run's error (``failed_step`` names it) and the others go on.
         An async step is cancelled; a sync one's thread cannot be stopped and runs on, its

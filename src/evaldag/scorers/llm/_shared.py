@@ -61,14 +61,15 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
+from evaldag._scorer.scores import score_problem, score_value
 from evaldag._scorer.steps import NotScorable, not_scorable
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
@@ -312,6 +313,22 @@ class CamelAnswer(BaseModel):
 def choice(*values: str, description: str) -> Any:
     """A string field whose JSON schema lists ``values``; any string validates."""
     return Field(description=description, json_schema_extra={"enum": list(values)})
+
+
+def _unit_score(value: Any) -> float:
+    problem = score_problem(value, 1.0)
+    if problem is None:
+        return score_value(value, 1.0)
+    what = "a number" if problem == "not a number" else "within [0, 1] as the prompt asks"
+    raise ValueError(f"{value!r:.40} is not {what}")
+
+
+#: A score the judge gives from 0 to 1, as its prompt and JSON schema ask: anything else (7 on
+#: a 0-10 scale, -1, true, "0.5") fails the reply, which is asked for again and then fails
+#: the item, rather than being clamped into a confident score.
+UnitScore = Annotated[
+    float, BeforeValidator(_unit_score), Field(json_schema_extra={"minimum": 0, "maximum": 1})
+]
 
 
 def answer(value: Any) -> str:

@@ -25,6 +25,7 @@ from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
+    UnitScore,
     answer,
     assistant_text,
     awaited,
@@ -267,7 +268,7 @@ def classifier(
         named = _boolean(boolean)
         texts = [f"yes: {named['yes']}", f"no: {named['no']}"] if any(named.values()) else []
         answers = "\n".join([BOOLEAN_ANSWERS, *texts])
-        field = (float, Field(ge=0, le=1, description="The probability that the answer is yes."))
+        field = (UnitScore, Field(description="The probability that the answer is yes."))
         answer_format = '{"probability": <0 to 1>, "reason": "..."}'
     kind = given[0]
     key = {"choices": "choice", "levels": "level", "boolean": "probability"}[kind]

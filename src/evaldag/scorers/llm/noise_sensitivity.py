@@ -4,8 +4,9 @@ Mastra's ``createNoiseSensitivityScorerLLM`` (id ``noise-sensitivity-scorer``): 
 agent's answer to a noisy version of a question (distracting, irrelevant or false information
 added); the judge compares it with the answer to the clean question (``baseline_response``) on
 five dimensions, rates the noise's impact on each (none … severe), lists major issues and gives
-a robustness score. Score = the robustness score in [0, 1], lowered to the mean dimension weight
-when the two disagree by more than a threshold, minus 0.1 per major issue (at most 0.3).
+a robustness score. Score = the robustness score (a reply off [0, 1] fails the item), lowered to
+the mean dimension weight when the two disagree by more than a threshold, minus 0.1 per major
+issue (at most 0.3).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
+    UnitScore,
     assistant_text,
     json_text,
     scorer_judge,
@@ -157,10 +159,7 @@ class Analysis(CamelAnswer):
     dimensions: list[Dimension]
     overall_assessment: str
     major_issues: list[str] = Field(default_factory=list)
-    robustness_score: float = Field(
-        description="From 0 (ruined) to 1 (unaffected).",
-        json_schema_extra={"minimum": 0, "maximum": 1},
-    )
+    robustness_score: UnitScore = Field(description="From 0 (ruined) to 1 (unaffected).")
 
 
 def _required_text(value: Any, name: str) -> str:
@@ -197,8 +196,9 @@ def noise_sensitivity(
         defaults.
 
     A run needs the clean question (its input) and the noisy answer (its output): without
-    either, the analyze step fails before any judge call, as in Mastra. Steps: analyze (judge),
-    generate_score, generate_reason (judge).
+    either, the analyze step fails before any judge call, as in Mastra. A robustness score off
+    [0, 1] is asked for again, then fails the item (Mastra clamps it into [0, 1]). Steps: analyze
+    (judge), generate_score, generate_reason (judge).
     """
     factory = "noise_sensitivity"
     baseline_response = _required_text(baseline_response, "baseline_response")
@@ -232,7 +232,7 @@ def noise_sensitivity(
         )
 
     def robustness_score(analyze_step_result: Any) -> float:
-        score = min(1.0, max(0.0, analyze_step_result["robustnessScore"]))
+        score = analyze_step_result["robustnessScore"]
         dimensions = analyze_step_result["dimensions"]
         if dimensions:
             impact = js_total(weights[d["impactLevel"]] for d in dimensions) / len(dimensions)

@@ -22,6 +22,7 @@ from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
+    UnitScore,
     assistant_text,
     json_text,
     positive_scale,
@@ -143,7 +144,7 @@ class ConversationHistory(ScorerOptions):
 class IntentAlignment(CamelAnswer):
     """Whether the response achieves the main purpose of what was asked."""
 
-    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    score: UnitScore
     primary_intent: str
     is_addressed: bool
     reasoning: str
@@ -161,13 +162,13 @@ class RequirementsFulfillment(CamelAnswer):
     """Each explicit requirement, and how fully they are met together."""
 
     requirements: list[Requirement]
-    overall_score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    overall_score: UnitScore
 
 
 class Completeness(CamelAnswer):
     """How complete the response is, and what it lacks."""
 
-    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    score: UnitScore
     missing_elements: list[str]
     reasoning: str
 
@@ -175,7 +176,7 @@ class Completeness(CamelAnswer):
 class ResponseAppropriateness(CamelAnswer):
     """Whether the response's format and tone fit what was asked."""
 
-    score: float = Field(json_schema_extra={"minimum": 0, "maximum": 1})
+    score: UnitScore
     format_alignment: bool
     tone_alignment: bool
     reasoning: str
@@ -233,10 +234,6 @@ def _missing_text(mode: str, *, user: str, system: str, response: str) -> str | 
     return None
 
 
-def _clamped(value: float) -> float:
-    return min(1.0, max(0.0, value))
-
-
 def prompt_alignment(
     model: Any,
     *,
@@ -256,8 +253,9 @@ def prompt_alignment(
         messages of the run's input, ``{'max_messages': n}`` the last n.
 
     The analyze step fails before any judge call when the response is empty or the prompt the
-    mode needs is missing (mode ``'both'``: neither prompt), as in Mastra. Each dimension score
-    counts clamped to [0, 1]. Steps: analyze (judge), generate_score, generate_reason (judge).
+    mode needs is missing (mode ``'both'``: neither prompt), as in Mastra. A dimension score off
+    [0, 1] is asked for again, then fails the item (Mastra clamps it into [0, 1]). Steps: analyze
+    (judge), generate_score, generate_reason (judge).
     """
     factory = "prompt_alignment"
     scale = positive_scale(scale, factory)
@@ -310,10 +308,10 @@ def prompt_alignment(
         intent, requirements, completeness, appropriateness = weights
         analysis = analyze_step_result
         weighted = (
-            _clamped(analysis["intentAlignment"]["score"]) * intent
-            + _clamped(analysis["requirementsFulfillment"]["overallScore"]) * requirements
-            + _clamped(analysis["completeness"]["score"]) * completeness
-            + _clamped(analysis["responseAppropriateness"]["score"]) * appropriateness
+            analysis["intentAlignment"]["score"] * intent
+            + analysis["requirementsFulfillment"]["overallScore"] * requirements
+            + analysis["completeness"]["score"] * completeness
+            + analysis["responseAppropriateness"]["score"] * appropriateness
         )
         return round_to_two_decimals(weighted * scale)
 
