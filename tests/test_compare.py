@@ -213,8 +213,68 @@ def test_scores_lost_in_b_regress_and_a_scorer_only_in_one_run_does_not():
     assert lost.b.error_rate == 1 and lost.b.average == 0  # Mastra's average of no scores
     assert lost.paired == 0 and lost.interval is None and lost.regressed
     other = _result([0.0, 0.0, 0.0], scorer_id="t")
-    changes = {s.scorer_id: (s.change, s.regressed) for s in compare_experiments(a, other).scorers}
+    swapped = compare_experiments(a, other)
+    changes = {s.scorer_id: (s.change, s.regressed) for s in swapped.scorers}
     assert changes == {"s": ("removed", False), "t": ("added", False)}
+    assert swapped.missing_scorers == ["s"] and not swapped.passed  # B lacks A's scorer
+
+
+def _two_scorer_result(ids, *, without=None):
+    """Items named by ``ids``, scored 1 by scorer ``s`` and 0.5 by ``t`` (unless it is
+    ``without``), with a gate ``g``."""
+    scorers = [create_scorer("s").generate_score(lambda: 1.0)]
+    scorers += [create_scorer("t").generate_score(lambda: 0.5)] if without != "t" else []
+    data = pd.DataFrame({"id": ids, "input": [f"q-{k}" for k in ids], "output": "a"})
+    gate = create_scorer("g").generate_score(lambda: 1)
+    return run_evals(data, scorers=scorers, gates=[gate], progress=False)
+
+
+IDS = [f"item-{n:02d}" for n in range(12)]
+
+
+def test_a_candidate_lacking_items_or_scorers_does_not_pass():
+    a = _two_scorer_result(IDS)
+    half = _two_scorer_result(IDS[::2] + ["new-1"], without="t")
+    comparison = compare_experiments(a, half)
+    assert comparison.regressions == []  # what both have is unchanged...
+    assert comparison.missing_scorers == ["t"]
+    assert comparison.missing_items == IDS[1::2]
+    assert comparison.added_items == ["new-1"]  # listed, not held against B
+    assert comparison.incomplete and not comparison.passed  # ...but B cannot stand in for A
+    allowed = compare_experiments(a, half, allow_missing=True)
+    assert allowed.passed and allowed.missing_items == IDS[1::2]
+    more = _two_scorer_result(IDS[:6] + ["new-1"])
+    extra = compare_experiments(_two_scorer_result(IDS[:6]), more)
+    assert extra.added_items == ["new-1"] and not extra.incomplete and extra.passed
+    assert compare_experiments(a, _two_scorer_result(IDS)).passed
+
+
+def test_compare_exits_1_naming_what_the_candidate_lacks(tmp_path, capsys):
+    a = _two_scorer_result(IDS).to_parquet(tmp_path / "a.parquet")
+    half = _two_scorer_result(IDS[::2] + ["new-1"], without="t")
+    b = half.to_parquet(tmp_path / "b.parquet")
+    assert main(["compare", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "  scorers and gates of A that B lacks: t\n" in out
+    assert (
+        "  items of A that B lacks: 6 of 12 (by the data's 'id' column): item-01, item-03, "
+        "item-05, item-07, item-09 and 1 more\n"
+    ) in out
+    assert "  items only B has (not compared): 1 (by the data's 'id' column): new-1\n" in out
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("INCOMPLETE: B lacks 1 scorer or gate and 6 items of A's")
+    assert "--allow-missing" in last
+    assert main(["compare", str(a), str(b), "--allow-missing"]) == 0
+    out = capsys.readouterr().out
+    assert "items of A that B lacks: 6 of 12" in out  # still listed
+    assert out.rstrip().splitlines()[-1] == (
+        "B lacks 1 scorer or gate and 6 items of A's; --allow-missing: compared on what both have"
+    )
+    # B with items A lacks, and nothing missing: a clean comparison, the extras listed
+    more = _two_scorer_result([*IDS, "new-1"]).to_parquet(tmp_path / "more.parquet")
+    assert main(["compare", str(a), str(more)]) == 0
+    out = capsys.readouterr().out
+    assert "items only B has (not compared): 1" in out and "INCOMPLETE" not in out
 
 
 def test_not_scorable_items_count_as_errors_in_mastras_stats_and_are_not_paired():

@@ -171,6 +171,32 @@ def test_regression_gate_matches_items_by_key_or_by_position(tmp_path):
         _driver("regression_gate").execute(["worse_items"], inputs={**inputs, "item_key": "ticket"})
 
 
+def test_regression_gate_fails_a_candidate_lacking_items_or_scorers(tmp_path):
+    baseline = _saved_run(tmp_path, "baseline", GOOD)
+    two = pd.DataFrame({"input": QUESTIONS[:2] + ["A new question?"], "output": GOOD[:2] + ["x"]})
+    gate = checks.excludes("not sure")
+    fewer = str(evaldag.run_evals(two, gates=[gate]).to_parquet(tmp_path / "fewer.parquet"))
+    inputs = {"baseline_path": baseline, "candidate_path": fewer}
+    outputs = _driver("regression_gate").execute(
+        ["verdict", "regression_reasons", "missing_items", "regression_report"], inputs=inputs
+    )
+    assert outputs["missing_items"] == ["How tall is Everest?"]  # the new question is no loss
+    assert outputs["verdict"] == "failed"
+    assert outputs["regression_reasons"] == [
+        "scorer length is in the baseline but not in the candidate",
+        "the candidate lacks 1 of the baseline's items: How tall is Everest?",
+    ]
+    assert "- the candidate lacks 1 of the baseline's items" in outputs["regression_report"]
+    allowed = _driver("regression_gate").execute(
+        ["verdict"], inputs={**inputs, "allow_missing": True}
+    )
+    assert allowed["verdict"] == "passed"
+    by_position = _driver("regression_gate", {"match_items_by": "position"}).execute(
+        ["missing_items", "verdict"], inputs=inputs
+    )
+    assert by_position["missing_items"] == [] and by_position["verdict"] == "failed"
+
+
 # --- agent_tool_use ------------------------------------------------------------------------------
 
 

@@ -2,7 +2,8 @@
 
 Both runs are results Parquet files written by ``EvalResult.to_parquet`` (or ``evaldag run
 --out``). The dataflow pairs their items, works out per-scorer deltas and the items that got
-worse, and gives a verdict a CI job can act on.
+worse, and gives a verdict a CI job can act on. A candidate that lacks scorers, gates or items
+of the baseline fails it, unless ``allow_missing``.
 """
 
 import json
@@ -98,6 +99,24 @@ def _compared_ids(scorer_deltas: pd.DataFrame) -> list[str]:
     return scorer_deltas.index[scorer_deltas["status"] == "compared"].tolist()
 
 
+def _item_keys(result: EvalResult, name: str, item_key: str) -> pd.Series:
+    """Each item's ``item_key`` as text, checked to name every item of the run once."""
+    if item_key not in result.items.columns:
+        raise ValueError(
+            f"The {name} results have no column {item_key!r} to match items on; pass "
+            f"item_key= one of {list(result.items.columns)[:8]}, or use the config "
+            "match_items_by='position'"
+        )
+    keys = result.items[item_key].map(_key_text)
+    if keys.duplicated().any():
+        duplicate = keys[keys.duplicated()].iloc[0]
+        raise ValueError(
+            f"The {name} results have several items with {item_key}={duplicate!r}; match on "
+            "a column that is unique per item (item_key=...) or by position"
+        )
+    return keys
+
+
 @config.when_not(match_items_by="position")
 def paired_items__by_key(
     baseline_result: EvalResult,
@@ -115,23 +134,28 @@ def paired_items__by_key(
     ids = _compared_ids(scorer_deltas)
     sides = []
     for name, result in (("baseline", baseline_result), ("candidate", candidate_result)):
-        if item_key not in result.items.columns:
-            raise ValueError(
-                f"The {name} results have no column {item_key!r} to match items on; pass "
-                f"item_key= one of {list(result.items.columns)[:8]}, or use the config "
-                "match_items_by='position'"
-            )
-        keys = result.items[item_key].map(_key_text)
-        if keys.duplicated().any():
-            duplicate = keys[keys.duplicated()].iloc[0]
-            raise ValueError(
-                f"The {name} results have several items with {item_key}={duplicate!r}; match on "
-                "a column that is unique per item (item_key=...) or by position"
-            )
         side = _scores(result, ids).add_prefix(f"{name}.")
-        side.index = pd.Index(keys, name="item")
+        side.index = pd.Index(_item_keys(result, name, item_key), name="item")
         sides.append(side)
     return sides[0].join(sides[1], how="inner").reset_index()
+
+
+@config.when_not(match_items_by="position")
+def missing_items__by_key(
+    baseline_result: EvalResult, candidate_result: EvalResult, item_key: str = "input"
+) -> list[str]:
+    """The ``item_key`` of each baseline item the candidate lacks, in baseline order."""
+    before = _item_keys(baseline_result, "baseline", item_key)
+    after = _item_keys(candidate_result, "candidate", item_key)
+    return before[~before.isin(after)].tolist()
+
+
+@config.when(match_items_by="position")
+def missing_items__by_position(
+    baseline_result: EvalResult, candidate_result: EvalResult
+) -> list[str]:
+    """The positions of the baseline's items past the candidate's last one."""
+    return [str(n) for n in range(len(candidate_result.items), len(baseline_result.items))]
 
 
 @config.when(match_items_by="position")
@@ -208,9 +232,31 @@ def newly_failing_gates(baseline_result: EvalResult, candidate_result: EvalResul
     ]
 
 
-def regression_reasons(scorer_deltas: pd.DataFrame, newly_failing_gates: list[str]) -> list[str]:
-    """Why the candidate counts as a regression, one sentence each; empty when it does not."""
+def regression_reasons(
+    scorer_deltas: pd.DataFrame,
+    newly_failing_gates: list[str],
+    missing_items: list[str],
+    allow_missing: bool = False,
+) -> list[str]:
+    """Why the candidate counts as a regression, one sentence each; empty when it does not.
+
+    :param allow_missing: let a candidate that lacks scorers, gates or items of the baseline
+        pass on what both runs have.
+    """
     reasons = [f"gate {gid} passed in the baseline and fails now" for gid in newly_failing_gates]
+    if not allow_missing:
+        removed = scorer_deltas[scorer_deltas["status"] == "removed"]
+        reasons += [
+            f"{row['role']} {sid} is in the baseline but not in the candidate"
+            for sid, row in removed.iterrows()
+        ]
+        if missing_items:
+            named = ", ".join(missing_items[:5]) + (
+                f" and {len(missing_items) - 5} more" if len(missing_items) > 5 else ""
+            )
+            reasons.append(
+                f"the candidate lacks {len(missing_items)} of the baseline's items: {named}"
+            )
     for sid, row in scorer_deltas[scorer_deltas["regressed"]].iterrows():
         if pd.isna(row["delta"]):
             reasons.append(f"{sid} has no average any more ({row['candidate_errors']} errors)")

@@ -1,7 +1,8 @@
 """``evaldag compare A B``: experiment B against experiment A, per scorer and item by item.
 
 Exits 1 when a scorer or gate regressed (B is worse by its interval and by Mastra's threshold
-rule), else 0; 3 on an error, as every command.
+rule), or when B lacks scorers, gates or items that A has (unless ``--allow-missing``), else 0;
+3 on an error, as every command.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 
 EXIT_SAME = 0
 EXIT_REGRESSED = 1
-#: How many of a worse scorer's items are named; the rest are counted.
+#: How many of a worse scorer's items, or of the items B lacks, are named; the rest are counted.
 NAMED_ITEMS = 5
 
 
@@ -23,13 +24,14 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
     compare = commands.add_parser(
         "compare",
         help="compare two runs: per-scorer stats and paired per-item deltas; exit 1 on a "
-        "regression",
+        "regression or when B lacks scorers or items of A",
         description="Compare experiment B with experiment A (results files written by "
         "'evaldag run --out' or 'evaldag demo', or runs saved in a score store): Mastra's "
         "per-scorer stats (error rate, pass rate, average, delta), then the items of both "
         "paired and the mean of their deltas with a bootstrap confidence interval. B is worse "
         "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer or "
-        "gate is worse by more than the threshold, else 0.",
+        "gate is worse by more than the threshold, or when B lacks scorers, gates or items that "
+        "A has (unless --allow-missing), else 0.",
     )
     compare.add_argument(
         "a", metavar="A", help="the baseline: a results .parquet file, or with --store a run's id"
@@ -61,6 +63,12 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         help="the data column that pairs items (default: id, else input, else the row position)",
     )
     compare.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="compare what both runs have when B lacks scorers, gates or items of A (they are "
+        "still listed) instead of exiting 1",
+    )
+    compare.add_argument(
         "--seed", type=int, default=0, metavar="N", help="the bootstrap's seed (default: 0)"
     )
     compare.add_argument(
@@ -74,7 +82,7 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    """Print the comparison; exit 1 on a regression."""
+    """Print the comparison; exit 1 on a regression or when B lacks what A has."""
     from evaldag._experiments.compare import compare_experiments
 
     comparison = compare_experiments(
@@ -86,9 +94,10 @@ def compare_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         resamples=args.resamples,
         store=args.store,
+        allow_missing=args.allow_missing,
     )
     print(comparison_text(comparison))
-    return EXIT_REGRESSED if comparison.regressions else EXIT_SAME
+    return EXIT_SAME if comparison.passed else EXIT_REGRESSED
 
 
 def comparison_text(comparison: Comparison) -> str:
@@ -103,7 +112,10 @@ def comparison_text(comparison: Comparison) -> str:
     worse = _worse_items(comparison)
     if worse:
         lines += ["", *worse]
-    lines += ["", _conclusion(comparison)]
+    differences = _differences(comparison)
+    if differences:
+        lines += ["", *differences]
+    lines += ["", *_conclusion(comparison)]
     return "\n".join(lines)
 
 
@@ -238,14 +250,67 @@ def _worse_items(comparison: Comparison) -> list[str]:
     return lines
 
 
-def _conclusion(comparison: Comparison) -> str:
+def _named(keys: list[str]) -> str:
+    named = ", ".join(keys[:NAMED_ITEMS])
+    return named if len(keys) <= NAMED_ITEMS else f"{named} and {len(keys) - NAMED_ITEMS} more"
+
+
+def _differences(comparison: Comparison) -> list[str]:
+    """What one run has and the other lacks: scorers, gates and items."""
+    by = _key_words(comparison.item_key)
+    lines = []
+    if comparison.missing_scorers:
+        lines.append(
+            f"  scorers and gates of A that B lacks: {', '.join(comparison.missing_scorers)}"
+        )
+    if comparison.missing_items:
+        lines.append(
+            f"  items of A that B lacks: {len(comparison.missing_items):,} of "
+            f"{comparison.a.items:,} (by {by}): {_named(comparison.missing_items)}"
+        )
+    added = [s.scorer_id for s in comparison.scorers if s.change == "added"]
+    if added:
+        lines.append(f"  scorers and gates only B has (not compared): {', '.join(added)}")
+    if comparison.added_items:
+        lines.append(
+            f"  items only B has (not compared): {len(comparison.added_items):,} (by {by}): "
+            f"{_named(comparison.added_items)}"
+        )
+    return ["What one run has and the other lacks:", *lines] if lines else []
+
+
+def _conclusion(comparison: Comparison) -> list[str]:
+    """The regression line, then, when B lacks what A has, the line that says what follows."""
     regressed = comparison.regressions
     if regressed:
-        return (
+        verdict = (
             f"REGRESSED: {', '.join(regressed)} (B is worse: the interval lies below 0 the "
             "worse way and the delta goes beyond the threshold)"
         )
-    return (
-        "no regression: no scorer's interval lies wholly on the worse side of 0 with a delta "
-        "beyond the threshold"
-    )
+    else:
+        verdict = (
+            "no regression: no scorer's interval lies wholly on the worse side of 0 with a "
+            "delta beyond the threshold"
+        ) + (" (on what both runs have)" if comparison.incomplete else "")
+    lines = [verdict]
+    if comparison.incomplete:
+        lacks = " and ".join(
+            what
+            for what in (
+                _count(len(comparison.missing_scorers), "scorer or gate", "scorers or gates"),
+                _count(len(comparison.missing_items), "item", "items"),
+            )
+            if what
+        )
+        lines.append(
+            f"B lacks {lacks} of A's; --allow-missing: compared on what both have"
+            if comparison.allow_missing
+            else f"INCOMPLETE: B lacks {lacks} of A's (listed above), so it cannot stand in "
+            "for A; rerun B on all of A's items with all of A's scorers, or give "
+            "--allow-missing to compare only what both have"
+        )
+    return lines
+
+
+def _count(count: int, one: str, many: str) -> str:
+    return "" if not count else f"{count:,} {one if count == 1 else many}"

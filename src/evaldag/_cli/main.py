@@ -4,8 +4,8 @@ Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no 
 or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
 configuration or input error (the message goes to stderr). ``evaldag demo`` and ``evaldag report``
 exit 0 once their files are written, whatever the verdict, and 3 on an error; ``evaldag compare``
-exits 1 on a regression, else 0. Every command exits 4 on an unexpected error (a bug in evaldag:
-the traceback is printed).
+exits 1 on a regression or when B lacks scorers or items of A, else 0. Every command exits 4 on
+an unexpected error (a bug in evaldag: the traceback is printed).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _EPILOG = """\
 exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug).
 'demo' and 'report' exit 0 once their files are written, whatever the verdict;
-'compare' exits 1 on a regression, else 0."""
+'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0."""
 
 
 class _Parser(argparse.ArgumentParser):

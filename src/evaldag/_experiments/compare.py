@@ -5,6 +5,10 @@ regression, however few items moved. Here every item scored in both runs is pair
 (by the data's ``id`` column, else the input, else the row position), the per-item deltas are
 averaged, and a seeded bootstrap interval says how sure that average is: "B is worse" needs
 Mastra's rule **and** an interval that lies wholly on the worse side of 0.
+
+A candidate that lacks scorers, gates or items the baseline has is not a comparison of the same
+thing: its result says so (``missing_scorers``, ``missing_items``) and does not pass unless
+``allow_missing``. Items only the candidate has are listed (``added_items``), not held against it.
 """
 
 from __future__ import annotations
@@ -98,11 +102,34 @@ class Comparison(BaseModel):
         description="One row per paired item and scorer: item, scorer, a, b, delta; worst first."
     )
     pass_score: float = Field(default=PASS_SCORE, description="An item's pass mark.")
+    missing_scorers: list[str] = Field(
+        default_factory=list, description="Scorers and gates of A that B lacks, in A's order."
+    )
+    missing_items: list[str] = Field(
+        default_factory=list, description="Keys of A's items that B lacks, in A's order."
+    )
+    added_items: list[str] = Field(
+        default_factory=list, description="Keys of B's items that A lacks (not compared)."
+    )
+    allow_missing: bool = Field(
+        default=False, description="Whether B may lack scorers and items of A and still pass."
+    )
 
     @property
     def regressions(self) -> list[str]:
         """The ids of the scorers and gates that regressed."""
         return [s.scorer_id for s in self.scorers if s.regressed]
+
+    @property
+    def incomplete(self) -> bool:
+        """Whether B lacks scorers, gates or items that A has."""
+        return bool(self.missing_scorers or self.missing_items)
+
+    @property
+    def passed(self) -> bool:
+        """Whether B holds up against A: nothing regressed and, unless ``allow_missing``, B
+        has every scorer, gate and item A has."""
+        return not self.regressions and (self.allow_missing or not self.incomplete)
 
 
 def experiment_result(
@@ -140,6 +167,7 @@ def compare_experiments(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     store: Any = None,
+    allow_missing: bool = False,
 ) -> Comparison:
     """Experiment ``b`` against experiment ``a``: which scorers regressed, and on which items.
 
@@ -158,6 +186,8 @@ def compare_experiments(
     :param seed: the bootstrap's seed.
     :param store: the score store ``a`` and ``b`` are experiment ids of: a ``ScoreStore``, a
         SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
+    :param allow_missing: let ``b`` pass (``Comparison.passed``) while it lacks scorers, gates
+        or items that ``a`` has; they are listed either way.
     """
     result_a, source_a = experiment_result(a, store)
     result_b, source_b = experiment_result(b, store)
@@ -169,8 +199,9 @@ def compare_experiments(
         )
     item_key = _item_key(result_a.items, result_b.items, key)
     keys_a, keys_b = _keys(result_a.items, item_key), _keys(result_b.items, item_key)
-    roles = _roles(result_a)
-    roles.update({sid: role for sid, role in _roles(result_b).items() if sid not in roles})
+    roles, roles_b = _roles(result_a), _roles(result_b)
+    missing_scorers = [sid for sid in roles if sid not in roles_b]
+    roles.update({sid: role for sid, role in roles_b.items() if sid not in roles})
     _require_known_ids(roles, directions, threshold)
     inferred = {**_directions(result_b), **_directions(result_a)}
     chosen = {sid: (directions or {}).get(sid, inferred.get(sid, "higher")) for sid in roles}
@@ -215,6 +246,10 @@ def compare_experiments(
         scorers=comparisons,
         item_deltas=item_deltas[["item", "scorer", "a", "b", "delta"]],
         pass_score=pass_score,
+        missing_scorers=missing_scorers,
+        missing_items=keys_a[~keys_a.isin(keys_b)].tolist(),
+        added_items=keys_b[~keys_b.isin(keys_a)].tolist(),
+        allow_missing=allow_missing,
     )
 
 
