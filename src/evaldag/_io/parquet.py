@@ -2,7 +2,10 @@
 
 Columns holding nested values (step results, judge records, agent-run messages) are stored as
 JSON text and decoded on read, since Arrow cannot infer one type for dicts of varying shape.
-Files are written whole or not at all (``evaldag._io.files``).
+The items' index is no column of its own (pandas' ``__index_level_0__``, which DuckDB and
+Polars would show as data): row numbers counting on from a start are a number in the metadata,
+and other labels (a DataFrame's own index, the rows kept by a filter) an ``item`` column, or the
+index's name. Files are written whole or not at all (``evaldag._io.files``).
 """
 
 from __future__ import annotations
@@ -80,13 +83,48 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
         else:
             table_columns[column] = values
     frame = pd.DataFrame(table_columns, index=items.index)
-    table = pa.Table.from_pandas(frame, preserve_index=True)
+    index = _index_record(items)
+    if "column" in index:
+        frame.insert(0, index["column"], items.index)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
     object_columns = [str(c) for c in items.columns if items[c].dtype == object]
-    meta = {**metadata, "json_columns": json_columns, "object_columns": object_columns}
+    meta = {
+        **metadata,
+        "json_columns": json_columns,
+        "object_columns": object_columns,
+        "index": index,
+    }
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
     )
     return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
+
+
+def _index_record(items: pd.DataFrame) -> dict[str, Any]:
+    """How the items' index is kept: ``{"start": n}`` for the row numbers n, n + 1, ...;
+    otherwise ``{"column": c, "name": index name}``, ``c`` the index's name or ``item`` (with
+    underscores before it while a data column has it)."""
+    labels = items.index
+    if len(labels) == 0:
+        return {"start": 0}
+    if pd.api.types.is_integer_dtype(labels.dtype) and labels.name is None:
+        start = int(labels[0])
+        if labels.equals(pd.RangeIndex(start, start + len(labels))):
+            return {"start": start}
+    name = labels.name
+    column = name if isinstance(name, str) and name not in items.columns else "item"
+    while column in items.columns:
+        column = f"_{column}"
+    return {"column": column, "name": name}
+
+
+def _indexed(items: pd.DataFrame, index: dict[str, Any] | None) -> pd.DataFrame:
+    """The items with the index ``_index_record`` kept (files written before it: as read)."""
+    if index is None:
+        return items
+    if "column" in index:
+        return items.set_index(index["column"]).rename_axis(index["name"])
+    return items.set_axis(pd.RangeIndex(index["start"], index["start"] + len(items)))
 
 
 def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -115,7 +153,7 @@ def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             details={"path": str(path)},
         )
     metadata = json.loads(raw)
-    items = table.to_pandas()
+    items = _indexed(table.to_pandas(), metadata.pop("index", None))
     json_columns = set(metadata.pop("json_columns"))
     for column in metadata.pop("object_columns"):
         # pandas reads text back as its string dtype with NaN for missing; restore what was written
