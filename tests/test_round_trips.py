@@ -1,10 +1,25 @@
-"""Round trips: results files read back as they were written, by evaldag and by other readers."""
+"""Round trips: the same data from Parquet, JSONL and CSV scores the same, steps get Python lists
+and dicts, and results files read back as they were written, by evaldag and by other readers."""
 
+import json
+import math
+
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evaldag import EvalResult, ScoreStore, create_scorer, run_evals
+from evaldag import (
+    EvalResult,
+    ScorerRun,
+    ScoreStore,
+    checks,
+    create_scorer,
+    read_results,
+    run_evals,
+    scorers,
+)
 from evaldag._cli.main import main as cli
 from evaldag._report.failing import ids_source, item_ids
 
@@ -96,3 +111,174 @@ def test_a_checkpointed_run_resumes_from_batches_without_index_columns(tmp_path)
     assert CALLS == ["q0", "q1", "q2", "q3", "q3"]  # the first batch was not scored again
     assert result.items.index.tolist() == [0, 1, 2, 3]
     assert not [c for c in _file_columns(path) if c.startswith("__")]
+
+
+# --- lists and dicts, whatever the file --------------------------------------------------------
+
+
+def _call(city):
+    call = {"id": f"c-{city}", "type": "function"}
+    return {**call, "function": {"name": "get_weather", "arguments": json.dumps({"city": city})}}
+
+
+ROWS = [
+    {
+        "input": "Weather in Paris?",
+        "output": [
+            {"role": "assistant", "content": "", "tool_calls": [_call("Paris")]},
+            {"role": "tool", "tool_call_id": "c-Paris", "content": '{"temperature": 21}'},
+            {"role": "assistant", "content": "21 degrees in Paris."},
+        ],
+        "ground_truth": "21 degrees",
+        "request_context": {"user": {"tier": "pro", "langs": ["en", "fr"]}},
+        "expected_trajectory": {"steps": [{"stepType": "tool_call", "name": "get_weather"}]},
+        "tags": [1, 2, 3],
+        "meta": {"source": "web", "weights": [0.5, 1.0], "extra": {"k": 1}},
+        "rows": [{"a": 1}, {"a": 2, "b": "x"}],
+    },
+    {
+        "input": "And in Rome?",
+        "output": [{"role": "assistant", "content": "No idea."}],
+        "ground_truth": "25 degrees",
+        "request_context": {"user": {"tier": "free", "langs": []}},
+        "expected_trajectory": {"steps": [{"stepType": "tool_call", "name": "get_weather"}]},
+        "tags": [],
+        "meta": {"source": "app", "weights": [2.0]},
+        "rows": [],
+    },
+    {
+        "input": "Oslo?",
+        "output": [{"role": "assistant", "content": "Cold.", "name": "bot"}],
+        "ground_truth": "-3 degrees",
+        "request_context": {"user": {"tier": "pro", "langs": ["no"]}},
+        "expected_trajectory": {"steps": []},
+        "tags": [7],
+        "meta": {"source": "web", "weights": [], "extra": {"k": 2, "deep": [[1, 2], [3]]}},
+        "rows": [{"b": "y"}],
+    },
+]
+NESTED = ("output", "request_context", "expected_trajectory", "tags", "meta", "rows")
+
+
+def _saved(folder, suffix):
+    """ROWS as a user saves them: pandas' Parquet (Arrow lists and structs), JSON lines, and CSV
+    with JSON text in the cells of lists and dicts, as evaldag writes a CSV file."""
+    path = folder / f"data{suffix}"
+    frame = pd.DataFrame(ROWS)
+    if suffix == ".parquet":
+        frame.to_parquet(path)
+    elif suffix == ".jsonl":
+        path.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    else:
+        frame.assign(**{c: frame[c].map(json.dumps) for c in NESTED}).to_csv(path, index=False)
+    return path
+
+
+def _shape(run):
+    """A score that depends on the Python types and lengths of what the step gets."""
+    found = [
+        type(run.tags) is list,
+        type(run.meta) is dict and type(run.meta["weights"]) is list,
+        type(run.rows) is list and all(type(row) is dict for row in run.rows),
+        type(run.doubled) is list and all(type(n) is int for n in run.doubled),
+        type(run.request_context["user"]["langs"]) is list,
+        type(run.expected_trajectory["steps"]) is list,
+        type(run.output) is list,
+    ]
+    return (sum(found) + len(run.tags) + len(run.rows)) / (len(found) + 5)
+
+
+def _values(run, score):
+    return json.dumps([run.tags, run.meta, run.rows, run.doubled, run.request_context])
+
+
+SHAPE = (
+    create_scorer(
+        "shape",
+        columns=("tags", "meta", "rows"),
+        # model_copy skips validation: the numpy array it adds is read when the run is prepared
+        prepare_run=lambda run: run.model_copy(update={"doubled": np.array(run.tags) * 2}),
+    )
+    .generate_score(_shape)
+    .generate_reason(_values)
+)
+
+
+def _scored(data, **options):
+    return run_evals(
+        data,
+        scorers=[SHAPE, scorers.trajectory_accuracy(), checks.includes("degrees")],
+        gates=[checks.called_tool("get_weather")],
+        progress=False,
+        **options,
+    )
+
+
+def _cells(items):
+    """The items' values, missing markers as None and the run's random ids left out."""
+    frame = items.drop(columns="run_id").astype(object)
+    return [
+        {key: None if _missing(value) else value for key, value in row.items()}
+        for row in frame.to_dict("records")
+    ]
+
+
+def _missing(value):
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def test_the_same_data_from_parquet_jsonl_and_csv_scores_the_same(tmp_path):
+    results = {
+        suffix: _scored(_saved(tmp_path, suffix)) for suffix in (".jsonl", ".parquet", ".csv")
+    }
+    expected = results[".jsonl"]
+    assert expected.items["shape.score"].tolist() == [(7 + 3 + 2) / 12, 7 / 12, (7 + 1 + 1) / 12]
+    assert json.loads(expected.items["shape.reason"][2]) == [
+        [7],
+        ROWS[2]["meta"],
+        [{"b": "y"}],
+        [14],
+        ROWS[2]["request_context"],
+    ]
+    for suffix, result in results.items():
+        assert result.scores == expected.scores, suffix
+        assert result.verdict == expected.verdict == "failed", suffix  # the gate: 1 of 3
+        assert _cells(result.items) == _cells(expected.items), suffix
+    for column in NESTED:
+        assert results[".parquet"].items[column].tolist() == [row[column] for row in ROWS]
+
+
+def test_steps_get_python_lists_from_a_frame_of_numpy_arrays_and_from_arrow_tables(tmp_path):
+    path = _saved(tmp_path, ".parquet")
+    expected = _scored(_saved(tmp_path, ".jsonl"))
+    for data in (pq.read_table(path), pa.Table.from_pylist(ROWS)):
+        assert _cells(_scored(data).items) == _cells(expected.items)
+    from_pandas = _scored(pd.read_parquet(path)).items
+    # pandas reads a struct's integer as a float where another row lacks it: {"k": 1.0}
+    assert json.loads(from_pandas["shape.reason"][0])[1]["extra"] == {"k": 1.0}
+    assert _cells(from_pandas.drop(columns="shape.reason")) == _cells(
+        expected.items.drop(columns="shape.reason")
+    )
+    run = ScorerRun(input="q", output="a", ground_truth=np.array([1, 2]), tags=np.array([[1], [2]]))
+    assert (run.ground_truth, run.tags) == ([1, 2], [[1], [2]])
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl", ".csv"])
+def test_results_read_back_as_they_were_written(tmp_path, suffix):
+    data = pd.read_parquet(_saved(tmp_path, ".parquet"))  # numpy arrays in the cells
+    data["target"] = [np.int64(3), np.float64(0.5), None]  # numpy numbers too
+    path = tmp_path / f"results{suffix}"
+    result = _scored(data, out=path)
+    written = path.read_text(errors="replace") if suffix != ".parquet" else ""
+    assert "array(" not in written and "np.int64" not in written
+    back = read_results(path)
+    assert list(back.columns) == list(result.items.columns)
+    expected = _cells(result.items)
+    if suffix == ".csv":  # a CSV cell is text: numbers other than scores stay text
+        for row in expected:
+            row["target"] = None if row["target"] is None else str(row["target"])
+    assert _cells(back) == expected
+    assert back["shape.score"].dtype == float
+    if suffix == ".parquet":
+        table = pq.read_table(path)
+        assert "array(" not in json.dumps(table.column("tags").to_pylist())

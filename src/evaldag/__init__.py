@@ -42,6 +42,7 @@ _EXPORTS = {
     "ScoreStore": "evaldag._store.sql",
     "ScoreRow": "evaldag._store.rows",
     "read_scores": "evaldag._store.locations",
+    "read_results": "evaldag._io.flat",
     "live": "evaldag._live.wrapper",
     "LiveScoring": "evaldag._live.wrapper",
     "LiveStats": "evaldag._live.wrapper",
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._experiments.compare import Comparison, compare_experiments
+    from evaldag._io.flat import read_results
     from evaldag._judge.errors import JudgeError
     from evaldag._judge.settings import Judge
     from evaldag._live.wrapper import LiveScoring, LiveStats, live

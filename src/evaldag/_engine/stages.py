@@ -40,6 +40,7 @@ from evaldag._scorer.steps import (
     is_async_callable,
 )
 from evaldag._scorer.time_limits import step_overrun
+from evaldag._scorer.transcript_shapes import python_data
 from evaldag.errors import EvalDagError
 
 
@@ -108,7 +109,11 @@ def prepared_states(
 def as_run(value: Any) -> ScorerRun:
     """A prepare_run result as a ScorerRun; it may return a ScorerRun or a Mastra-shaped dict."""
     if isinstance(value, ScorerRun):
-        return value
+        # model_copy(update=...) skips validation: numpy or Arrow values it added are read here
+        extra = value.model_extra or {}
+        plain = {key: python_data(item) for key, item in extra.items()}
+        changed = {key: item for key, item in plain.items() if item is not extra[key]}
+        return value.model_copy(update=changed) if changed else value
     if isinstance(value, dict):
         return ScorerRun.model_validate(value)
     raise EvalDagError(

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from evaldag._io.files import atomic_write_text
-from evaldag._io.parquet import read_results, write_results
+from evaldag._io.parquet import parquet_results, write_results
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.fingerprint import rows_fingerprint
 from evaldag.errors import EvalDagError
@@ -106,7 +106,7 @@ class Checkpoint:
         part = self._part(start)
         if not part.exists():
             return None
-        items, metadata = read_results(part)
+        items, metadata = parquet_results(part)
         if metadata["data"] != rows_fingerprint(batch):
             raise EvalDagError(
                 "CHECKPOINT_MISMATCH",

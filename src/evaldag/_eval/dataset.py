@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from evaldag._io.flat import csv_text, csv_values
+from evaldag._scorer.transcript_shapes import plain_data, python_data
 from evaldag.errors import EvalDagError
 
 #: Mastra's spelling of the same item fields.
@@ -29,11 +32,46 @@ def _invalid(message: str, **details: Any) -> EvalDagError:
 
 
 def _csv(path: Path) -> pd.DataFrame:
-    """A CSV file's cells as text: ``001`` stays ``"001"``, ``NA`` stays ``"NA"``; only empty
-    cells are missing. A row with more cells than the header is an error, not a lost cell."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", pd.errors.ParserWarning)
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], index_col=False)
+    """A CSV file's cells as text, but JSON text of arrays and objects as them (``csv_values``)."""
+    return csv_values(csv_text(path))
+
+
+def _parquet(path: Path) -> pd.DataFrame:
+    return _arrow_frame(pq.read_table(path))
+
+
+def _arrow_frame(table: pa.Table) -> pd.DataFrame:
+    """An Arrow table's rows; nested columns (lists, structs, maps) as the lists and dicts pyarrow
+    reads (pandas would give numpy arrays, and floats for integers beside a missing one), keys
+    missing from a row's struct left out (Arrow gives every row the keys of all)."""
+    frame = table.to_pandas()
+    names = table.column_names
+    for name, column in zip(names, table.columns, strict=True):
+        if pa.types.is_nested(column.type) and name in frame.columns and names.count(name) == 1:
+            values = column.to_pylist(maps_as_pydicts="strict")
+            frame[name] = pd.Series(
+                [plain_data(v) for v in values], index=frame.index, dtype=object
+            )
+    return frame
+
+
+def _python_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the numpy arrays and Arrow values in its cells as lists, dicts and Python
+    scalars, so that a step gets what a JSONL file would give it."""
+    changed = {}
+    for position, (_, column) in enumerate(frame.items()):
+        if column.dtype != object:
+            continue
+        cells = column.tolist()
+        values = [python_data(cell) for cell in cells]
+        if any(value is not cell for value, cell in zip(values, cells, strict=True)):
+            changed[position] = pd.Series(values, index=frame.index, dtype=object)
+    if not changed:
+        return frame
+    frame = frame.copy(deep=False)
+    for position, values in changed.items():
+        frame.isetitem(position, values)
+    return frame
 
 
 def _jsonl(path: Path) -> pd.DataFrame:
@@ -66,7 +104,7 @@ def _file_error(path: Path, problem: str, line: int) -> EvalDagError:
     )
 
 
-_READERS = {".parquet": pd.read_parquet, ".csv": _csv, ".jsonl": _jsonl}
+_READERS = {".parquet": _parquet, ".csv": _csv, ".jsonl": _jsonl}
 
 
 def _from_file(path: Path) -> pd.DataFrame:
@@ -96,8 +134,10 @@ def _from_file(path: Path) -> pd.DataFrame:
 
 
 def _from_table(table: Any) -> pd.DataFrame:
-    """A pyarrow, polars or Hugging Face table as pandas makes it (nested cells as numpy arrays,
-    as from a Parquet file)."""
+    """A pyarrow, polars or Hugging Face table as pandas makes it, nested cells as lists and
+    dicts."""
+    if isinstance(table, pa.Table):
+        return _arrow_frame(table)
     try:
         frame = table.to_pandas()
     except Exception as error:
@@ -112,7 +152,7 @@ def _from_table(table: Any) -> pd.DataFrame:
             f"data of type {type(table).__name__}: to_pandas() gave {type(frame).__name__}, not "
             "a DataFrame; pass a DataFrame",
         )
-    return frame
+    return _python_cells(frame)
 
 
 def _from_items(items: Sequence[Any]) -> pd.DataFrame:
@@ -130,7 +170,7 @@ def _from_items(items: Sequence[Any]) -> pd.DataFrame:
                 index=index,
                 column="input",
             )
-    return pd.DataFrame.from_records(list(items))
+    return _python_cells(pd.DataFrame.from_records(list(items)))
 
 
 def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
@@ -138,7 +178,7 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
     if isinstance(data, str | os.PathLike):
         frame = _from_file(Path(data))
     elif isinstance(data, pd.DataFrame):
-        frame = data
+        frame = _python_cells(data)
     elif callable(getattr(data, "to_pandas", None)):
         frame = _from_table(data)
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):

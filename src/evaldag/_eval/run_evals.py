@@ -141,7 +141,8 @@ def run_evals(
         judges or a target are involved, the next batch then running beside the current one's
         last rows).
     :param out: write the results to this file: ``.parquet`` (everything; a materializer node
-        of the DAG), or ``.csv`` / ``.jsonl`` (the items, nested values as JSON text).
+        of the DAG), or ``.csv`` / ``.jsonl`` (the items; lists and dicts as JSON, in a CSV
+        cell as JSON text; ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL.
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are

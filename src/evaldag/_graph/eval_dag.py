@@ -28,7 +28,7 @@ from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._scorer.json_text import looks_like_json
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.transcript_shapes import canonical_transcript
+from evaldag._scorer.transcript_shapes import canonical_transcript, python_data
 from evaldag.errors import EvalDagError
 
 #: Dataset columns a run reads beside input and output; other columns are carried through.
@@ -52,7 +52,8 @@ def outputs__target(target_runs: pd.Series) -> pd.Series:
 
 
 def _readable(output: Any) -> Any:
-    """A target's output, or a TargetFailure when it is no text or transcript evaldag reads."""
+    """A target's output (numpy and Arrow values in it as Python data), or a TargetFailure when
+    it is no text or transcript evaldag reads."""
     if isinstance(output, TargetFailure) or (type(output) is str and not looks_like_json(output)):
         return output
     try:
@@ -61,7 +62,7 @@ def _readable(output: Any) -> Any:
         return TargetFailure(
             f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"
         )
-    return output
+    return python_data(output)
 
 
 def _read_columns(plan: EvalPlan) -> inject:

@@ -1,21 +1,29 @@
-"""Results as CSV or JSON Lines, for tools that read no Parquet: one row per item, flat.
+"""Results as CSV or JSON Lines, for tools that read no Parquet: one row per item, flat; and any
+results file's items read back.
 
-Only the items are written (scores, reasons, errors, the data's columns); nested values (step
-results, judge records, messages) become JSON text. The run's averages, gates and verdict stay
-in the Parquet format, which ``EvalResult.read_parquet`` and ``evaldag report`` read.
+Only the items are written (scores, reasons, errors, the data's columns). JSON Lines keeps a
+list or a dict as one; a CSV cell holds text, so there it is JSON text, which reads back as the
+list or dict (``csv_values``). The run's averages, gates and verdict stay in the Parquet format,
+which ``EvalResult.read_parquet`` and ``evaldag report`` read.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import warnings
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
 from evaldag._compat.js import json_text
-from evaldag._io.files import atomic_write
+from evaldag._engine.columns import SCORER_COLUMNS
+from evaldag._io.files import atomic_write, atomic_write_text
+from evaldag._io.parquet import parquet_results, unreadable_results
+from evaldag._scorer.json_text import looks_like_json, structured_json, transcript_json
 from evaldag.errors import EvalDagError
 
 ResultsFormat = Literal["parquet", "csv", "jsonl"]
@@ -26,6 +34,21 @@ _SUFFIXES: dict[str, ResultsFormat] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
 }
+#: How a CSV cell of a run field that starts like JSON is read, by the field's own rule
+#: (``evaldag._scorer.json_text``): the JSON of a transcript, of a request context or a
+#: trajectory; None keeps the text (a reference answer may itself be JSON an app should write).
+_CSV_FIELDS: dict[str, Callable[[str, str], Any] | None] = {
+    "input": transcript_json,
+    "output": transcript_json,
+    "ground_truth": None,
+    "groundTruth": None,
+    "request_context": structured_json,
+    "requestContext": structured_json,
+    "expected_trajectory": structured_json,
+    "expectedTrajectory": structured_json,
+}
+#: Item columns the run adds as text, whatever they look like.
+_TEXT_COLUMNS = ("run_id", "target_error")
 
 
 def results_format(path: str | os.PathLike[str], option: str) -> ResultsFormat:
@@ -42,20 +65,103 @@ def results_format(path: str | os.PathLike[str], option: str) -> ResultsFormat:
     return found
 
 
-def _cell(value: Any) -> Any:
-    if value is None or isinstance(value, str | bool | int) or pd.isna(value) is True:
+def _value(value: Any) -> Any:
+    """A cell as a JSON value: pandas' missing markers (NaN, NA, NaT) become None."""
+    if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return None if math.isnan(value) else value
-    return json_text(value)
+    return None if pd.isna(value) is True else value
+
+
+def _csv_cell(value: Any) -> Any:
+    value = _value(value)
+    scalar = value is None or isinstance(value, str | bool | int | float)
+    return value if scalar else json_text(value)
 
 
 def write_flat(items: pd.DataFrame, path: str | os.PathLike[str], fmt: ResultsFormat) -> Path:
     """Write ``items`` to ``path`` as CSV or JSON Lines, whole or not at all."""
-    flat = items.reset_index(drop=True).astype(object).map(_cell)
     if fmt == "csv":
+        flat = items.reset_index(drop=True).astype(object).map(_csv_cell)
         return atomic_write(path, lambda temporary: flat.to_csv(temporary, index=False))
-    return atomic_write(
-        path,
-        lambda temporary: flat.to_json(temporary, orient="records", lines=True, force_ascii=False),
+    lines = (
+        json_text({column: _value(value) for column, value in row.items()})
+        for row in items.astype(object).to_dict("records")
     )
+    return atomic_write_text(path, "".join(f"{line}\n" for line in lines))
+
+
+def csv_text(path: Path) -> pd.DataFrame:
+    """A CSV file's cells as text: ``001`` stays ``"001"``, ``NA`` stays ``"NA"``; only empty
+    cells are missing. A row with more cells than the header is an error, not a lost cell."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], index_col=False)
+
+
+def csv_values(frame: pd.DataFrame, text: Collection[str] = ()) -> pd.DataFrame:
+    """A CSV file's text cells as the values they hold: JSON text of an array or an object is
+    that array or object, as evaldag writes one; in a run field, what the field's rule reads
+    (``_CSV_FIELDS``: JSON text of a transcript, not of another answer, in ``input`` and
+    ``output``; none in ``ground_truth``). Columns named in ``text`` stay text."""
+    read = {}
+    for name in frame.columns:
+        reader = _CSV_FIELDS.get(name, _json_value)
+        if name in text or reader is None:
+            continue
+        cells = frame[name].tolist()
+        values = [_csv_value(reader, cell, name) for cell in cells]
+        if any(value is not cell for value, cell in zip(values, cells, strict=True)):
+            read[name] = pd.Series(values, index=frame.index, dtype=object)
+    return frame.assign(**read) if read else frame
+
+
+def _csv_value(reader: Callable[[str, str], Any], cell: Any, name: str) -> Any:
+    if type(cell) is not str or not looks_like_json(cell):
+        return cell
+    try:
+        return reader(cell, name)
+    except EvalDagError:  # refused later by the run, naming the row
+        return cell
+
+
+def _json_value(text: str, name: str) -> Any:
+    """``text``'s JSON when it is an array or an object, else ``text``."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, list | dict) else text
+
+
+def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The items of a results file (``run_evals(out=...)``, ``evaldag run --out``,
+    ``EvalResult.to_parquet``): one row per item, its columns as the run made them; lists and
+    dicts read back as lists and dicts from ``.parquet``, ``.jsonl`` and ``.csv`` alike.
+
+    A CSV file holds text: its data columns read as ``run_evals`` reads a CSV file's (numbers
+    stay text), scores as numbers. For a Parquet file's averages, gates and verdict, use
+    ``EvalResult.read_parquet``.
+    """
+    target = Path(path)
+    fmt = results_format(target, "path")
+    if fmt == "parquet":
+        return parquet_results(target)[0]
+    try:
+        items = csv_text(target) if fmt == "csv" else _jsonl_records(target)
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        raise unreadable_results(target, error) from error
+    scorer_ids = [c.removesuffix(".score") for c in items.columns if c.endswith(".score")]
+    own = [f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS]
+    if fmt == "csv":
+        items = csv_values(items, text={*own, *_TEXT_COLUMNS})
+    scores = {f"{sid}.score": pd.to_numeric(items[f"{sid}.score"]) for sid in scorer_ids}
+    return items.assign(**{column: values.astype(float) for column, values in scores.items()})
+
+
+def _jsonl_records(path: Path) -> pd.DataFrame:
+    with path.open(encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    frame = pd.DataFrame.from_records(records)
+    return frame.astype(object).where(frame.notna(), None)

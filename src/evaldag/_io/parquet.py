@@ -39,6 +39,11 @@ def _is_plain_column(values: pd.Series) -> bool:
     return kinds <= {str} or kinds <= {bool}
 
 
+def _json(value: Any) -> Any:
+    """A value the json module cannot write (a numpy number, a model) as one it can."""
+    return json.loads(json_text(value))
+
+
 def _cell_text(value: Any) -> str | None:
     # A missing cell stays missing; anything else becomes JSON text.
     if isinstance(value, float) and math.isnan(value):
@@ -95,7 +100,7 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
         "index": index,
     }
     table = table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=repr).encode()}
+        {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=_json).encode()}
     )
     return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
 
@@ -127,7 +132,17 @@ def _indexed(items: pd.DataFrame, index: dict[str, Any] | None) -> pd.DataFrame:
     return items.set_axis(pd.RangeIndex(index["start"], index["start"] + len(items)))
 
 
-def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+def unreadable_results(path: Path, error: Exception) -> EvalDagError:
+    """The error of a results file that could not be read."""
+    return EvalDagError(
+        "INVALID_RESULTS_FILE",
+        f"Cannot read eval results from '{path}': {error}",
+        details={"path": str(path)},
+        cause=error,
+    )
+
+
+def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The items and metadata written by ``write_results``."""
     if path.is_dir():
         raise EvalDagError(
@@ -138,12 +153,7 @@ def read_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:
-        raise EvalDagError(
-            "INVALID_RESULTS_FILE",
-            f"Cannot read eval results from '{path}': {error}",
-            details={"path": str(path)},
-            cause=error,
-        ) from error
+        raise unreadable_results(path, error) from error
     raw = (table.schema.metadata or {}).get(_METADATA_KEY)
     if raw is None:
         raise EvalDagError(

@@ -229,9 +229,9 @@ class EvalResult(BaseModel):
     @classmethod
     def read_parquet(cls, path: str | Path) -> EvalResult:
         """An EvalResult read back from ``to_parquet``'s file."""
-        from evaldag._io.parquet import read_results
+        from evaldag._io.parquet import parquet_results
 
-        items, metadata = read_results(Path(path))
+        items, metadata = parquet_results(Path(path))
         return cls(
             scores=metadata["scores"],
             summary=Summary(**metadata["summary"]),

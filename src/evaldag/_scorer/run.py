@@ -49,8 +49,9 @@ class ScorerRun(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_once(cls, data: Any) -> Any:
-        """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data, JSON
-        text of transcripts and structured fields as their JSON (``json_text``).
+        """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data (in
+        every field, extra keys too), JSON text of transcripts and structured fields as their
+        JSON (``json_text``).
 
         One validator for every field: a run of plain strings pays for one Python call.
         """
@@ -65,8 +66,10 @@ class ScorerRun(BaseModel):
                 value = canonical_transcript(item, key)
             elif key in _DATA_FIELDS:
                 value = structured_json(item, key) if kind is str else python_data(item)
-            else:
+            elif key in _OWN_FIELDS or kind is str:
                 continue
+            else:  # a column a scorer reads, or a key a prepare_run added
+                value = python_data(item)
             if value is not item:
                 read[key] = value
         return {**data, **read} if read else data
@@ -74,3 +77,9 @@ class ScorerRun(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Mastra's camelCase shape, without the fields that are ``None``."""
         return self.model_dump(by_alias=True, exclude_none=True)
+
+
+#: The run's own fields, by name and by Mastra's key; other keys are extra.
+_OWN_FIELDS = frozenset(
+    {*ScorerRun.model_fields, *(f.alias for f in ScorerRun.model_fields.values() if f.alias)}
+)
