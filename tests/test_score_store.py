@@ -416,3 +416,132 @@ def test_a_conversations_turn_scores_are_rows_and_read_back(store_url, tmp_path)
     pd.testing.assert_series_equal(back.turns["half.score"], result.turns["half.score"])
     from_file = read_scores(result.to_parquet(tmp_path / "results.parquet"))
     assert sorted(from_file.id) == sorted(rows.id)  # a results file reads as the store holds it
+
+
+# --- named experiments -----------------------------------------------------------------------
+
+
+def _named(store, name, outputs=("four", "three", "two", "one")):
+    data = DATA.assign(output=list(outputs))
+    return run_evals(data, scorers=[_length()], store=store, name=name, progress=False)
+
+
+def test_runs_are_named_and_found_by_name_id_or_the_start_of_an_id(store_url, tmp_path, capsys):
+    first = _named(store_url, "nightly")
+    candidate = _named(store_url, "candidate", outputs=("", "", "", "one"))
+    latest = _named(store_url, "nightly")
+    unnamed = _named(store_url, None)
+    with ScoreStore(store_url) as store:
+        listed = store.experiments()
+        assert listed.columns.tolist() == ["id", "name", "created_at", "verdict", "total_items"]
+        assert listed.name.tolist() == ["nightly", "candidate", "nightly", None]
+        assert store.experiments(name="nightly").id.tolist() == [
+            first.experiment_id,
+            latest.experiment_id,
+        ]
+        assert store.experiment_id("nightly") == latest.experiment_id  # the latest of the name
+        assert store.experiment_id(first.experiment_id) == first.experiment_id
+        assert store.experiment_id(first.experiment_id[:8]) == first.experiment_id
+        assert store.result("candidate").name == "candidate"
+        assert store.result().experiment_id == unnamed.experiment_id
+        assert store.result(unnamed.experiment_id).name is None
+    comparison = evaldag.compare_experiments("nightly", "candidate", store=store_url)
+    assert (comparison.a.experiment_id, comparison.a.name) == (latest.experiment_id, "nightly")
+    assert comparison.b.name == "candidate" and comparison.regressions == ["length"]
+    assert cli(["compare", "nightly", "candidate", "--store", store_url]) == 1
+    out = capsys.readouterr().out
+    assert f"(experiment {latest.experiment_id} 'nightly', 4 items)" in out
+    assert f"(experiment {candidate.experiment_id} 'candidate', 4 items)" in out
+    report = tmp_path / "report.html"
+    assert cli(["report", store_url, "--experiment", "candidate", "--out", str(report)]) == 0
+    assert candidate.experiment_id in report.read_text() and "candidate" in report.read_text()
+
+
+def test_an_unknown_name_or_a_shared_start_of_ids_is_an_error_listing_near_matches(store_url):
+    _named(store_url, "nightly")
+    _named(store_url, "nightly-gpt4")
+    result = _named(store_url, "weekly")
+    with ScoreStore(store_url) as store:
+        with pytest.raises(EvalDagError) as raised:
+            store.result("nigthly")
+        assert raised.value.id == "EVALDAG_STORE_NO_EXPERIMENT"
+        assert "no experiment is named 'nigthly'" in raised.value.message
+        assert "did you mean 'nightly'" in raised.value.message
+        assert "store.experiments()" in raised.value.message
+        for twin in (
+            "abcd0000-0000-4000-8000-000000000001",
+            "abcd0000-0000-4000-8000-000000000002",
+        ):
+            store.save_result(result.model_copy(update={"experiment_id": twin, "name": None}))
+        with pytest.raises(EvalDagError, match="'abcd' starts several experiment ids") as raised:
+            store.experiment_id("abcd")
+        assert "abcd0000-0000-4000-8000-000000000001" in raised.value.message
+        assert store.experiment_id(result.experiment_id[:6].upper()) == result.experiment_id
+        with pytest.raises(EvalDagError, match="no experiment is named 'zzzz'"):
+            store.experiment_id("zzzz")
+    with pytest.raises(EvalDagError, match="did you mean 'weekly'"):
+        evaldag.compare_experiments("weakly", "nightly", store=store_url)
+
+
+def test_a_name_is_checked_before_anything_runs(tmp_path):
+    scored = []
+    counting = create_scorer("c").generate_score(lambda: scored.append(1) or 1.0)
+    for bad, problem in [
+        ("", "is empty"),
+        (" nightly", "without blanks at either end"),
+        ("two\nlines", "one line"),
+        ("3f2a9c1e-0000-4000-8000-000000000000", "looks like an experiment id"),
+        (7, "must be a string"),
+    ]:
+        with pytest.raises(EvalDagError, match=problem) as raised:
+            run_evals(DATA, scorers=[counting], name=bad, store=tmp_path / "scores.db")
+        assert raised.value.id == "INVALID_EXPERIMENT_NAME"
+    assert scored == []
+
+
+def test_a_store_of_schema_version_1_gets_experiment_names(store_url):
+    old = _named(store_url, None)
+    with ScoreStore(store_url) as store, store._engine.begin() as connection:
+        # as evaldag made the store before names: no column, no index, version 1
+        connection.execute(sa.text("DROP INDEX ix_evaldag_experiments_name_created_at"))
+        connection.execute(sa.text("ALTER TABLE evaldag_experiments DROP COLUMN name"))
+        connection.execute(schema.versions.update().values(version=1))
+    with ScoreStore(store_url) as store:
+        with store._engine.connect() as connection:
+            inspected = sa.inspect(connection)
+            columns = {c["name"] for c in inspected.get_columns("evaldag_experiments")}
+            indexes = {i["name"] for i in inspected.get_indexes("evaldag_experiments")}
+            versions = connection.scalars(sa.select(schema.versions.c.version)).all()
+        assert "name" in columns and "ix_evaldag_experiments_name_created_at" in indexes
+        assert sorted(versions) == [1, 2]
+        assert store.result(old.experiment_id).scores == old.scores
+        assert store.experiments().name.tolist() == [None]
+    named = _named(store_url, "after the migration")
+    with ScoreStore(store_url) as store:
+        assert store.experiment_id("after the migration") == named.experiment_id
+
+
+def test_a_stores_password_is_not_shown_where_a_comparison_names_it():
+    from evaldag._store.locations import shown_location
+
+    shown = shown_location("postgresql://evals:s3cret@db.internal/evals")
+    assert "s3cret" not in shown and shown.startswith("postgresql://evals:***@db.internal")
+
+
+def test_evaldag_run_stores_a_named_run(tmp_path, capsys):
+    eval_file = tmp_path / "eval_length.py"
+    eval_file.write_text(
+        "from evaldag import create_scorer\n"
+        "scorers = [create_scorer('length').generate_score(lambda run: len(run.output) / 10)]\n"
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"input": "q", "output": "four"}\n')
+    store, out = tmp_path / "scores.db", tmp_path / "results.parquet"
+    run = ["run", str(eval_file), "--data", str(data), "--store", str(store)]
+    assert cli([*run, "--name", "nightly", "--out", str(out)]) == 0
+    with ScoreStore(store) as opened:
+        stored = opened.result("nightly")
+    assert f"stored: experiment {stored.experiment_id} 'nightly'" in capsys.readouterr().out
+    assert evaldag.EvalResult.read_parquet(out).name == "nightly"
+    assert cli([*run, "--name", " nightly"]) == 3
+    assert "name=' nightly' must be text without blanks" in capsys.readouterr().err

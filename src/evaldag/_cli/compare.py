@@ -34,13 +34,16 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         "A has (unless --allow-missing), else 0.",
     )
     compare.add_argument(
-        "a", metavar="A", help="the baseline: a results .parquet file, or with --store a run's id"
+        "a",
+        metavar="A",
+        help="the baseline: a results .parquet file, or with --store a run's id or name (the "
+        "latest run of that name)",
     )
     compare.add_argument("b", metavar="B", help="the candidate, likewise")
     compare.add_argument(
         "--store",
         metavar="STORE",
-        help="a score store (a SQLite file or a database URL) whose experiment ids A and B are",
+        help="a score store (a SQLite file or a database URL) whose experiments A and B are",
     )
     compare.add_argument(
         "--threshold",
@@ -103,8 +106,8 @@ def compare_command(args: argparse.Namespace) -> int:
 def comparison_text(comparison: Comparison) -> str:
     """The comparison as text: both tables, the worse items, and the conclusion."""
     lines = [
-        f"{side}: {info.source} (experiment {info.experiment_id or 'without id'}, "
-        f"{info.items:,} items)"
+        f"{side}: {info.source} (experiment {info.experiment_id or 'without id'}"
+        f"{f' {info.name!r}' if info.name else ''}, {info.items:,} items)"
         for side, info in (("A", comparison.a), ("B", comparison.b))
     ]
     lines.append(f"{comparison.paired_items:,} items paired by {_key_words(comparison.item_key)}")

@@ -89,6 +89,19 @@ def _parser() -> argparse.ArgumentParser:
         "reads), or .csv / .jsonl (the items only)",
     )
     run.add_argument(
+        "--store",
+        metavar="STORE",
+        help="save the run and every item's scores in this score store: a SQLite file or a "
+        "database URL ('evaldag report' and 'evaldag compare' read it)",
+    )
+    run.add_argument(
+        "--name",
+        metavar="NAME",
+        help="name the run, in --store and in --out's Parquet file: 'evaldag compare' and "
+        "'evaldag report' find it by name as well as by id (a name may be reused: the latest "
+        "run of that name is meant)",
+    )
+    run.add_argument(
         "--dag",
         metavar="FILE",
         help="draw the eval's DAG, each scorer a box listing its steps: .png or .svg (needs "
@@ -205,7 +218,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a results .parquet file, or a score store: a SQLite file or a database URL",
     )
     report.add_argument(
-        "--experiment", metavar="ID", help="the stored run to report (default: the latest)"
+        "--experiment",
+        metavar="ID",
+        help="the stored run to report, by id or name (default: the latest run)",
     )
     report.add_argument(
         "--out",
@@ -332,6 +347,8 @@ def _run_command(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         out=None if args.resume else args.out,
         checkpoint=args.out if args.resume else None,
+        store=args.store,
+        name=args.name,
         max_error_share=args.max_error_share,
         budget_usd=args.budget_usd,
         step_timeout=args.step_timeout,
@@ -341,6 +358,9 @@ def _run_command(args: argparse.Namespace) -> int:
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
     for label, path in written:
         print(f"{label}: {path}")
+    if args.store:
+        named = f" {result.name!r}" if result.name else ""
+        print(f"stored: experiment {result.experiment_id}{named}")
     return _VERDICT_EXITS[result.verdict]
 
 
@@ -443,7 +463,9 @@ def _report_command(args: argparse.Namespace) -> int:
             details={"path": str(results)},
         )
     result = read_result(args.results, args.experiment)
-    name = f"experiment {result.experiment_id}" if is_store(args.results) else results.name
+    name = results.name
+    if is_store(args.results):
+        name = f"experiment {result.experiment_id}{f' {result.name!r}' if result.name else ''}"
     out = Path(args.out) if args.out else results.with_name("report.html")
     write_report(result, out, title=args.title or f"Eval results: {name}")
     print(f"report: {out}")

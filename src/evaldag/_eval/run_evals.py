@@ -39,7 +39,7 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.json_text import looks_like_json, structured_json
 from evaldag._scorer.time_limits import checked_time_limit
@@ -105,6 +105,7 @@ def run_evals(
     batch_size: int | None = None,
     out: str | os.PathLike[str] | None = None,
     store: ScoreStore | str | os.PathLike[str] | None = None,
+    name: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
     executor: Any = None,
     cache: bool | str | os.PathLike[str] | None = None,
@@ -145,6 +146,10 @@ def run_evals(
         cell as JSON text; ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL.
+    :param name: the run's name, beside its generated ``experiment_id``: kept in the result, its
+        Parquet file and the store, where ``evaldag compare``, ``store.result`` and the report
+        find a run by name as well as by id. Runs may share a name (``"nightly"``); looked up by
+        it, the latest one is meant.
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
         finished results are written there.
@@ -172,6 +177,7 @@ def run_evals(
     """
     plan = eval_plan(scorers, gates, target)
     max_error_share = checked_share(max_error_share)
+    name = checked_name(name)
     budget = None if budget_usd is None else JudgeBudget(budget_usd)
     time_limits = {
         "step_timeout": checked_time_limit(step_timeout, "step_timeout"),
@@ -227,14 +233,14 @@ def run_evals(
             budget_usd=budget is not None,
         )
         result = _distributed_run(
-            plan, dataset, executor, size, concurrency, out, experiment_id, time_limits
+            plan, dataset, executor, size, concurrency, out, (experiment_id, name), time_limits
         )
         return require_trustworthy(_stored(result, store, target), max_error_share)
     result = _local_run(
         plan,
         dataset,
         run_inputs={
-            **_run_inputs(plan, cache, experiment_id),
+            **_run_inputs(plan, cache, experiment_id, name),
             "judge_budget": budget,
             **time_limits,
         },
@@ -259,11 +265,18 @@ def _stored(result: EvalResult, store: Any, target: Any) -> EvalResult:
 
 
 def _run_inputs(
-    plan: EvalPlan, cache: bool | str | os.PathLike[str] | None, experiment_id: str
+    plan: EvalPlan,
+    cache: bool | str | os.PathLike[str] | None,
+    experiment_id: str,
+    name: str | None,
 ) -> dict[str, Any]:
     """The graph's inputs that stay the same for every batch: the judge cache, the run's
-    experiment id and the target."""
-    inputs: dict[str, Any] = {"judge_cache": cache, "experiment_id": experiment_id}
+    experiment id and name, and the target."""
+    inputs: dict[str, Any] = {
+        "judge_cache": cache,
+        "experiment_id": experiment_id,
+        "experiment_name": name,
+    }
     if plan.target is not None:
         inputs["target"] = plan.target
     if plan.turn_specs:
@@ -297,7 +310,7 @@ def _local_run(
         definition = {"scorers": plan.definitions(), "batch_size": batch_size}
         finished = finished_run(checkpoint, definition, dataset)
         if finished is not None:
-            return finished
+            return finished.model_copy(update={"name": run_inputs["experiment_name"]})
         saved = Checkpoint(checkpoint, definition)
         if run_inputs["judge_cache"] is None:
             # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
@@ -450,7 +463,7 @@ def _distributed_run(
     batch_size: int,
     concurrency: int,
     out: str | os.PathLike[str] | None,
-    experiment_id: str,
+    experiment: tuple[str, str | None],
     time_limits: dict[str, float | None],
 ) -> EvalResult:
     """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
@@ -461,7 +474,7 @@ def _distributed_run(
             "batch_size": batch_size,
             "concurrency": concurrency,
             "dag_dot": full_picture(dr, plan).source,
-            **_run_inputs(plan, None, experiment_id),
+            **_run_inputs(plan, None, *experiment),
             **time_limits,
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]

@@ -47,6 +47,7 @@ RESERVED_IDS = frozenset(
         "usage",
         "eval_result",
         "experiment_id",
+        "experiment_name",
         "judge_cache",
         "judge_cache_rows_dropped",
         "judge_budget",

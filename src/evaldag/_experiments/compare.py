@@ -85,6 +85,7 @@ class ExperimentInfo(BaseModel):
 
     source: str
     experiment_id: str | None
+    name: str | None = Field(default=None, description="The run's name, if it was given one.")
     items: int
 
 
@@ -136,14 +137,14 @@ def experiment_result(
     experiment: EvalResult | str | os.PathLike[str], store: Any = None
 ) -> tuple[EvalResult, str]:
     """An experiment's result and where it came from: an ``EvalResult``, a results file, or
-    (with ``store``: a ``ScoreStore``, a SQLite file or a database URL) an experiment id."""
+    (with ``store``: a ``ScoreStore``, a SQLite file or a database URL) an experiment's id or
+    name (the latest run of that name)."""
     if isinstance(experiment, EvalResult):
         return experiment, "a result in memory"
     if store is not None:
-        from evaldag._store.locations import read_result  # SQLAlchemy loads when used
+        from evaldag._store.locations import read_result, shown_location  # loads SQLAlchemy
 
-        where = store if isinstance(store, str | os.PathLike) else "the score store"
-        return read_result(store, str(experiment)), str(where)
+        return read_result(store, str(experiment)), shown_location(store)
     path = Path(experiment)
     if not path.is_file():
         raise EvalDagError(
@@ -172,7 +173,7 @@ def compare_experiments(
     """Experiment ``b`` against experiment ``a``: which scorers regressed, and on which items.
 
     :param a: the baseline: an ``EvalResult``, a results ``.parquet`` file, or with ``store`` an
-        experiment id.
+        experiment's id or name (``run_evals(name=...)``; the latest run of that name).
     :param b: the candidate, likewise.
     :param threshold: how far an average may move the worse way before it counts (Mastra's
         threshold, default 0); one number, or scorer id → number.
@@ -184,7 +185,7 @@ def compare_experiments(
     :param level: the intervals' confidence level.
     :param resamples: bootstrap resamples per interval.
     :param seed: the bootstrap's seed.
-    :param store: the score store ``a`` and ``b`` are experiment ids of: a ``ScoreStore``, a
+    :param store: the score store ``a`` and ``b`` are experiments of: a ``ScoreStore``, a
         SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
     :param allow_missing: let ``b`` pass (``Comparison.passed``) while it lacks scorers, gates
         or items that ``a`` has; they are listed either way.
@@ -255,7 +256,7 @@ def compare_experiments(
 
 def _info(result: EvalResult, source: str) -> ExperimentInfo:
     return ExperimentInfo(
-        source=source, experiment_id=result.experiment_id, items=len(result.items)
+        source=source, experiment_id=result.experiment_id, name=result.name, items=len(result.items)
     )
 
 

@@ -363,11 +363,12 @@ def eval_result(
     dag_dot: str,
     scorer_definitions: list[dict],
     experiment_id: str,
+    experiment_name: str | None = None,
     turns: pd.DataFrame | None = None,
     turn_results: list[TurnResult] | None = None,
 ) -> EvalResult:
     """Everything the run produced, with the scorers' definitions, the DAG's DOT text and the
-    run's experiment id; for conversations, their turns and the results per turn."""
+    run's experiment id and name; for conversations, their turns and the results per turn."""
     return EvalResult(
         scores=scores,
         summary=summary,
@@ -380,6 +381,7 @@ def eval_result(
         scorers=scorer_definitions,
         dag_dot=dag_dot,
         experiment_id=experiment_id,
+        name=experiment_name,
         turns=turns,
         turn_results=turn_results or [],
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,6 +24,8 @@ Verdict = Literal["passed", "scored", "failed"]
 NESTED_SUFFIXES = (".reason", ".completed_steps", ".not_scorable", ".steps", ".judge")
 #: How much of a reason a one-line message shows.
 REASON_CHARACTERS = 300
+#: The longest name of a run.
+NAME_CHARACTERS = 200
 
 
 def not_scorable_reason(cell: object) -> str:
@@ -36,6 +39,39 @@ def not_scorable_reason(cell: object) -> str:
     reason = cell.get("reason") if isinstance(cell, dict) else cell
     text = str(reason or "no reason given")
     return text if len(text) <= REASON_CHARACTERS else text[: REASON_CHARACTERS - 1] + "…"
+
+
+def checked_name(name: Any) -> str | None:
+    """A run's name (``run_evals(name=...)``) checked: None, or a line of text that says which
+    run it is without looking like an experiment id (a UUID), which lookups take first."""
+    if name is None:
+        return None
+    problem = None
+    if not isinstance(name, str):
+        problem = f"must be a string, got {type(name).__name__}"
+    elif not name.strip():
+        problem = "is empty"
+    elif name != name.strip():
+        problem = "must be text without blanks at either end"
+    elif len(name) > NAME_CHARACTERS or not name.isprintable():
+        problem = f"must be one line of at most {NAME_CHARACTERS} printable characters"
+    elif _is_uuid(name):
+        problem = "looks like an experiment id; give a name that says what the run is"
+    if problem:
+        raise EvalDagError(
+            "INVALID_EXPERIMENT_NAME",
+            f"name={name!r} {problem}, such as 'nightly' or 'gpt-4o-mini baseline'",
+            details={"name": str(name)[:NAME_CHARACTERS]},
+        )
+    return name
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
 
 
 class _Model(BaseModel):
@@ -170,6 +206,10 @@ class EvalResult(BaseModel):
         default=None,
         description="This run's id (a uuid4 set by run_evals); None in files written before it.",
     )
+    name: str | None = Field(
+        default=None,
+        description="This run's name (run_evals(name=...)), if given; runs may share a name.",
+    )
     turns: pd.DataFrame | None = Field(
         default=None,
         description="One row per turn of the conversation items (item, turn, input, output, "
@@ -216,6 +256,7 @@ class EvalResult(BaseModel):
             "scorers": self.scorers,
             "dag_dot": self.dag_dot,
             "experiment_id": self.experiment_id,
+            "name": self.name,
             "turn_results": [t.model_dump() for t in self.turn_results],
             "turns": None if self.turns is None else json_text(self.turns.to_dict("records")),
         }
@@ -245,6 +286,7 @@ class EvalResult(BaseModel):
             scorers=metadata["scorers"],
             dag_dot=metadata.get("dag_dot"),
             experiment_id=metadata.get("experiment_id"),
+            name=metadata.get("name"),
             turn_results=[TurnResult(**t) for t in metadata.get("turn_results", [])],
             turns=None if metadata.get("turns") is None else _turn_rows(metadata["turns"]),
             items=items,

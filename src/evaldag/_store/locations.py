@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import sqlalchemy as sa
 
 from evaldag._results.eval_result import EvalResult
 from evaldag._store.results import entity_name, result_rows
@@ -35,6 +36,19 @@ def is_store(location: Any) -> bool:
         return False
     with path.open("rb") as file:
         return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+
+
+def shown_location(location: Location) -> str:
+    """Where a store is, as output may show it: a URL without its password."""
+    if isinstance(location, ScoreStore):
+        return location.location
+    text = os.fspath(location)
+    if "://" not in text:
+        return text
+    try:
+        return sa.make_url(text).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "the score store"
 
 
 @contextmanager
@@ -80,19 +94,20 @@ def read_scores(
     return frame.reset_index(drop=True)
 
 
-def read_result(location: Location, experiment_id: str | None = None) -> EvalResult:
-    """An ``EvalResult`` from a results Parquet file, or a store's run ``experiment_id`` (default:
-    its latest)."""
+def read_result(location: Location, experiment: str | None = None) -> EvalResult:
+    """An ``EvalResult`` from a results Parquet file, or a store's run ``experiment`` (an id or a
+    name; default: its latest)."""
     if is_store(location):
         with open_store(location) as store:
-            return store.result(experiment_id)
+            return store.result(experiment)
     result = EvalResult.read_parquet(location)
-    if experiment_id is not None and result.experiment_id != experiment_id:
+    if experiment is not None and experiment not in (result.experiment_id, result.name):
+        named = f" named {result.name!r}" if result.name else ""
         raise EvalDagError(
             "EVALDAG_STORE_NO_EXPERIMENT",
-            f"'{location}' holds experiment {result.experiment_id!r}, not {experiment_id!r}",
+            f"'{location}' holds experiment {result.experiment_id!r}{named}, not {experiment!r}",
             domain="STORAGE",
-            details={"path": str(location), "experimentId": experiment_id},
+            details={"path": str(location), "experiment": experiment},
         )
     return result
 

@@ -23,9 +23,7 @@ from evaldag._compat.js import json_text
 from evaldag.errors import EvalDagError
 
 #: The schema this evaldag writes.
-SCHEMA_VERSION = 1
-#: Steps from version ``n - 1`` to ``n``, for databases an older evaldag created.
-MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {}
+SCHEMA_VERSION = 2
 #: The key of PostgreSQL's advisory lock held while migrating (any fixed 64-bit number).
 _MIGRATION_LOCK = 0x65_76_61_6C_64_61_67
 
@@ -108,6 +106,8 @@ experiments = sa.Table(
     sa.Column("verdict", sa.Text),
     sa.Column("total_items", sa.Integer, nullable=False),
     sa.Column("record", _JSON, nullable=False),
+    sa.Column("name", sa.Text),  # version 2
+    sa.Index("ix_evaldag_experiments_name_created_at", "name", "created_at"),
 )
 
 versions = sa.Table(
@@ -116,6 +116,20 @@ versions = sa.Table(
     sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("applied_at", _TIME, nullable=False),
 )
+
+
+def _experiment_names(connection: sa.Connection) -> None:
+    """Version 2: experiments get a name (``run_evals(name=...)``), found by an index; the runs
+    stored before have none."""
+    column = experiments.c.name
+    kind = column.type.compile(dialect=connection.dialect)
+    connection.execute(sa.text(f"ALTER TABLE {experiments.name} ADD COLUMN {column.name} {kind}"))
+    for index in experiments.indexes:
+        index.create(connection)
+
+
+#: Steps from version ``n - 1`` to ``n``, for databases an older evaldag created.
+MIGRATIONS: dict[int, Callable[[sa.Connection], None]] = {2: _experiment_names}
 
 
 def migrated(connection: sa.Connection, location: str) -> int:

@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from evaldag._compat.js import json_text
 from evaldag._results.eval_result import EvalResult
 from evaldag._store import schema
+from evaldag._store.experiments import experiment_id
 from evaldag._store.results import experiment_record, result_from_rows, result_rows
 from evaldag._store.rows import ROW_FIELDS, ScoreRow, Source
 from evaldag.errors import EvalDagError
@@ -96,6 +97,7 @@ class ScoreStore:
         records = [_record(row, now) for row in result_rows(result, entity=entity)]
         experiment = {
             "id": result.experiment_id,
+            "name": result.name,
             "created_at": now,
             "verdict": result.verdict,
             "total_items": result.summary.total_items,
@@ -106,7 +108,9 @@ class ScoreStore:
             connection.execute(
                 insert.on_conflict_do_update(
                     index_elements=["id"],
-                    set_={c: insert.excluded[c] for c in ("verdict", "total_items", "record")},
+                    set_={
+                        c: insert.excluded[c] for c in ("name", "verdict", "total_items", "record")
+                    },
                 ),
                 [experiment],
             )
@@ -139,38 +143,54 @@ class ScoreStore:
                 frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         return frame
 
-    def experiments(self) -> pd.DataFrame:
-        """The stored ``run_evals`` runs, oldest first: id, created_at, verdict, total_items."""
+    def experiments(self, name: str | None = None) -> pd.DataFrame:
+        """The stored ``run_evals`` runs, oldest first: id, name, created_at, verdict,
+        total_items.
+
+        :param name: only the runs of this name (``run_evals(name=...)``).
+        """
         table = schema.experiments
         query = sa.select(
-            table.c.id, table.c.created_at, table.c.verdict, table.c.total_items
+            table.c.id, table.c.name, table.c.created_at, table.c.verdict, table.c.total_items
         ).order_by(table.c.created_at, table.c.id)
+        if name is not None:
+            query = query.where(table.c.name == name)
         with self._transaction("read") as connection:
             frame = pd.DataFrame(
                 connection.execute(query).mappings().all(),
                 columns=list(query.selected_columns.keys()),
             )
         frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+        for column in ("name", "verdict"):  # a missing one is None, never NaN
+            frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         return frame
 
-    def result(self, experiment_id: str | None = None) -> EvalResult:
-        """The stored run ``experiment_id`` (default: the latest) as an ``EvalResult``."""
+    def experiment_id(self, experiment: str) -> str:
+        """The id of the stored run ``experiment`` names: its id, its name (the latest run of
+        that name), or the start of one id (at least 4 characters); anything else is an error
+        listing the ids and names it is near."""
+        with self._transaction("read") as connection:
+            return experiment_id(connection, experiment, self.location)
+
+    def result(self, experiment: str | None = None) -> EvalResult:
+        """The stored run ``experiment`` (an id or a name, see ``experiment_id``; default: the
+        latest run) as an ``EvalResult``."""
         table = schema.experiments
         query = sa.select(table.c.id, table.c.record)
-        if experiment_id is None:
-            query = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(1)
-        else:
-            query = query.where(table.c.id == experiment_id)
         with self._transaction("read") as connection:
-            found = connection.execute(query).first()
+            if experiment is None:
+                latest = query.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(1)
+                found = connection.execute(latest).first()
+            else:
+                wanted = experiment_id(connection, experiment, self.location)
+                found = connection.execute(query.where(table.c.id == wanted)).first()
         if found is None:
-            which = "no experiment" if experiment_id is None else f"no experiment {experiment_id!r}"
             raise EvalDagError(
                 "EVALDAG_STORE_NO_EXPERIMENT",
-                f"The score store {self.location} holds {which}; store one with "
+                f"The score store {self.location} holds no experiment; store one with "
                 "run_evals(..., store=...)",
                 domain="STORAGE",
-                details={"store": self.location, "experimentId": experiment_id},
+                details={"store": self.location},
             )
         return result_from_rows(self.scores(experiment_id=found.id, source="TEST"), found.record)
 
