@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from evaldag import ScorerRun, filter_run
 
-PART_TYPES = ["text", "tool-invocation", "step-start", "reasoning", "data-om-status", "file", "x"]
+# Part types the transcript reader reads or keeps (an unknown type is refused before filtering).
+PART_TYPES = ["text", "tool-invocation", "step-start", "reasoning", "data-om-status", "file"]
 TOOL_NAMES = ["get_weather", "get_weather_v2", "getUser", "save_file", "search"]
 PREFIXES = ["", "t", "te", "text", "tool", "tool-invocation", "data-", "step", "reason", "Text"]
 TOOL_PREFIXES = ["", "get", "get_weather", "get_weather_v", "save", "Search", "search"]
@@ -19,12 +20,15 @@ TOOL_PREFIXES = ["", "get", "get_weather", "get_weather_v", "save", "Search", "s
 def parts(draw):
     part_type = draw(st.sampled_from(PART_TYPES))
     if part_type == "tool-invocation":
-        invocation = {"state": draw(st.sampled_from(["call", "result", "output-error"]))}
-        if draw(st.booleans()):
-            invocation["toolName"] = draw(st.sampled_from(TOOL_NAMES))
+        invocation = {
+            "state": draw(st.sampled_from(["call", "result", "output-error"])),
+            "toolName": draw(st.sampled_from(TOOL_NAMES)),
+        }
         return {"type": part_type, "toolInvocation": invocation}
     if part_type == "text":
         return {"type": "text", "text": draw(st.text(max_size=5))}
+    if part_type == "reasoning":
+        return {"type": "reasoning", "reasoning": draw(st.text(max_size=5)), "details": []}
     return {"type": part_type}
 
 

@@ -784,20 +784,20 @@ def test_trajectory_scorers_extract_the_trajectory_of_messages():
         ),
         ([{"role": "human", "content": "hi"}], "output[0].role", "'human'"),
         (
-            [{"role": "user", "content": "q"}, {"type": "ai", "content": "hi"}],
+            [{"role": "user", "content": "q"}, {"type": "bot", "content": "hi"}],
             "output[1]",
             "a dict with keys ['type', 'content']",
         ),
         ([{"id": "m", "content": {"format": 2, "parts": []}}], "output[0].role", "None"),
         (
-            [{"role": "assistant", "content": [{"type": "tool_use", "name": "x"}]}],
-            "output[0].content[0]",
-            "'tool_use'",
+            [{"role": "assistant", "content": [{"type": "tool_use_v9", "name": "x"}]}],
+            "output[0].content[0].type",
+            "'tool_use_v9'",
         ),
         (
-            [{"role": "assistant", "function_call": {"name": "f", "arguments": "{}"}}],
+            [{"role": "assistant", "function_call": "f"}],
             "output[0].function_call",
-            "legacy function calling",
+            "must be {'name', 'arguments'}",
         ),
         (
             [{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}],
@@ -834,7 +834,7 @@ def test_input_messages_are_named_by_their_list():
     [
         ({"answer": "Paris", "score": 3}, "a dict with keys ['answer', 'score']"),
         ({"content": "Paris", "sources": ["a"]}, "a dict with keys ['content', 'sources']"),
-        ([{"type": "ai", "content": "hi"}], "a list whose item 0 is a dict with keys ['type'"),
+        ([{"type": "bot", "content": "hi"}], "a list whose item 0 is a dict with keys ['type'"),
         ({"steps": [{"name": "search"}]}, "a dict with keys ['steps']"),
         ([{"stepType": "tool_call", "name": "search"}], "a list whose item 0 is a dict"),
         (42, "int"),

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
     compare_two_strings,

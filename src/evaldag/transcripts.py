@@ -11,10 +11,10 @@ messages: a string input is one user message, a string output one assistant mess
 inside a list of messages is a message of that list's role (user for input and history, assistant
 for output). On Mastra-shaped data the results are Mastra's.
 
-Other transcript shapes (OpenAI chat messages, compact ``toolInvocations`` messages, values read
-back from Parquet) are read into Mastra's shape once, when a ``ScorerRun`` is made
-(``docs/transcripts.md``): scorers get them that way, and ``ScorerRun(output=...).output`` gives
-them so for a direct call of these helpers.
+Other transcript shapes (the AI SDK's, OpenAI's, Anthropic's, Gemini's, LangChain's, pydantic-ai's,
+LlamaIndex's, compact ``toolInvocations`` messages, values read back from Parquet) are read into
+Mastra's shape once, when a ``ScorerRun`` is made (``docs/transcripts.md``): scorers get them
+that way, and ``ScorerRun(output=...).output`` gives them so for a direct call of these helpers.
 """
 
 from __future__ import annotations
@@ -519,7 +519,9 @@ def extract_trajectory(run_output: Any) -> dict[str, Any]:
 
     Mastra's ``extractTrajectory``: invocations in state 'result', 'call' or 'output-error',
     with ``toolArgs``, ``toolResult`` (for results) and ``success``; ``rawOutput`` keeps the
-    messages.
+    messages. A call is a success when :func:`is_tool_error` says it is none: a result holding
+    ``{"error": ...}`` is no success (Mastra counts it as one here, and as an error in
+    ``noToolErrors``).
     """
     messages = run_messages(run_output, "assistant")
     steps = []
@@ -535,7 +537,7 @@ def extract_trajectory(run_output: Any) -> dict[str, Any]:
                 step["toolArgs"] = _as_object(invocation["args"])
             if state == "result" and invocation.get("result") is not None:
                 step["toolResult"] = _as_object(invocation["result"])
-            step["success"] = state == "result" and invocation.get("isError") is not True
+            step["success"] = not is_tool_error(invocation)
             steps.append(step)
     return {"steps": steps, "rawOutput": messages}
 

@@ -29,6 +29,7 @@ from evaldag._engine.run_state import STEP_INPUTS, RunState
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.transport import judged_value  # imported here, not by the first call
+from evaldag._reader import python_data
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.scores import checked_score
 from evaldag._scorer.steps import (
@@ -40,7 +41,6 @@ from evaldag._scorer.steps import (
     is_async_callable,
 )
 from evaldag._scorer.time_limits import step_overrun
-from evaldag._scorer.transcript_shapes import python_data
 from evaldag.errors import EvalDagError
 
 

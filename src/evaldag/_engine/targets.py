@@ -14,9 +14,9 @@ from typing import Any
 from evaldag._engine.concurrency import gather_limited, run_sync
 from evaldag._engine.time_limits import limited_call
 from evaldag._judge.via_litellm import configured_litellm
+from evaldag._reader import read_transcript
 from evaldag._scorer.steps import is_async_callable
 from evaldag._scorer.time_limits import target_overrun
-from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError, error_message
 from evaldag.transcripts import run_messages
 
@@ -180,8 +180,8 @@ async def _conversation(
             produced = await output(
                 turn_input, request_context=context, thread_id=thread_id, history=list(history)
             )
-            said = canonical_transcript(run_messages(turn_input, "user"), "input")
-            answered = canonical_transcript(run_messages(produced, "assistant"), "output")
+            said = read_transcript(run_messages(turn_input, "user"), "input")
+            answered = read_transcript(run_messages(produced, "assistant"), "output")
         except Exception as error:
             where = f"turn {index + 1} of {len(inputs)}"
             return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from evaldag._eval.scorer_configs import checked_gates, checked_ids, scorer_entries
 from evaldag._graph.plan import TurnSpec, TurnSpecs
-from evaldag._scorer.json_text import looks_like_json
+from evaldag._reader import looks_like_json
 from evaldag.errors import EvalDagError
 
 _TURN_KEYS = frozenset({"input", "gates", "scorers"})

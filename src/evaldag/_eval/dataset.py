@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaldag._io.flat import csv_text, csv_values
-from evaldag._scorer.transcript_shapes import plain_data, python_data
+from evaldag._reader import plain_data, python_data
 from evaldag.errors import EvalDagError
 
 #: Mastra's spelling of the same item fields.

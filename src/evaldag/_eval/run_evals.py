@@ -39,11 +39,10 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
+from evaldag._reader import looks_like_json, read_transcript, structured_json
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.json_text import looks_like_json, structured_json
 from evaldag._scorer.time_limits import checked_time_limit
-from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -402,8 +401,8 @@ def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
 
 #: The run fields read when the run is made, and how.
 _READ_FIELDS = {
-    "input": canonical_transcript,
-    "output": canonical_transcript,
+    "input": read_transcript,
+    "output": read_transcript,
     "request_context": structured_json,
     "expected_trajectory": structured_json,
 }

@@ -26,9 +26,8 @@ from evaldag._engine.columns import SCORER_COLUMNS, TEXT
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
-from evaldag._scorer.json_text import looks_like_json
+from evaldag._reader import looks_like_json, python_data, read_transcript
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.transcript_shapes import canonical_transcript, python_data
 from evaldag.errors import EvalDagError
 
 #: Dataset columns a run reads beside input and output; other columns are carried through.
@@ -57,7 +56,7 @@ def _readable(output: Any) -> Any:
     if isinstance(output, TargetFailure) or (type(output) is str and not looks_like_json(output)):
         return output
     try:
-        canonical_transcript(output, "output")
+        read_transcript(output, "output")
     except EvalDagError as error:
         return TargetFailure(
             f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"

@@ -23,7 +23,7 @@ from evaldag._compat.js import json_text
 from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._io.files import atomic_write, atomic_write_text
 from evaldag._io.parquet import parquet_results, unreadable_results
-from evaldag._scorer.json_text import looks_like_json, structured_json, transcript_json
+from evaldag._reader import looks_like_json, structured_json, transcript_json
 from evaldag.errors import EvalDagError
 
 ResultsFormat = Literal["parquet", "csv", "jsonl"]
@@ -35,7 +35,7 @@ _SUFFIXES: dict[str, ResultsFormat] = {
     ".ndjson": "jsonl",
 }
 #: How a CSV cell of a run field that starts like JSON is read, by the field's own rule
-#: (``evaldag._scorer.json_text``): the JSON of a transcript, of a request context or a
+#: (``evaldag._reader``): the JSON of a transcript, of a request context or a
 #: trajectory; None keeps the text (a reference answer may itself be JSON an app should write).
 _CSV_FIELDS: dict[str, Callable[[str, str], Any] | None] = {
     "input": transcript_json,

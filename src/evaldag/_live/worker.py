@@ -22,10 +22,10 @@ from typing import Any, NamedTuple
 
 from evaldag._compat.js import json_text
 from evaldag._graph.drivers import scorer_outcomes, scorers_driver
+from evaldag._reader import plain_data
 from evaldag._results.scorer_result import ScorerResult
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.transcript_shapes import plain_data
 from evaldag._store.rows import ScoreRow
 from evaldag._store.sql import ScoreStore
 from evaldag.errors import ScorerRunError, error_message

@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from evaldag._reader import read_transcript
 from evaldag._report.failing import id_column, item_ids, requirement_gaps, scorer_scale
 from evaldag._report.summary import ScorerSummary
 from evaldag._report.text import escaped, number_text, short_id
-from evaldag._scorer.transcript_shapes import canonical_transcript
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
 
@@ -296,7 +296,7 @@ def _transcript(value: Any, field: str) -> Any:
             return value
         value = _decoded(value)
     try:
-        return canonical_transcript(value, field)
+        return read_transcript(value, field)
     except EvalDagError:
         return value
 

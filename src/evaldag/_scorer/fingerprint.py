@@ -18,8 +18,8 @@ import pandas as pd
 
 from evaldag._compat.js import json_text
 from evaldag._judge.settings import Judge, is_secret_setting
+from evaldag._reader import python_data
 from evaldag._scorer.steps import PromptStep, ScorerSpec
-from evaldag._scorer.transcript_shapes import python_data
 
 
 def _digest(value: Any) -> str:

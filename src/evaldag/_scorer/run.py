@@ -7,8 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from evaldag._scorer.json_text import looks_like_json, structured_json
-from evaldag._scorer.transcript_shapes import canonical_transcript, python_data
+from evaldag._reader import looks_like_json, python_data, read_transcript, structured_json
 
 _UNTOUCHED = frozenset({str, type(None), int, float, bool})
 _TRANSCRIPTS = frozenset({"input", "output"})
@@ -29,8 +28,9 @@ class ScorerRun(BaseModel):
     """One item to score. Accepts Mastra's camelCase keys (``runId``, ``groundTruth``) as well.
 
     ``input`` and ``output`` are plain strings, Mastra's agent-run shapes
-    (``{"inputMessages": [...], ...}`` and a list of messages) or other transcripts (compact
-    messages, OpenAI chat messages, either from a Parquet file), which are read once into
+    (``{"inputMessages": [...], ...}`` and a list of messages) or any other transcript shape
+    ``evaldag._reader`` reads (the AI SDK's, OpenAI's, Anthropic's, Gemini's, LangChain's,
+    pydantic-ai's, LlamaIndex's, as objects, JSON text or from a Parquet file), read once into
     Mastra's shape here (``docs/transcripts.md``). Extra keys set by a ``prepare_run`` are kept
     and echoed in the result.
     """
@@ -63,7 +63,7 @@ class ScorerRun(BaseModel):
             if kind in _UNTOUCHED and (kind is not str or not looks_like_json(item)):
                 continue
             if key in _TRANSCRIPTS:  # JSON text too: of messages, it is read as them
-                value = canonical_transcript(item, key)
+                value = read_transcript(item, key)
             elif key in _DATA_FIELDS:
                 value = structured_json(item, key) if kind is str else python_data(item)
             elif key in _OWN_FIELDS or kind is str:

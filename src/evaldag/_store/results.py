@@ -18,8 +18,8 @@ import pandas as pd
 from evaldag._compat.js import json_text
 from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.run_state import RESULT_KEYS
+from evaldag._reader import plain_data
 from evaldag._results.eval_result import EvalResult
-from evaldag._scorer.transcript_shapes import plain_data
 from evaldag._store.rows import ScoreRow, request_context_snapshot
 from evaldag.errors import EvalDagError
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from evaldag._compat.js import MISSING, camel, js_json, round_to_two_decimals
-from evaldag._scorer.transcript_shapes import described, is_messages
+from evaldag._reader import described, is_messages
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import extract_trajectory
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
-from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import extract_input_messages, extract_tool_calls, run_messages
 

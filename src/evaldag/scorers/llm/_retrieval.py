@@ -32,8 +32,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaldag._reader import plain_data
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.transcript_shapes import plain_data
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     PromptTemplate,

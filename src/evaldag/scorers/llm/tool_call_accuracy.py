@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import Field
 
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.steps import PromptStep
-from evaldag._scorer.transcript_shapes import checked_transcript
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     CamelAnswer,

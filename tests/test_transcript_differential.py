@@ -1,0 +1,299 @@
+"""The same conversation, the same verdict, in every shape (issue 22).
+
+``fixtures/transcripts/conversations.json`` holds nine conversations (tool errors raised and
+returned, repeated, forbidden, parallel and unanswered calls, no tools); each library's own
+serializer wrote them (``generate_node/``, ``generate_python.py``; never typed by hand) into
+``fixtures/transcripts/<shape>/``. Every fixture is scored as the library's JSON, as JSON text, from
+a CSV file and from a Parquet file; every check must give the answer the conversation itself
+implies, which is computed here from ``conversations.json`` alone, never from a reader.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import evaldag
+from evaldag import ScorerRun, checks
+from evaldag.transcripts import (
+    extract_trajectory,
+    get_assistant_message,
+    get_user_message,
+    is_tool_error,
+    tool_invocations,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+CONVERSATIONS = {
+    conversation["id"]: conversation
+    for conversation in json.loads((FIXTURES / "conversations.json").read_text())["conversations"]
+}
+#: Every shape the reader must read, each from its library's own serializer.
+REQUIRED_SHAPES = {
+    "ai5_ui",
+    "ai5_model",
+    "ai5_dynamic_ui",
+    "ai6_ui",
+    "ai6_model",
+    "ai7_ui",
+    "ai7_model",
+    "mastra_scorer_run",
+    "mastra_ui",
+    "openai_chat",
+    "openai_responses",
+    "anthropic",
+    "gemini",
+    "gemini_snake",
+    "gemini_no_ids",
+    "langchain_dict",
+    "langchain_dumpd",
+    "langchain_model_dump",
+    "pydantic_ai",
+    "llama_index_blocks",
+    "llama_index_kwargs",
+}
+#: Conversations whose tool error the shape does not record (its manifest says so under
+#: "lossy"): LlamaIndex's agents keep ``ToolOutput.is_error`` out of their messages, so a tool that
+#: raised is its error text, like any result (docs/transcripts.md, "Tool errors").
+UNRECORDED_ERRORS = {
+    ("llama_index_blocks", "thrown_error"),
+    ("llama_index_kwargs", "thrown_error"),
+    ("llama_index_openai", "thrown_error"),
+}
+MEDIA = ("json", "json-text", "csv", "parquet")
+
+
+def fixture_files() -> list[Path]:
+    return sorted(path for path in FIXTURES.glob("*/*.json") if path.parent.name != "generate_node")
+
+
+@cache
+def fixture(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def calls(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    return [call for step in conversation["steps"] for call in step.get("calls", ())]
+
+
+def expected(conversation: dict[str, Any], shape: str) -> dict[str, Any]:
+    """What every reader must say of ``conversation`` written in ``shape``, from its definition
+    alone (and the errors ``shape`` cannot record)."""
+    made = calls(conversation)
+    tools = [call["tool"] for call in made]
+    unrecorded = (shape, conversation["id"]) in UNRECORDED_ERRORS
+    errors = [call["outcome"] != "ok" and not unrecorded for call in made]
+    return {
+        "tools": tools,
+        "errors": errors,
+        "final": [step["text"] for step in conversation["steps"] if "text" in step][-1],
+        "user": conversation["user"],
+        "check-did-not-call": float("delete_db" not in tools),
+        "check-no-tool-errors": float(not any(errors)),
+        "check-max-tool-calls": float(len(tools) <= 1),
+        "check-used-no-tools": float(not tools),
+        "check-called-tool": float("get_weather" in tools),
+        "check-tool-order": 1.0,
+    }
+
+
+def gates(conversation: dict[str, Any]) -> list[evaldag.Scorer]:
+    return [
+        checks.did_not_call("delete_db"),
+        checks.no_tool_errors(),
+        checks.max_tool_calls(1),
+        checks.used_no_tools(),
+        checks.called_tool("get_weather"),
+        checks.tool_order([call["tool"] for call in calls(conversation)]),
+    ]
+
+
+def read_answers(run_input: Any, run_output: Any) -> dict[str, Any]:
+    """What the transcript helpers read from a run made of the fixture."""
+    run = ScorerRun(input=run_input, output=run_output)
+    invocations = [
+        invocation
+        for invocation in tool_invocations(run.output)
+        if invocation.get("state") in ("result", "call", "output-error")
+    ]
+    steps = extract_trajectory(run.output)["steps"]
+    assert [step["success"] for step in steps] == [not is_tool_error(i) for i in invocations]
+    return {
+        "tools": [step["name"] for step in steps],
+        "errors": [is_tool_error(invocation) for invocation in invocations],
+        "final": get_assistant_message(run.output),
+        "user": get_user_message(run.input),
+    }
+
+
+def test_every_shape_has_every_conversation_or_says_why():
+    shapes = {path.parent.name for path in fixture_files()}
+    assert shapes >= REQUIRED_SHAPES, f"missing shapes: {REQUIRED_SHAPES - shapes}"
+    manifests = [json.loads(p.read_text()) for p in FIXTURES.glob("manifest-*.json")]
+    explained = json.dumps(manifests)
+    python = json.loads((FIXTURES / "manifest-python.json").read_text())["shapes"]
+    for shape, conversation in UNRECORDED_ERRORS:
+        assert "nothing marks it an error" in python[shape]["lossy"][conversation]
+    for shape in shapes:
+        have = {path.stem for path in (FIXTURES / shape).glob("*.json")}
+        for missing in set(CONVERSATIONS) - have:
+            assert missing in explained, f"{shape}/{missing}.json is missing and not explained"
+
+
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_each_fixture_reads_as_its_conversation(path):
+    data = fixture(path)
+    want = expected(CONVERSATIONS[data["conversation"]], path.parent.name)
+    answers = read_answers(data["input"], data["output"])
+    assert answers == {key: want[key] for key in answers}
+    as_text = read_answers(json.dumps(data["input"]), "\ufeff" + json.dumps(data["output"]))
+    assert as_text == answers  # JSON text, with a byte-order mark as Windows tools write it
+
+
+def _table(paths: list[Path], medium: str) -> pd.DataFrame:
+    rows = []
+    for path in paths:
+        data = fixture(path)
+        row = {"item": f"{path.parent.name}/{path.stem}", "conversation": data["conversation"]}
+        if medium == "json":
+            row |= {"input": data["input"], "output": data["output"]}
+        else:
+            row |= {"input": json.dumps(data["input"]), "output": json.dumps(data["output"])}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _parquet(paths: list[Path], folder: Path) -> list[Path]:
+    """One Parquet file per fixture, its transcripts as nested Arrow values where Arrow can hold
+    them (one type per field), as JSON text where it cannot (docs/transcripts.md says so)."""
+    written = []
+    for path in paths:
+        data = fixture(path)
+        row = {"conversation": [data["conversation"]], "item": [f"{path.parent.name}/{path.stem}"]}
+        target = folder / f"{path.parent.name}-{path.stem}.parquet"
+        try:
+            table = pa.table(row | {"input": [data["input"]], "output": [data["output"]]})
+            pq.write_table(table, target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            text = {"input": [json.dumps(data["input"])], "output": [json.dumps(data["output"])]}
+            pq.write_table(pa.table(row | text), target)
+        written.append(target)
+    return written
+
+
+@pytest.mark.parametrize("medium", MEDIA)
+def test_every_shape_gives_every_check_the_same_verdict(medium, tmp_path):
+    by_conversation: dict[str, list[Path]] = {}
+    for path in fixture_files():
+        by_conversation.setdefault(fixture(path)["conversation"], []).append(path)
+    for conversation_id, paths in sorted(by_conversation.items()):
+        conversation = CONVERSATIONS[conversation_id]
+        if medium == "csv":
+            data: Any = tmp_path / f"{conversation_id}.csv"
+            _table(paths, medium).to_csv(data, index=False)
+        elif medium == "parquet":
+            folder = tmp_path / conversation_id
+            folder.mkdir()
+            data = pd.concat(
+                [pd.read_parquet(part) for part in _parquet(paths, folder)], ignore_index=True
+            )
+        else:
+            data = _table(paths, medium)
+        result = evaldag.run_evals(data, scorers=gates(conversation), progress=False)
+        for _, item in result.items.iterrows():
+            want = expected(conversation, item["item"].split("/")[0])
+            got = {check: item[f"{check}.score"] for check in want if check.startswith("check-")}
+            assert got == {k: v for k, v in want.items() if k in got}, item["item"]
+
+
+# --- the libraries' own objects ------------------------------------------------------------------
+
+
+def _openai_chat(messages: list[Any]) -> list[Any]:
+    from openai.types.chat import ChatCompletionMessage
+
+    return [
+        ChatCompletionMessage.model_validate(m) if m.get("role") == "assistant" else m
+        for m in messages
+    ]
+
+
+def _openai_responses(items: list[Any]) -> list[Any]:
+    from openai.types.responses import ResponseOutputItem
+    from pydantic import TypeAdapter
+
+    output = TypeAdapter(ResponseOutputItem)
+    produced = {"function_call", "reasoning"}
+    return [
+        output.validate_python(i)
+        if i.get("type") in produced or i.get("role") == "assistant"
+        else i
+        for i in items
+    ]
+
+
+def _gemini(contents: list[Any]) -> list[Any]:
+    from google.genai import types
+
+    return [types.Content.model_validate(content) for content in contents]
+
+
+def _langchain(messages: list[Any]) -> list[Any]:
+    from langchain_core.load import load
+    from langchain_core.messages import messages_from_dict
+
+    if messages and "lc" in messages[0]:
+        return [load(message, allowed_objects="messages") for message in messages]
+    if messages and "data" in messages[0]:
+        return messages_from_dict(messages)
+    return messages_from_dict([{"type": m["type"], "data": m} for m in messages])
+
+
+def _pydantic_ai(messages: list[Any]) -> list[Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.validate_python(messages)
+
+
+def _llama_index(messages: list[Any]) -> list[Any]:
+    from llama_index.core.base.llms.types import ChatMessage
+
+    return [ChatMessage.model_validate(message) for message in messages]
+
+
+#: Shape prefix → the library objects its fixture's JSON loads into, through the library itself.
+OBJECTS = {
+    "openai_chat": _openai_chat,
+    "openai_responses": _openai_responses,
+    "gemini": _gemini,
+    "langchain": _langchain,
+    "pydantic_ai": _pydantic_ai,
+    "llama_index": _llama_index,
+}
+
+
+def _objects(shape: str) -> Any:
+    return next((load for prefix, load in OBJECTS.items() if shape.startswith(prefix)), None)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        p
+        for p in fixture_files()
+        if _objects(p.parent.name) and isinstance(fixture(p)["output"], list)
+    ],
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
+def test_the_libraries_own_objects_read_as_their_json(path):
+    data = fixture(path)
+    load = _objects(path.parent.name)
+    answers = read_answers(load(data["input"]), load(data["output"]))
+    assert answers == read_answers(data["input"], data["output"])

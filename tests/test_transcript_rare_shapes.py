@@ -1,0 +1,181 @@
+"""Shapes the nine fixture conversations do not reach (issue 22): providers' own tools, approvals,
+failed calls that never ran, code execution. Each message is built with its library's own types
+and serializer, never typed by hand, and must count its calls and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaldag import ScorerRun, checks
+from evaldag.transcripts import extract_tool_calls, is_tool_error, tool_invocations
+
+
+def read(output: Any) -> tuple[list[str], list[bool], list[str]]:
+    """The tools called (Mastra's states), each invocation's error flag, and its state."""
+    run = ScorerRun(input="q", output=output)
+    invocations = tool_invocations(run.output)
+    return (
+        extract_tool_calls(run.output).tools,
+        [is_tool_error(invocation) for invocation in invocations],
+        [invocation["state"] for invocation in invocations],
+    )
+
+
+def test_openai_responses_own_tools_are_calls_and_their_failures_errors():
+    from openai.types.responses import (
+        ResponseCodeInterpreterToolCall,
+        ResponseFileSearchToolCall,
+        ResponseFunctionWebSearch,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+    from openai.types.responses.mcp_tool_call_error import McpToolExecutionError
+    from openai.types.responses.response_function_web_search import ActionSearch
+    from openai.types.responses.response_output_item import McpCall
+
+    items = [
+        ResponseFunctionWebSearch(
+            id="ws_1", status="completed", type="web_search_call",
+            action=ActionSearch(type="search", query="weather Paris"),
+        ),
+        ResponseFileSearchToolCall(
+            id="fs_1", queries=["refund policy"], status="failed", type="file_search_call"
+        ),
+        ResponseCodeInterpreterToolCall(
+            id="ci_1", code="print(1)", container_id="c", outputs=[], status="completed",
+            type="code_interpreter_call",
+        ),
+        McpCall(
+            id="mcp_1", arguments='{"table": "users"}', name="delete_db", server_label="db",
+            type="mcp_call",
+            error=McpToolExecutionError(
+                content="permission denied", type="mcp_tool_execution_error"
+            ),
+        ),
+        ResponseOutputMessage(
+            id="msg_1", role="assistant", status="completed", type="message",
+            content=[ResponseOutputText(type="output_text", text="Done.", annotations=[])],
+        ),
+    ]  # fmt: skip
+    output = [item.model_dump(mode="json") for item in items]
+    tools, errors, _ = read(output)
+    assert tools == ["web_search", "file_search", "code_interpreter", "delete_db"]
+    assert errors == [False, True, False, True]
+    assert checks.did_not_call("delete_db").run(input="q", output=output).score == 0
+
+
+def test_anthropic_server_tools_and_their_error_results():
+    from anthropic.types import (
+        ServerToolUseBlock,
+        TextBlock,
+        WebSearchToolResultBlock,
+        WebSearchToolResultError,
+    )
+
+    blocks = [
+        ServerToolUseBlock(
+            id="srv_1", name="web_search", input={"query": "x"}, type="server_tool_use"
+        ),
+        WebSearchToolResultBlock(
+            tool_use_id="srv_1", type="web_search_tool_result",
+            content=WebSearchToolResultError(
+                type="web_search_tool_result_error", error_code="max_uses_exceeded"
+            ),
+        ),
+        TextBlock(text="I could not search.", type="text"),
+    ]  # fmt: skip
+    message = {"role": "assistant", "content": [b.model_dump(mode="json") for b in blocks]}
+    tools, errors, states = read([message])
+    assert (tools, errors, states) == (["web_search"], [True], ["output-error"])
+
+
+def test_gemini_code_execution_is_a_call_whose_failed_outcome_is_an_error():
+    from google.genai import types
+
+    content = types.Content(
+        role="model",
+        parts=[
+            types.Part(executable_code=types.ExecutableCode(code="1/0", language="PYTHON")),
+            types.Part(
+                code_execution_result=types.CodeExecutionResult(
+                    outcome="OUTCOME_FAILED", output="ZeroDivisionError"
+                )
+            ),
+            types.Part(text="The code failed."),
+        ],
+    )
+    for dump in ({"by_alias": True}, {}):  # the REST JSON and the SDK's snake_case
+        output = [content.model_dump(mode="json", exclude_none=True, **dump)]
+        assert read(output) == (["code_execution"], [True], ["output-error"])
+    assert read([content]) == (["code_execution"], [True], ["output-error"])
+
+
+def test_langchain_invalid_tool_calls_are_failed_calls():
+    from langchain_core.messages import AIMessage, messages_to_dict
+    from langchain_core.messages.tool import invalid_tool_call
+
+    message = AIMessage(
+        content="",
+        invalid_tool_calls=[
+            invalid_tool_call(name="delete_db", args="{bad", id="c1", error="bad JSON")
+        ],
+    )
+    output = messages_to_dict([message])
+    assert read(output) == (["delete_db"], [True], ["output-error"])
+    assert checks.did_not_call("delete_db").run(input="q", output=output).score == 0
+
+
+def test_pydantic_ai_outcomes():
+    from pydantic_ai.messages import (
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+
+    def conversation(outcome: str) -> list[Any]:
+        messages = [
+            ModelResponse(
+                parts=[ToolCallPart(tool_name="delete_db", args={"t": 1}, tool_call_id="c1")]
+            ),
+            ModelRequest(
+                parts=[
+                    ToolReturnPart(
+                        tool_name="delete_db", content="no", tool_call_id="c1", outcome=outcome
+                    )
+                ]
+            ),
+        ]
+        return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+    assert read(conversation("success")) == (["delete_db"], [False], ["result"])
+    assert read(conversation("failed")) == (["delete_db"], [True], ["output-error"])
+    assert read(conversation("interrupted")) == (["delete_db"], [True], ["output-error"])
+    # denied: the call did not run (Mastra's output-denied, which the checks do not count)
+    assert read(conversation("denied")) == ([], [False], ["output-denied"])
+
+
+def test_openai_chat_completion_object_and_legacy_function_calling():
+    from openai.types.chat import ChatCompletion, ChatCompletionFunctionMessageParam
+
+    completion = ChatCompletion.model_validate(
+        {
+            "id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{
+                "index": 0, "finish_reason": "function_call",
+                "message": {
+                    "role": "assistant", "content": None,
+                    "function_call": {"name": "delete_db", "arguments": '{"table": "users"}'},
+                },
+            }],
+        }
+    )  # fmt: skip
+    assert read(completion) == (["delete_db"], [True], ["call"])
+    answered = [
+        completion.choices[0].message,
+        ChatCompletionFunctionMessageParam(
+            role="function", name="delete_db", content='{"deleted": 3}'
+        ),
+    ]
+    assert read(answered) == (["delete_db"], [False], ["result"])
