@@ -225,6 +225,24 @@ def test_a_list_a_column_and_a_function_give_the_same_prompts_and_scores(
     assert one.score == fixed_scores[0]
 
 
+@pytest.mark.parametrize("name", sorted(set(NAMES) - {"summarization"}))
+def test_a_csv_holding_each_rows_pieces_as_json_text_is_scored_as_the_lists(
+    judge_server, tmp_path, name
+):
+    """A CSV cell holds text: a column of pieces holds their JSON array, read as the list."""
+    case = CASES[name]
+    scorer = case.scorer(judge_server.judge(), "contexts")
+    frame = _frame(case)
+    listed = _evaluated(judge_server, case, scorer, frame)
+    path = tmp_path / "items.csv"
+    frame.assign(contexts=frame["contexts"].map(json.dumps)).to_csv(path, index=False)
+    assert pd.read_csv(path)["contexts"][0] == '["A is here.", "B is there."]'
+    assert _evaluated(judge_server, case, scorer, path) == listed
+    _scripted(judge_server, case)
+    one = scorer.run(input="q", output="o", ground_truth="g", contexts='["A is here."]')
+    assert one.score is not None
+
+
 @pytest.mark.parametrize("name", ["context_precision", "context_recall", "context_relevance"])
 def test_mastras_context_extractor_is_a_function_of_the_run(judge_server, name):
     case = CASES[name]

@@ -16,7 +16,7 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -81,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--data", required=True, metavar="FILE", help="the items: a .jsonl, .csv or .parquet file"
+    )
+    run.add_argument(
+        "--columns",
+        type=_column_entries,
+        action="append",
+        metavar="FIELD=COL",
+        help="the data's columns holding the run fields, when named otherwise: "
+        "input=question,output=answer,ground_truth=reference (also request_context, "
+        "expected_trajectory, inputs, turns); overrides the eval file's 'columns' field by field",
     )
     run.add_argument(
         "--out",
@@ -235,6 +244,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _column_entries(text: str) -> dict[str, str]:
+    entries: dict[str, str] = {}
+    for entry in text.split(","):
+        field, equals, column = (part.strip() for part in entry.partition("="))
+        if not (field and equals and column):
+            raise argparse.ArgumentTypeError(
+                f"expected FIELD=COLUMN entries separated by commas (input=question,"
+                f"output=answer), got {entry.strip()!r}"
+            )
+        if field in entries:
+            raise argparse.ArgumentTypeError(f"names the field {field!r} twice")
+        entries[field] = column
+    return entries
+
+
 def _positive_int(text: str) -> int:
     try:
         number = int(text)
@@ -321,6 +345,7 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.full_dag and not args.dag:
         raise EvalDagError("INVALID_CLI_OPTIONS", "--full-dag needs --dag: the file to draw")
     definition = eval_definition(args.eval)
+    columns = _columns(definition.columns, args.columns or [])
     if args.dag:
         # Drawn first: a missing Graphviz shows up before any judge call is paid for.
         visualize(
@@ -335,7 +360,11 @@ def _run_command(args: argparse.Namespace) -> int:
         from evaldag._eval.estimate import cost_estimate
 
         estimate = cost_estimate(
-            args.data, scorers=definition.scorers, gates=definition.gates, target=definition.target
+            args.data,
+            scorers=definition.scorers,
+            gates=definition.gates,
+            target=definition.target,
+            columns=columns,
         )
         print(estimate_text(estimate, f"{definition.name} on {Path(args.data).name}"))
         return EXIT_PASSED
@@ -344,6 +373,7 @@ def _run_command(args: argparse.Namespace) -> int:
         scorers=definition.scorers,
         gates=definition.gates,
         target=definition.target,
+        columns=columns,
         concurrency=args.concurrency,
         out=None if args.resume else args.out,
         checkpoint=args.out if args.resume else None,
@@ -362,6 +392,23 @@ def _run_command(args: argparse.Namespace) -> int:
         named = f" {result.name!r}" if result.name else ""
         print(f"stored: experiment {result.experiment_id}{named}")
     return _VERDICT_EXITS[result.verdict]
+
+
+def _columns(
+    in_file: Mapping[str, str] | None, given: list[dict[str, str]]
+) -> dict[str, str] | None:
+    """The eval file's ``columns`` with the ``--columns`` entries over them, field by field."""
+    columns = dict(in_file or {})
+    seen: set[str] = set()
+    for entries in given:
+        repeated = sorted(seen & entries.keys())
+        if repeated:
+            raise EvalDagError(
+                "INVALID_CLI_OPTIONS", f"--columns names the field '{repeated[0]}' twice"
+            )
+        seen |= entries.keys()
+        columns.update(entries)
+    return columns or None
 
 
 def _print_summary(result: EvalResult, title: str) -> None:

@@ -42,6 +42,11 @@ def _differences(saved: dict[str, Any], definition: dict[str, Any]) -> list[str]
             found.append(f"scorer '{sid}' changed (its options, judge settings or step code)")
         elif old != new:
             found.append(f"scorer '{sid}' has another threshold or role")
+    if saved.get("columns", {}) != definition.get("columns", {}):
+        found.append(
+            f"the data's columns were mapped as {saved.get('columns', {})}, now "
+            f"{definition.get('columns', {})} (columns=)"
+        )
     if saved.get("batch_size") != definition["batch_size"]:
         found.append(
             f"the batch size was {saved.get('batch_size')}, now {definition['batch_size']} "
@@ -71,7 +76,8 @@ class Checkpoint:
 
     :param path: where the finished run's results go; batches wait in ``<path>.partial/``.
     :param definition: what makes two runs the same run: ``scorers`` (their definitions, with
-        thresholds and fingerprints) and ``batch_size``.
+        thresholds and fingerprints), ``batch_size`` and, when the data names run fields
+        otherwise, ``columns`` (run field → data column).
     """
 
     def __init__(self, path: str | Path, definition: dict[str, Any]) -> None:
@@ -140,10 +146,14 @@ def finished_run(
         differences = [
             d for d in _differences({"scorers": result.scorers}, definition) if "batch" not in d
         ]
-    columns = [c for c in dataset.columns if c in result.items.columns]
-    if columns != list(dataset.columns) or rows_fingerprint(
+    mapping = definition.get("columns", {})
+    if result.columns != mapping:
+        differences.append("the data's columns were mapped otherwise (columns=)")
+    data = dataset.rename(columns=mapping)  # the results keep the data's names
+    columns = [c for c in data.columns if c in result.items.columns]
+    if columns != list(data.columns) or rows_fingerprint(
         result.items[columns].reset_index(drop=True)
-    ) != rows_fingerprint(dataset.reset_index(drop=True)):
+    ) != rows_fingerprint(data.reset_index(drop=True)):
         differences.append("the data differs")
     if differences:
         raise EvalDagError(

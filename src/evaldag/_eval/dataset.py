@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,27 +14,24 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evaldag._eval.column_mapping import MASTRA_KEYS, fields_named, require_mapped_columns
 from evaldag._io.flat import csv_text, csv_values
 from evaldag._reader import plain_data, python_data
 from evaldag.errors import EvalDagError
 
-#: Mastra's spelling of the same item fields.
-_MASTRA_KEYS = {
-    "groundTruth": "ground_truth",
-    "requestContext": "request_context",
-    "expectedTrajectory": "expected_trajectory",
-}
-#: Keys of which a data item needs one (``inputs`` and ``turns`` hold conversations).
-_ITEM_KEYS = ("input", "inputs", "turns")
+#: The run fields of which a data item needs one (``inputs`` and ``turns`` hold conversations).
+_ITEM_FIELDS = ("input", "inputs", "turns")
 
 
 def _invalid(message: str, **details: Any) -> EvalDagError:
     return EvalDagError("INVALID_DATA_ITEM", message, details=details)
 
 
-def _csv(path: Path) -> pd.DataFrame:
-    """A CSV file's cells as text, but JSON text of arrays and objects as them (``csv_values``)."""
-    return csv_values(csv_text(path))
+def _csv(path: Path, columns: dict[str, str]) -> pd.DataFrame:
+    """A CSV file's cells as text, but JSON text of arrays and objects as them (``csv_values``;
+    a column mapped to a run field by that field's rule)."""
+    fields = {column: field for field, column in columns.items()}
+    return csv_values(csv_text(path), fields=fields)
 
 
 def _parquet(path: Path) -> pd.DataFrame:
@@ -74,9 +72,10 @@ def _python_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _jsonl(path: Path) -> pd.DataFrame:
-    """A JSONL file's objects, values as written (pandas' reader turns ``"001"`` into 1)."""
-    items = []
+def _jsonl(path: Path, columns: dict[str, str]) -> pd.DataFrame:
+    """A JSONL file's objects, values as written (pandas' reader turns ``"001"`` into 1); each
+    has an input (or a conversation's), under the data's name (``columns``)."""
+    items, numbers = [], []
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -90,25 +89,41 @@ def _jsonl(path: Path) -> pd.DataFrame:
                 raise _file_error(
                     path, f"line {number} is {type(item).__name__}, not a JSON object", number
                 )
-            if not any(key in item for key in _ITEM_KEYS):
-                raise _file_error(path, f"line {number} has no 'input'", number)
             items.append(item)
+            numbers.append(number)
+    require_mapped_columns(_keys_of(items), columns)
+    keys = _item_keys(columns)
+    for number, item in zip(numbers, items, strict=True):
+        if not any(key in item for key in keys):
+            raise _file_error(path, f"line {number} has no '{keys[0]}'", number, keys[0])
     return pd.DataFrame.from_records(items)
 
 
-def _file_error(path: Path, problem: str, line: int) -> EvalDagError:
+def _item_keys(columns: dict[str, str]) -> tuple[str, ...]:
+    """The data's keys of the run fields of which an item needs one, the input's first."""
+    return tuple(columns.get(field, field) for field in _ITEM_FIELDS)
+
+
+def _keys_of(items: list[Mapping[str, Any]]) -> list[str]:
+    """Every key of ``items``, in order of appearance."""
+    return [str(key) for key in dict.fromkeys(key for item in items for key in item)]
+
+
+def _file_error(path: Path, problem: str, line: int, key: str = "input") -> EvalDagError:
     return EvalDagError(
         "INVALID_DATA_FILE",
-        f"Invalid data file '{path}': {problem}; each line must be one JSON object with an 'input'",
+        f"Invalid data file '{path}': {problem}; each line must be one JSON object with an '{key}'",
         details={"path": str(path), "line": line},
     )
 
 
-_READERS = {".parquet": _parquet, ".csv": _csv, ".jsonl": _jsonl}
-
-
-def _from_file(path: Path) -> pd.DataFrame:
-    reader = _READERS.get(path.suffix.lower())
+def _from_file(path: Path, columns: dict[str, str]) -> pd.DataFrame:
+    readers = {
+        ".parquet": _parquet,
+        ".csv": partial(_csv, columns=columns),
+        ".jsonl": partial(_jsonl, columns=columns),
+    }
+    reader = readers.get(path.suffix.lower())
     if reader is None:
         raise EvalDagError(
             "INVALID_DATA_FILE",
@@ -155,34 +170,46 @@ def _from_table(table: Any) -> pd.DataFrame:
     return _python_cells(frame)
 
 
-def _from_items(items: Sequence[Any]) -> pd.DataFrame:
+def _from_items(items: Sequence[Any], columns: dict[str, str]) -> pd.DataFrame:
+    """A list of dicts, each with an input (or a conversation's), under the data's name
+    (``columns``)."""
+    keys = _item_keys(columns)
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise _invalid(
-                f"Invalid data item at index {index}: must be a dict with an 'input' key, got "
-                f"{type(item).__name__}",
+                f"Invalid data item at index {index}: must be a dict with an '{keys[0]}' key, "
+                f"got {type(item).__name__}",
                 index=index,
             )
-        if not any(key in item for key in _ITEM_KEYS):
+    require_mapped_columns(_keys_of(list(items)), columns)
+    for index, item in enumerate(items):
+        if not any(key in item for key in keys):
             raise _invalid(
-                f"Invalid data item at index {index}: must have 'input', 'inputs', or 'turns' "
-                f"property (keys found: {[str(key) for key in item][:10]})",
+                f"Invalid data item at index {index}: must have '{keys[0]}', '{keys[1]}', or "
+                f"'{keys[2]}' property (keys found: {[str(key) for key in item][:10]})",
                 index=index,
-                column="input",
+                column=keys[0],
             )
     return _python_cells(pd.DataFrame.from_records(list(items)))
 
 
-def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
-    """``data`` as a DataFrame with the columns a run needs, checked; errors name the fix."""
+def loaded_dataset(
+    data: Any, *, has_target: bool, columns: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """``data`` as a DataFrame with the columns a run needs, checked; errors name the fix.
+
+    :param columns: run field → the data's column holding it (checked ``columns=``); those
+        columns are renamed to their fields.
+    """
+    columns = columns or {}
     if isinstance(data, str | os.PathLike):
-        frame = _from_file(Path(data))
+        frame = _from_file(Path(data), columns)
     elif isinstance(data, pd.DataFrame):
         frame = _python_cells(data)
     elif callable(getattr(data, "to_pandas", None)):
         frame = _from_table(data)
     elif isinstance(data, Sequence) and not isinstance(data, str | bytes):
-        frame = _from_items(data)
+        frame = _from_items(data, columns)
     else:
         raise EvalDagError(
             "INVALID_DATA",
@@ -201,7 +228,8 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
             "data has multi-level columns; give one level of column names ('input', 'output', "
             "...), e.g. data.droplevel(1, axis=1) or data.columns.to_flat_index()",
         )
-    frame = frame.rename(columns={k: v for k, v in _MASTRA_KEYS.items() if k in frame.columns})
+    frame = fields_named(frame, columns, has_target=has_target)
+    frame = frame.rename(columns={k: v for k, v in MASTRA_KEYS.items() if k in frame.columns})
     if not frame.columns.is_unique:
         duplicated = sorted({str(c) for c in frame.columns[frame.columns.duplicated()]})
         raise _invalid(f"Data has duplicate columns {duplicated}; rename them", columns=duplicated)
@@ -209,7 +237,8 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
     if "input" not in frame.columns and not conversations:
         raise _invalid(
             f"Invalid data: every item must have an 'input' (columns found: "
-            f"{[str(c) for c in frame.columns]})",
+            f"{[str(c) for c in frame.columns]}); if another column holds it, name it with "
+            "columns={'input': '<column>'}",
             column="input",
         )
     if "input" in frame.columns and frame["input"].isna().any():
@@ -219,7 +248,8 @@ def loaded_dataset(data: Any, *, has_target: bool) -> pd.DataFrame:
     if not has_target and "output" not in frame.columns:
         raise _invalid(
             "Invalid data: without a target, every item needs an 'output'; add an 'output' "
-            "column or pass target= to produce outputs",
+            "column (or name the column holding it: columns={'output': '<column>'}) or pass "
+            "target= to produce outputs",
             column="output",
         )
     if not has_target:

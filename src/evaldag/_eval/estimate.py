@@ -19,7 +19,7 @@ estimated rather than counted:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from evaldag._engine.concurrency import run_sync
 from evaldag._engine.stages import advanced_states, prepared_states
+from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.eval_plan import eval_plan
 from evaldag._graph.drivers import eval_driver
@@ -74,13 +75,19 @@ class CostEstimate(BaseModel):
 
 
 def cost_estimate(
-    data: Any, *, scorers: Any = (), gates: Iterable[Any] = (), target: Any = None
+    data: Any,
+    *,
+    scorers: Any = (),
+    gates: Iterable[Any] = (),
+    target: Any = None,
+    columns: Mapping[str, str] | None = None,
 ) -> CostEstimate:
     """The judge calls ``run_evals`` would make on ``data``, with tokens and dollars; no judge
     (and no target) is called. Arguments as ``run_evals``'s; what is estimated rather than
     counted is in this module's docstring."""
     plan = eval_plan(scorers, gates, target)
-    dataset = loaded_dataset(data, has_target=plan.target is not None)
+    mapping = column_mapping(columns)
+    dataset = loaded_dataset(data, has_target=plan.target is not None, columns=mapping)
     runs = _runs(plan, dataset)
     estimates = {}
     for scorer in plan.all_scorers:

@@ -3,9 +3,9 @@
 ``scorers`` (a list, or Mastra's agent or workflow config: ``{"agent": [...], "trajectory":
 [...]}``, ``{"workflow": [...], "steps": {...}, "trajectory": [...]}``), ``gates`` (a list),
 ``target`` (optional: a function, ``evaldag.agent(...)``, a litellm model string, or a Hamilton
-dataflow: ``evaldag.workflow(...)``, a driver or a module) and ``data`` (optional: what the
-pytest plugin scores; ``evaldag run`` takes ``--data``). Misspelt names are errors, not silently
-ignored.
+dataflow: ``evaldag.workflow(...)``, a driver or a module), ``data`` (optional: what the pytest
+plugin scores; ``evaldag run`` takes ``--data``) and ``columns`` (optional: run field → the data's
+column, as ``run_evals(columns=...)``). Misspelt names are errors, not silently ignored.
 """
 
 from __future__ import annotations
@@ -27,17 +27,19 @@ from evaldag.errors import EvalDagError
 
 @dataclass(frozen=True)
 class EvalDefinition:
-    """What an eval file defines: its scorers, gates, target and data."""
+    """What an eval file defines: its scorers, gates, target, data and the data's columns."""
 
     name: str
     scorers: Sequence[Any] | Mapping[str, Any]
     gates: Sequence[Any]
     target: Any
     data: Any = None
+    columns: Mapping[str, str] | None = None
 
 
 def eval_definition(spec: str) -> EvalDefinition:
-    """The scorers, gates, target and data that the eval file or module ``spec`` defines."""
+    """The scorers, gates, target, data and columns that the eval file or module ``spec``
+    defines."""
     module = _eval_module(spec)
     missing = object()
     # ``from evaldag import scorers`` binds the module, not a list: the file assigned none
@@ -63,13 +65,14 @@ def eval_definition(spec: str) -> EvalDefinition:
         gates=_entries(spec, "gates", [] if gates is missing else gates),
         target=getattr(module, "target", None),
         data=getattr(module, "data", None),
+        columns=_mapping(spec, getattr(module, "columns", None)),
     )
     _require_known_names(spec, module, definition)
     return definition
 
 
 #: The module-level names an eval file is read through.
-EVAL_NAMES = ("scorers", "gates", "target", "data")
+EVAL_NAMES = ("scorers", "gates", "target", "data", "columns")
 
 
 def _require_known_names(spec: str, module: ModuleType, definition: EvalDefinition) -> None:
@@ -126,6 +129,18 @@ def _entries(spec: str, name: str, value: Any) -> list[Any] | Mapping[str, Any]:
             details={"eval": spec, "name": name},
         )
     return list(value)
+
+
+def _mapping(spec: str, value: Any) -> Mapping[str, str] | None:
+    """The file's ``columns``, which run_evals checks entry by entry."""
+    if value is not None and not isinstance(value, Mapping):
+        raise EvalDagError(
+            "EVAL_INVALID_ENTRIES",
+            f"{spec}: 'columns' must be a dict of run field → data column, got "
+            f"{type(value).__name__}; write columns = {{'input': 'question', ...}}",
+            details={"eval": spec, "name": "columns"},
+        )
+    return value
 
 
 def _eval_module(spec: str) -> ModuleType:

@@ -13,7 +13,7 @@ import dataclasses
 import inspect
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +25,7 @@ from evaldag._engine.concurrency import RowSlots, run_sync
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, finished_run
+from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.eval_plan import eval_plan
@@ -75,10 +76,11 @@ def _item_callbacks(
     batch: pd.DataFrame,
     values: dict[str, Any],
     plan: EvalPlan,
+    data_columns: dict[str, str],
 ) -> None:
     outcomes = {s.id: values[last_node(s)] for s in plan.scorers}
     outputs = values["outputs"]
-    for label, row in batch.iterrows():
+    for label, row in batch.rename(columns=data_columns).iterrows():
         scorer_results = {
             sid: states[label].outcome() for sid, states in outcomes.items() if label in states
         }
@@ -97,6 +99,7 @@ def run_evals(
     scorers: Any = (),
     gates: Iterable[Scorer] = (),
     target: Any = None,
+    columns: Mapping[str, str] | None = None,
     concurrency: int = 8,
     on_item_complete: Callable[..., Any] | None = None,
     on_error: Literal["record", "raise"] = "record",
@@ -121,6 +124,7 @@ def run_evals(
         a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
         With a target, an item may be a conversation: ``inputs`` (turns in order on one thread)
         or ``turns`` (``[{"input", "gates", "scorers"}]``, each turn with its own assertions).
+        ``columns=`` reads these fields from columns named otherwise.
     :param scorers: scorers, ``scorer.with_threshold(...)`` or ``{"scorer": s, "threshold": t}``;
         or Mastra's agent config ``{"agent": [...], "trajectory": [...]}`` or workflow config
         ``{"workflow": [...], "steps": {"<node>": [...]}, "trajectory": [...]}``, whose results
@@ -130,6 +134,11 @@ def run_evals(
         ``request_context``, ``thread_id`` and ``history`` if it has those parameters) returning
         a text or a transcript, ``evaldag.agent(...)``, a litellm model string, or a Hamilton
         dataflow (``evaldag.workflow(...)``, a driver or a module), run once per item.
+    :param columns: run field → the data column holding it, for data that names the fields
+        otherwise: ``{"input": "question", "output": "answer", "ground_truth": "reference"}``
+        (also ``request_context``, ``expected_trajectory``, ``inputs`` and ``turns``). The
+        results' items keep the data's names (``result.columns`` holds the mapping). A scorer's
+        own column, as ``context="contexts"``, is named on the scorer, by the data's name.
     :param concurrency: judge, async-step and target calls in flight at once.
     :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item.
     :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
@@ -175,6 +184,7 @@ def run_evals(
         run goes on. An async target is cancelled; a sync one's thread runs on.
     """
     plan = eval_plan(scorers, gates, target)
+    mapping = column_mapping(columns)
     max_error_share = checked_share(max_error_share)
     name = checked_name(name)
     budget = None if budget_usd is None else JudgeBudget(budget_usd)
@@ -210,7 +220,7 @@ def run_evals(
         from evaldag._store.locations import require_store  # SQLAlchemy loads when used
 
         require_store(store)
-    dataset = loaded_dataset(data, has_target=plan.target is not None)
+    dataset = loaded_dataset(data, has_target=plan.target is not None, columns=mapping)
     dataset, turns = conversation_items(
         dataset, has_target=plan.target is not None, workflow_target=plan.workflow
     )
@@ -232,14 +242,22 @@ def run_evals(
             budget_usd=budget is not None,
         )
         result = _distributed_run(
-            plan, dataset, executor, size, concurrency, out, (experiment_id, name), time_limits
+            plan,
+            dataset,
+            executor,
+            size,
+            concurrency,
+            out,
+            (experiment_id, name),
+            time_limits,
+            mapping,
         )
         return require_trustworthy(_stored(result, store, target), max_error_share)
     result = _local_run(
         plan,
         dataset,
         run_inputs={
-            **_run_inputs(plan, cache, experiment_id, name),
+            **_run_inputs(plan, cache, experiment_id, name, mapping),
             "judge_budget": budget,
             **time_limits,
         },
@@ -268,13 +286,15 @@ def _run_inputs(
     cache: bool | str | os.PathLike[str] | None,
     experiment_id: str,
     name: str | None,
+    data_columns: dict[str, str],
 ) -> dict[str, Any]:
     """The graph's inputs that stay the same for every batch: the judge cache, the run's
-    experiment id and name, and the target."""
+    experiment id and name, the data's names of the run fields, and the target."""
     inputs: dict[str, Any] = {
         "judge_cache": cache,
         "experiment_id": experiment_id,
         "experiment_name": name,
+        "data_columns": data_columns,
     }
     if plan.target is not None:
         inputs["target"] = plan.target
@@ -306,7 +326,12 @@ def _local_run(
             "without a checkpoint",
         )
     if checkpoint is not None:
-        definition = {"scorers": plan.definitions(), "batch_size": batch_size}
+        mapping = run_inputs["data_columns"]
+        definition = {
+            "scorers": plan.definitions(),
+            "batch_size": batch_size,
+            **({"columns": mapping} if mapping else {}),  # earlier checkpoints hold none
+        }
         finished = finished_run(checkpoint, definition, dataset)
         if finished is not None:
             return finished.model_copy(update={"name": run_inputs["experiment_name"]})
@@ -351,7 +376,9 @@ def _local_run(
                 if saved is not None:
                     saved.save(batch.start, batch.rows, items)
                 if on_item_complete is not None:
-                    _item_callbacks(on_item_complete, batch.rows, values, plan)
+                    _item_callbacks(
+                        on_item_complete, batch.rows, values, plan, run_inputs["data_columns"]
+                    )
             item_batches.append(items)
             errors = int(items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(batch.rows), errors=errors)
@@ -464,6 +491,7 @@ def _distributed_run(
     out: str | os.PathLike[str] | None,
     experiment: tuple[str, str | None],
     time_limits: dict[str, float | None],
+    data_columns: dict[str, str],
 ) -> EvalResult:
     """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
     with task_executor(executor) as remote:
@@ -473,7 +501,7 @@ def _distributed_run(
             "batch_size": batch_size,
             "concurrency": concurrency,
             "dag_dot": full_picture(dr, plan).source,
-            **_run_inputs(plan, None, *experiment),
+            **_run_inputs(plan, None, *experiment, data_columns),
             **time_limits,
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]

@@ -198,8 +198,11 @@ def compare_experiments(
         raise EvalDagError(
             "INVALID_COMPARE_OPTION", f"resamples must be an integer >= 1, got {resamples!r}"
         )
-    item_key = _item_key(result_a.items, result_b.items, key)
-    keys_a, keys_b = _keys(result_a.items, item_key), _keys(result_b.items, item_key)
+    # Paired by the run fields whatever each run's data called them (run_evals(columns=...)).
+    items_a, items_b = result_a.canonical_items(), result_b.canonical_items()
+    fields = {column: field for field, column in {**result_b.columns, **result_a.columns}.items()}
+    item_key = _item_key(items_a, items_b, None if key is None else fields.get(key, key))
+    keys_a, keys_b = _keys(items_a, item_key), _keys(items_b, item_key)
     roles, roles_b = _roles(result_a), _roles(result_b)
     missing_scorers = [sid for sid in roles if sid not in roles_b]
     roles.update({sid: role for sid, role in roles_b.items() if sid not in roles})

@@ -363,19 +363,22 @@ def eval_result(
     dag_dot: str,
     scorer_definitions: list[dict],
     experiment_id: str,
+    data_columns: dict[str, str],
     experiment_name: str | None = None,
     turns: pd.DataFrame | None = None,
     turn_results: list[TurnResult] | None = None,
 ) -> EvalResult:
     """Everything the run produced, with the scorers' definitions, the DAG's DOT text and the
-    run's experiment id and name; for conversations, their turns and the results per turn."""
+    run's experiment id and name; for conversations, their turns and the results per turn.
+    The items keep the data's names for the run fields it names otherwise (``data_columns``)."""
     return EvalResult(
         scores=scores,
         summary=summary,
         gate_results=gate_results,
         threshold_results=threshold_results,
         verdict=verdict,
-        items=items,
+        items=items.rename(columns=data_columns),
+        columns=data_columns,
         usage=usage,
         target_usage=target_usage,
         scorers=scorer_definitions,

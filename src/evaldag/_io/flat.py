@@ -13,7 +13,7 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,14 +100,17 @@ def csv_text(path: Path) -> pd.DataFrame:
         return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], index_col=False)
 
 
-def csv_values(frame: pd.DataFrame, text: Collection[str] = ()) -> pd.DataFrame:
+def csv_values(
+    frame: pd.DataFrame, text: Collection[str] = (), fields: Mapping[str, str] | None = None
+) -> pd.DataFrame:
     """A CSV file's text cells as the values they hold: JSON text of an array or an object is
     that array or object, as evaldag writes one; in a run field, what the field's rule reads
     (``_CSV_FIELDS``: JSON text of a transcript, not of another answer, in ``input`` and
-    ``output``; none in ``ground_truth``). Columns named in ``text`` stay text."""
+    ``output``; none in ``ground_truth``). Columns named in ``text`` stay text; ``fields`` names
+    the run field a column named otherwise holds (``columns=``), whose rule reads it."""
     read = {}
     for name in frame.columns:
-        reader = _CSV_FIELDS.get(name, _json_value)
+        reader = _CSV_FIELDS.get((fields or {}).get(name, name), _json_value)
         if name in text or reader is None:
             continue
         cells = frame[name].tolist()

@@ -47,7 +47,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _header(result, shown_title, summaries),
         _requirements_section([*summaries, *turn_summaries(result)]),
         _scores_section(summaries),
-        items_section(result.items, summaries),
+        items_section(result.canonical_items(), summaries),
         conversations_section(result),
         _usage_section(result.usage, judge_limit_texts(result), result.target_usage),
         _dag_section(result),

@@ -218,6 +218,18 @@ class EvalResult(BaseModel):
     turn_results: list[TurnResult] = Field(
         default_factory=list, description="Per turn index: its gates, thresholds and averages."
     )
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="Run field → the data column that held it, for the fields the data names "
+        "otherwise (run_evals(columns=...)); ``items`` keeps the data's names.",
+    )
+
+    def canonical_items(self) -> pd.DataFrame:
+        """``items`` with the run fields under evaldag's names (``input``, ``output``,
+        ``ground_truth``, ...) whatever the data called them."""
+        if not self.columns:
+            return self.items
+        return self.items.rename(columns={column: field for field, column in self.columns.items()})
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's ``runEvals`` result shape (camelCase; absent parts left out)."""
@@ -259,6 +271,7 @@ class EvalResult(BaseModel):
             "name": self.name,
             "turn_results": [t.model_dump() for t in self.turn_results],
             "turns": None if self.turns is None else json_text(self.turns.to_dict("records")),
+            "columns": self.columns,
         }
 
     def to_parquet(self, path: str | Path) -> Path:
@@ -289,6 +302,7 @@ class EvalResult(BaseModel):
             name=metadata.get("name"),
             turn_results=[TurnResult(**t) for t in metadata.get("turn_results", [])],
             turns=None if metadata.get("turns") is None else _turn_rows(metadata["turns"]),
+            columns=metadata.get("columns") or {},
             items=items,
         )
 

@@ -39,9 +39,10 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
     scorer_ids = [definition["id"] for definition in result.scorers]
     records = {definition["id"]: _scorer_record(definition) for definition in result.scorers}
     own = {f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS}
-    data_columns = [c for c in result.items.columns if c not in own and c not in _RUN_COLUMNS]
+    items = result.canonical_items()
+    data_columns = [c for c in items.columns if c not in own and c not in _RUN_COLUMNS]
     rows = []
-    for position, item in enumerate(result.items.to_dict("records")):
+    for position, item in enumerate(items.to_dict("records")):
         shared = _run_fields(item)
         metadata = {"item": position, "data": {c: _cell(item[c]) for c in data_columns}}
         for sid in scorer_ids:
@@ -127,7 +128,9 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
                 **(metadata.get("data") or {}),
             }
         item.update(_item_columns(row))
-    frame = pd.DataFrame([items[key] for key in sorted(items)], columns=columns)
+    renamed = stored["result"].get("columns") or {}  # the data's names of the run fields
+    frame = pd.DataFrame([items[key] for key in sorted(items)]).rename(columns=renamed)
+    frame = frame.reindex(columns=columns)
     turn_columns = stored.get("turn_columns")
     turn_frame = None
     if turns and turn_columns:

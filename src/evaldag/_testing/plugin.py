@@ -79,6 +79,7 @@ def _turn_names(definition: EvalDefinition) -> list[tuple[str, str]]:
     """The gates and thresholds of the conversations' turns in data given in the file (a file
     of data holds no scorers), each once, turn by turn; none when the data is not readable
     here (the run then says why)."""
+    from evaldag._eval.column_mapping import column_mapping
     from evaldag._eval.conversations import conversation_items
     from evaldag._eval.dataset import loaded_dataset
     from evaldag.errors import EvalDagError
@@ -87,8 +88,11 @@ def _turn_names(definition: EvalDefinition) -> list[tuple[str, str]]:
     if isinstance(data, str | os.PathLike) or definition.target is None:
         return []
     try:
+        columns = column_mapping(definition.columns)
         _, specs = conversation_items(
-            loaded_dataset(data, has_target=True), has_target=True, workflow_target=False
+            loaded_dataset(data, has_target=True, columns=columns),
+            has_target=True,
+            workflow_target=False,
         )
     except EvalDagError:
         return []
@@ -161,6 +165,7 @@ class EvalFile(pytest.File):
             scorers=definition.scorers,
             gates=definition.gates,
             target=definition.target,
+            columns=definition.columns,
             out=out,
             progress=False,
         )

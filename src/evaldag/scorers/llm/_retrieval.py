@@ -17,8 +17,9 @@ Mastra's extractors are aliases of the one option: ``context_extractor=f`` is
 ``context=lambda run: f(run.input, run.output)``, and ``source_extractor`` likewise.
 
 What a run's context holds is a list-like of strings (a list, a tuple, or the numpy array or
-Arrow list a Parquet file gives back); a source may also be one string. Anything else is an
-``EvalDagError`` naming the option, the column and the type. A context with no piece of text
+Arrow list a Parquet file gives back, or the JSON text of one, as a CSV cell holds it); a source
+may also be one string. Anything else is an ``EvalDagError`` naming the option, the column and
+the type. A context with no piece of text
 (None, NaN, an empty list, blank strings) makes the run not scorable before any judge call
 (:func:`~evaldag.scorers.llm._shared.scorer_needing`). Precision and relevance judge each piece:
 :func:`pieces_prompt` shows the judge the pieces and :func:`piece_verdicts` keeps one answer per
@@ -28,11 +29,12 @@ piece.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaldag._reader import plain_data
+from evaldag._reader import looks_like_json, plain_data
 from evaldag._scorer.run import ScorerRun
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
@@ -89,21 +91,50 @@ class RunContext:
         return "\n".join(await self(run))
 
     def pieces(self, value: Any) -> list[str]:
-        """``value`` as a list of strings; ``[]`` when it is missing (None, NaN, pandas' NA)."""
+        """``value`` as a list of strings; ``[]`` when it is missing (None, NaN, pandas' NA).
+
+        Text where only a list of strings can be is read as the JSON array it holds, as a CSV
+        cell holds a row's pieces (``'["a", "b"]'``); a source's text is the source itself.
+        """
         if missing_value(value):
             return []
-        if self.text and isinstance(value, str):
-            return [value]
+        if isinstance(value, str):
+            if self.text:
+                return [value]
+            return self._listed(value)
         value = plain_data(value)
         if isinstance(value, list | tuple) and all(isinstance(piece, str) for piece in value):
             return list(value)
+        raise self._invalid(f"got {type(value).__name__} {value!r:.80}", type(value).__name__)
+
+    def _listed(self, text: str) -> list[str]:
+        """The pieces that JSON ``text`` holds; an error saying what it holds otherwise."""
+        if not looks_like_json(text):
+            raise self._invalid(f"got str {text!r:.80}", "str")
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            raise self._invalid(
+                f"got str {text!r:.80}, which starts like JSON but is none ({error})", "str"
+            ) from None
+        if isinstance(value, list) and all(isinstance(piece, str) for piece in value):
+            return value
+        kind = type(value).__name__
+        raise self._invalid(f"got JSON text of a {kind} {text!r:.80}", kind)
+
+    def _invalid(self, got: str, kind: str) -> EvalDagError:
+        """The error for a context of another shape, with the fix: in a data column's cell, the
+        JSON array a CSV cell holds; from a function, one string put in a list."""
         expected = "a text or a list of strings" if self.text else "a list of strings"
-        hint = "" if self.text or not isinstance(value, str) else "; put one piece in a list"
-        raise EvalDagError(
+        if "column" in self.details:
+            fix = '; write each cell as a JSON array of strings, e.g. \'["first piece", "second"]\''
+        else:
+            fix = "; put one piece in a list" if kind == "str" and not self.text else ""
+        return EvalDagError(
             "EVALDAG_INVALID_CONTEXT",
             f"{self.where} must be {expected}, one string per piece (e.g. ['Paris is the "
-            f"capital of France.']), got {type(value).__name__} {value!r:.80}{hint}",
-            details={**self.details, "type": type(value).__name__},
+            f"capital of France.']), {got}{fix}",
+            details={**self.details, "type": kind},
         )
 
 
