@@ -436,7 +436,7 @@ def test_a_context_cell_of_another_shape_fails_the_item_naming_the_column(
     data = pd.DataFrame(
         [{"input": "q", "output": "o", "ground_truth": "g", "contexts": cell}], dtype=object
     )
-    with pytest.raises(EvalDagError) as raised:  # the scorer failed on every item
+    with pytest.raises(EvalDagError) as raised:  # refused before any step runs
         evaldag.run_evals(data, scorers=[scorer], progress=False)
     message = raised.value.message
     assert f"the data column 'contexts' ({case.option} of {name}(...)) must be" in message

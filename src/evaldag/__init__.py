@@ -27,6 +27,7 @@ _EXPORTS = {
     "not_scorable": "evaldag._scorer.steps",
     "is_not_scorable": "evaldag._scorer.steps",
     "Scorer": "evaldag._scorer.builder",
+    "DataNeed": "evaldag._scorer.needs",
     "create_scorer": "evaldag._scorer.builder",
     "run_evals": "evaldag._eval.run_evals",
     "visualize": "evaldag._eval.run_evals",
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
         ScorerResult,
     )
     from evaldag._scorer.builder import Scorer, ScorerWithThreshold, create_scorer
+    from evaldag._scorer.needs import DataNeed
     from evaldag._scorer.run import ScorerRun
     from evaldag._scorer.run_filter import filter_run
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable

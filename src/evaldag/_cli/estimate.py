@@ -6,14 +6,21 @@ from evaldag._eval.estimate import CostEstimate, JudgeCallEstimate
 
 
 def estimate_text(estimate: CostEstimate, title: str) -> str:
-    """A row per judged scorer and the total, then what is estimated rather than counted."""
+    """A row per judged scorer and the total, why items make no call and which scorers have no
+    judged step, then what is estimated rather than counted."""
     rows = [("scorer", "calls", "input tokens", "output tokens", "cost")]
     parts = [*estimate.scorers.items(), ("total", estimate.total)] if estimate.scorers else []
     rows += [(name, *_cells(part)) for name, part in parts]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [f"{title}: {estimate.items:,} items; no judge called", ""]
+    uncounted = (
+        f"not counted: the calls of the conversations' turn scorers {', '.join(estimate.uncounted)}"
+    )
     if not estimate.scorers:
-        lines.append("no scorer or gate has a judged step: the run makes no judge call")
+        if estimate.uncounted:
+            lines.append(uncounted)
+        else:
+            lines.append("no scorer or gate has a judged step: the run makes no judge call")
         return "\n".join(lines)
     for row in rows:
         cells = [
@@ -22,6 +29,14 @@ def estimate_text(estimate: CostEstimate, title: str) -> str:
         ]
         lines.append("  " + "  ".join(cells).rstrip())
     lines.append("")
+    notes = [(sid, note) for sid, part in estimate.scorers.items() for note in part.notes]
+    lines += [f"{sid}: {note}" for sid, note in notes]
+    if estimate.unjudged:
+        lines.append(f"no judged step, no call: {', '.join(estimate.unjudged)}")
+    if estimate.uncounted:
+        lines.append(uncounted)
+    if notes or estimate.unjudged or estimate.uncounted:
+        lines.append("")
     if estimate.total.unpriced:
         unpriced = ", ".join(estimate.total.unpriced)
         lines.append(f"not priced by litellm's table (left out of the cost): {unpriced}")

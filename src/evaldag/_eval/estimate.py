@@ -14,11 +14,20 @@ estimated rather than counted:
 - **dollars**: litellm's price table for each judge's model; the calls of a model it does not
   price are listed in ``unpriced`` and left out of the dollars; the local judge costs nothing;
 - with a **target**, outputs are not produced (that would call it): prompts are rendered with
-  an empty output.
+  an empty output;
+- the judged scorers and gates of **conversations' turns** are not counted: they are listed in
+  ``uncounted``.
+
+The data is checked as ``run_evals`` checks it (``_eval/preflight.py``): what would stop the run
+before its first judge call stops the estimate with the same error. Each judged scorer's
+estimate has ``notes`` saying why items make no call (not scorable, or failing, before the
+judge: with the first reason) and which data it read from JSON text, so a scorer is never
+silently estimated at 0 calls.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,12 +37,13 @@ from pydantic import BaseModel, Field
 from evaldag._engine.concurrency import run_sync
 from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._eval.column_mapping import column_mapping
-from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.eval_plan import eval_plan
+from evaldag._eval.preflight import checked_data
 from evaldag._graph.drivers import eval_driver
 from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
 from evaldag._judge.via_litellm import configured_litellm
 from evaldag._scorer.steps import PromptStep, ScorerSpec
+from evaldag.errors import error_message
 
 #: Output tokens assumed for each judge call.
 OUTPUT_TOKENS = 200
@@ -49,9 +59,14 @@ class JudgeCallEstimate(BaseModel):
     unpriced: list[str] = Field(
         default_factory=list, description="Models litellm's table lacks: their calls cost extra."
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the count rests on: the items that make no call and why, the data "
+        "read from JSON text.",
+    )
 
     def plus(self, other: JudgeCallEstimate) -> JudgeCallEstimate:
-        """Both estimates together."""
+        """Both estimates' calls, tokens and dollars together (notes are a scorer's own)."""
         return JudgeCallEstimate(
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
@@ -69,6 +84,15 @@ class CostEstimate(BaseModel):
         description="Per scorer and gate with judged steps."
     )
     total: JudgeCallEstimate = Field(description="Every judged scorer and gate together.")
+    unjudged: list[str] = Field(
+        default_factory=list,
+        description="The scorers and gates without a judged step: they make no judge call.",
+    )
+    uncounted: list[str] = Field(
+        default_factory=list,
+        description="The judged scorers and gates of conversations' turns: their calls are not "
+        "in the estimate.",
+    )
     output_tokens_per_call: int = Field(
         default=OUTPUT_TOKENS, description="The output tokens assumed for each call."
     )
@@ -86,18 +110,33 @@ def cost_estimate(
     (and no target) is called. Arguments as ``run_evals``'s; what is estimated rather than
     counted is in this module's docstring."""
     plan = eval_plan(scorers, gates, target)
-    mapping = column_mapping(columns)
-    dataset = loaded_dataset(data, has_target=plan.target is not None, columns=mapping)
+    dataset, plan = checked_data(data, plan, column_mapping(columns))
     runs = _runs(plan, dataset)
-    estimates = {}
+    estimates, unjudged = {}, []
     for scorer in plan.all_scorers:
         estimate = _scorer_estimate(scorer, runs)
-        if estimate is not None:
-            estimates[scorer.id] = estimate
+        if estimate is None:
+            unjudged.append(scorer.id)
+            continue
+        notes = [*estimate.notes, *_text_notes(scorer, dataset)]
+        estimates[scorer.id] = estimate.model_copy(update={"notes": notes})
     total = JudgeCallEstimate()
     for estimate in estimates.values():
         total = total.plus(estimate)
-    return CostEstimate(items=len(dataset), scorers=estimates, total=total)
+    uncounted = {
+        scorer.id: None
+        for turns in plan.turn_specs.values()
+        for turn in turns
+        for scorer in turn.assertions
+        if any(isinstance(step.definition, PromptStep) for step in scorer.steps)
+    }
+    return CostEstimate(
+        items=len(dataset),
+        scorers=estimates,
+        total=total,
+        unjudged=unjudged,
+        uncounted=list(uncounted),
+    )
 
 
 def _runs(plan: Any, dataset: pd.DataFrame) -> pd.Series:
@@ -122,18 +161,50 @@ def _scorer_estimate(scorer: ScorerSpec, runs: pd.Series) -> JudgeCallEstimate |
         for i in judged
     ]
     estimate = JudgeCallEstimate()
+    uncalled: Counter[str] = Counter()
     for state in states:
-        if state.done:
+        if state.not_scorable is not None:
+            uncalled[f"not scorable ({state.not_scorable.reason})"] += 1
+            continue
+        if state.error is not None:
+            uncalled[
+                f"failing at {state.error.failed_step} ({error_message(state.error.cause)})"
+            ] += 1
             continue
         try:
             prompt = first.create_prompt(**state.inputs(first.parameters))
             if hasattr(prompt, "__await__"):
                 prompt = run_sync(_awaited(prompt))
-        except Exception:  # the step would fail the item before calling its judge
+        except Exception as error:  # the step fails the item before calling its judge
+            uncalled[f"failing at {scorer.steps[judged[0]].stage} ({error_message(error)})"] += 1
             continue
         for judge in judges:
             estimate = estimate.plus(_call_estimate(judge, str(prompt)))
-    return estimate
+    return estimate.model_copy(update={"notes": _uncalled_notes(uncalled, len(states))})
+
+
+def _uncalled_notes(uncalled: Counter[str], items: int) -> list[str]:
+    """Why items make no judge call, the most frequent first; ``0 calls`` when none makes one."""
+    notes = [
+        f"{count} of {items} items make no call, {why}" for why, count in uncalled.most_common()
+    ]
+    if sum(uncalled.values()) == items:
+        notes.insert(0, "0 calls: no item reaches the judge")
+    return notes
+
+
+def _text_notes(scorer: ScorerSpec, dataset: pd.DataFrame) -> list[str]:
+    """The columns of JSON text a scorer reads as JSON (a CSV's cells)."""
+    notes = []
+    for need in scorer.needs:
+        if need.from_text and need.column in dataset.columns:
+            texts = sum(isinstance(cell, str) for cell in dataset[need.column])
+            if texts:
+                notes.append(
+                    f"the data column '{need.column}' holds JSON text in {texts} items, read as "
+                    f"the JSON it holds ({need.reads})"
+                )
+    return notes
 
 
 async def _awaited(value: Any) -> Any:

@@ -9,7 +9,6 @@ current one's last rows (``evaldag._eval.batches``).
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import os
 import uuid
@@ -20,15 +19,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton.io.materialization import to
 
-from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.concurrency import RowSlots, run_sync
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, finished_run
 from evaldag._eval.column_mapping import column_mapping
-from evaldag._eval.conversations import conversation_items, turn_assertions
-from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.eval_plan import eval_plan
+from evaldag._eval.preflight import checked_data
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._eval.trust import checked_share, require_trustworthy
@@ -40,7 +37,6 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
-from evaldag._reader import looks_like_json, read_transcript, structured_json
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
@@ -220,22 +216,14 @@ def run_evals(
         from evaldag._store.locations import require_store  # SQLAlchemy loads when used
 
         require_store(store)
-    dataset = loaded_dataset(data, has_target=plan.target is not None, columns=mapping)
-    dataset, turns = conversation_items(
-        dataset, has_target=plan.target is not None, workflow_target=plan.workflow
-    )
-    require_some_scorer(plan.all_scorers, turn_assertions(turns))
-    plan = dataclasses.replace(plan, turn_specs=turns)
-    _require_free_column_names(dataset, plan)
-    _require_read_columns(dataset, plan)
-    _require_readable_transcripts(dataset)
+    dataset, plan = checked_data(data, plan, mapping)
     size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
     if executor is not None:
         _require_local_only_options_unset(
             on_item_complete=on_item_complete is not None,
             checkpoint=checkpoint is not None,
-            conversations=bool(turns),
+            conversations=bool(plan.turn_specs),
             workflow_target=plan.workflow,
             on_error=on_error == "raise",
             cache=cache is not None,
@@ -410,66 +398,6 @@ def _local_run(
     if out is not None and (fmt := results_format(out, "out")) != "parquet":
         write_flat(result.items, out, fmt)
     return result
-
-
-def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
-    """Data columns must not take the names of the columns the run adds to each item."""
-    added = {"run_id", *(f"{s.id}.{c}" for s in plan.all_scorers for c in SCORER_COLUMNS)}
-    if plan.target is not None:
-        added |= {"output", "target_error"}
-    clashes = sorted(str(c) for c in dataset.columns if c in added)
-    if clashes:
-        raise EvalDagError(
-            "INVALID_DATA_ITEM",
-            f"Data columns {clashes} clash with columns the run adds to each item; rename them",
-            details={"columns": clashes},
-        )
-
-
-#: The run fields read when the run is made, and how.
-_READ_FIELDS = {
-    "input": read_transcript,
-    "output": read_transcript,
-    "request_context": structured_json,
-    "expected_trajectory": structured_json,
-}
-
-
-def _require_readable_transcripts(dataset: pd.DataFrame) -> None:
-    """Every input and output is a text or a transcript evaldag reads, and every structured
-    field given as text is JSON of its kind: checked before any scorer runs, so a bad row late
-    in the data costs no judge call. Errors name the row."""
-    for field, read in _READ_FIELDS.items():
-        if field not in dataset.columns:
-            continue
-        for label, value in dataset[field].items():
-            if type(value) is str:
-                if not looks_like_json(value):
-                    continue
-            elif value is None or read is structured_json:  # only text of those is read here
-                continue
-            try:
-                read(value, field)
-            except EvalDagError as error:
-                raise EvalDagError(
-                    "INVALID_DATA_ITEM",
-                    f"Row {label!r}: {error.message}",
-                    details={**error.details, "row": str(label), "column": field},
-                ) from error
-
-
-def _require_read_columns(dataset: pd.DataFrame, plan: EvalPlan) -> None:
-    """Every dataset column a scorer reads (``create_scorer(columns=...)``) is in the data."""
-    for scorer in plan.all_scorers:
-        missing = [c for c in scorer.columns if c not in dataset.columns]
-        if missing:
-            raise EvalDagError(
-                "INVALID_DATA_ITEM",
-                f"Scorer '{scorer.id}' reads the data column(s) {missing}, which the data does "
-                f"not have (its columns: {[str(c) for c in dataset.columns]}); add them or "
-                "configure the scorer to read another column",
-                details={"scorerId": scorer.id, "columns": missing},
-            )
 
 
 def _require_local_only_options_unset(**used: bool) -> None:

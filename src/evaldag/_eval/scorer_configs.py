@@ -193,6 +193,7 @@ def _keyed(scorer: Scorer, key: str) -> Scorer:
         columns=scorer.columns,
         max_score=scorer.max_score,
         steps=scorer.steps,
+        needs=scorer.needs,
     )
 
 

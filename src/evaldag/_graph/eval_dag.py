@@ -65,7 +65,7 @@ def _readable(output: Any) -> Any:
 
 
 def _read_columns(plan: EvalPlan) -> inject:
-    return inject(read_columns=value(sorted({c for s in plan.all_scorers for c in s.columns})))
+    return inject(read_columns=value(plan.read_columns))
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_read_columns)

@@ -75,6 +75,17 @@ class EvalPlan:
         """The ids of the scorers that are not gates."""
         return tuple(s.id for s in self.scorers)
 
+    @property
+    def read_columns(self) -> list[str]:
+        """The data columns the scorers and gates read (``columns=``), the turns' included."""
+        turn_scorers = [
+            scorer
+            for turns in self.turn_specs.values()
+            for turn in turns
+            for scorer in turn.assertions
+        ]
+        return sorted({c for s in (*self.all_scorers, *turn_scorers) for c in s.columns})
+
     def runs_of(self, scorer: ScorerSpec) -> str:
         """The node of runs ``scorer`` reads."""
         return self.sources.get(scorer.id, RUNS)

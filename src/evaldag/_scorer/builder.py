@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from evaldag._compat.js import camel
+from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
@@ -43,6 +44,7 @@ class Scorer:
         max_score: float = 1,
         step_timeout: float | None = None,
         steps: tuple[Step, ...] = (),
+        needs: tuple[DataNeed, ...] = (),
     ) -> None:
         if not id or not isinstance(id, str):
             raise EvalDagError(
@@ -71,6 +73,7 @@ class Scorer:
         self._max_score = _checked_max_score(id, max_score)
         self._step_timeout = checked_time_limit(step_timeout, f"step_timeout of scorer '{id}'")
         self._steps = steps
+        self._needs = _checked_needs(id, needs, self._columns)
 
     id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
     name = property(lambda self: self._name or self._id, doc="Display name (defaults to id).")
@@ -84,6 +87,11 @@ class Scorer:
         "on the run under the column's name (``run.contexts``).",
     )
     steps = property(lambda self: self._steps, doc="The steps, in call order.")
+    needs = property(
+        lambda self: self._needs,
+        doc="What the scorer needs of each item's data (``DataNeed``), checked for every item "
+        "before any step of a run.",
+    )
     step_timeout = property(
         lambda self: self._step_timeout,
         doc="Seconds each step (and prepare_run) may take on one run, or None: then "
@@ -118,6 +126,7 @@ class Scorer:
             "max_score": self._max_score,
             "step_timeout": self._step_timeout,
             "steps": self._steps,
+            "needs": self._needs,
         }
         return Scorer(self._id, **{**fields, **changes})
 
@@ -127,6 +136,12 @@ class Scorer:
         Useful to narrow what a prebuilt scorer or check sees.
         """
         return self._copy(prepare_run=prepare_run)
+
+    def needing(self, *needs: DataNeed) -> Scorer:
+        """A new scorer that also needs ``needs`` of each item's data: ``run_evals`` checks every
+        item against them before any step runs (a required column the data lacks, or a cell of
+        the wrong shape, is an error naming the row, the column and the scorer)."""
+        return self._copy(needs=(*self._needs, *needs))
 
     def with_step_timeout(self, seconds: float | None) -> Scorer:
         """A new scorer whose steps may each take ``seconds`` per run (None: no limit of its
@@ -314,6 +329,25 @@ def _checked_max_score(scorer_id: str, max_score: Any) -> float:
             details={"scorerId": scorer_id},
         )
     return float(max_score)
+
+
+def _checked_needs(scorer_id: str, needs: Any, columns: tuple[str, ...]) -> tuple[DataNeed, ...]:
+    """``needs``, each on a run field or on a column the scorer reads (``columns=``)."""
+    for need in needs:
+        if not isinstance(need, DataNeed):
+            raise EvalDagError(
+                "EVALDAG_INVALID_COLUMNS",
+                f"needs of scorer '{scorer_id}' must be DataNeed values, got {need!r}",
+                details={"scorerId": scorer_id},
+            )
+        if need.column not in ScorerRun.model_fields and need.column not in columns:
+            raise EvalDagError(
+                "EVALDAG_INVALID_COLUMNS",
+                f"scorer '{scorer_id}' needs the column '{need.column}', which it does not "
+                f"read: add it to columns= (create_scorer('{scorer_id}', columns=(...)))",
+                details={"scorerId": scorer_id, "column": need.column},
+            )
+    return tuple(needs)
 
 
 def _checked_columns(scorer_id: str, columns: Any) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
 
 StageName = Literal["preprocess", "analyze", "generate_score", "generate_reason"]
@@ -193,6 +194,9 @@ class ScorerSpec(Protocol):
 
     @property
     def steps(self) -> tuple[Step, ...]: ...
+
+    @property
+    def needs(self) -> tuple[DataNeed, ...]: ...
 
 
 def step_definition(definition: Any, stage: StageName) -> FunctionStep | PromptStep:

@@ -14,6 +14,7 @@ from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
 from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
 from evaldag.scorers._trajectory import (
     _ORDERINGS,
@@ -40,6 +41,31 @@ def _camel_dict(value: Any, what: str) -> dict[str, Any]:
             f"{what} must be a dict, got {type(value).__name__}",
         )
     return {camel(key): item for key, item in value.items()}
+
+
+def _expectation(value: Any) -> dict[str, Any]:
+    """An item's expected trajectory as the scorers read it: a dict (a trajectory expectation)
+    whose ``steps``, when given, are a trajectory; raises naming the fix otherwise."""
+    if isinstance(value, list | tuple):
+        raise EvalDagError(
+            "EVALDAG_INVALID_TRAJECTORY",
+            f"the item's expected_trajectory must be a trajectory expectation, a dict such as "
+            f"{{'steps': [...], 'ordering': 'strict'}}, got a list of {len(value)}; put the "
+            "steps under 'steps'",
+            details={"field": "expected_trajectory"},
+        )
+    item = _camel_dict(value, "the item's expected_trajectory")
+    if item.get("steps") is not None:
+        trajectory_dict(item["steps"], "the item's expected_trajectory['steps']")
+    return item
+
+
+def _expectation_need(required: bool) -> DataNeed:
+    """What a trajectory scorer needs of the data's expected trajectories (``required`` when it
+    has no expectation of its own)."""
+    return DataNeed(
+        "expected_trajectory", "the trajectory expected of each item", _expectation, required
+    )
 
 
 def trajectory_accuracy(
@@ -126,6 +152,7 @@ def trajectory_accuracy(
             description=description,
             type="trajectory",
         )
+        .needing(_expectation_need(required=static_steps is None))
         .preprocess(comparison)
         .generate_score(accuracy)
     )
@@ -346,6 +373,7 @@ def trajectory(
             ),
             type="trajectory",
         )
+        .needing(_expectation_need(required=False))
         .preprocess(dimensions)
         .generate_score(overall)
         .generate_reason(reason)

@@ -31,10 +31,11 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evaldag._reader import looks_like_json, plain_data
+from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
@@ -58,6 +59,8 @@ class RunContext:
     :param columns: the dataset columns read (the column form's one name).
     :param text: whether one string is a context (of one piece), as a source text is.
     :param fixed: whether every run has the same, non-empty, context.
+    :param need: what a scorer reading the context needs of the data: the column form's cells
+        readable as pieces, checked for every item before any step runs.
     """
 
     read: Callable[[Any], Any]
@@ -67,6 +70,7 @@ class RunContext:
     columns: tuple[str, ...] = ()
     text: bool = False
     fixed: bool = False
+    need: DataNeed | None = None
 
     async def found(self, run: Any) -> list[str]:
         """The run's pieces; ``[]`` when none holds text. A value of another shape is an error."""
@@ -247,7 +251,9 @@ def _column_context(name: str, factory: str, option: str, text: bool) -> RunCont
         return extra[name]
 
     missing = f"no {option}: the data column '{shown}' is empty for this run"
-    return RunContext(read, where, missing, details, columns=(name,), text=text)
+    context = RunContext(read, where, missing, details, columns=(name,), text=text)
+    reads = f"{option}= of {factory}(...)"
+    return replace(context, need=DataNeed(name, reads, context.pieces, from_text=not text))
 
 
 def _function_context(

@@ -69,6 +69,7 @@ from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
+from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
 from evaldag._scorer.steps import NotScorable, not_scorable
 from evaldag.errors import EvalDagError
@@ -173,6 +174,10 @@ def missing_value(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
+#: A scorer that judges against the reference answer needs the data to hold one per item.
+GROUND_TRUTH = DataNeed("ground_truth", "the reference answer it judges against")
+
+
 def has_ground_truth(run: Any) -> bool:
     """Whether the run has a ground truth: neither missing nor JavaScript-falsy (``''``, 0)."""
     return not missing_value(run.ground_truth) and js_truthy(run.ground_truth)
@@ -217,7 +222,8 @@ def scorer_needing(
 ) -> Scorer:
     """``scorer`` (with no steps yet) with a first preprocess step that ends a run lacking what
     it is judged against as not scorable, before any judge call; ``scorer`` itself when nothing
-    can be lacking (a fixed context, no ground truth needed).
+    can be lacking (a fixed context, no ground truth needed). The scorer also needs a
+    ``ground_truth`` column, and a context column's cells to be pieces (``DataNeed``).
 
     The step's result is None, which the next preprocess step replaces.
 
@@ -229,6 +235,10 @@ def scorer_needing(
     context = None if context is None or context.fixed else context
     if context is None and not ground_truth:
         return scorer
+    if context is not None and context.need is not None:
+        scorer = scorer.needing(context.need)
+    if ground_truth:
+        scorer = scorer.needing(GROUND_TRUTH)
 
     async def preprocess(run: Any) -> NotScorable | None:
         if ground_truth and not has_ground_truth(run):

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from evaldag._compat.js import js_json, round_to_two_decimals
 from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers._trajectory import expected_step, trajectory_dict
@@ -192,15 +193,28 @@ def _static_expectation(expected_trajectory: Any) -> list[dict[str, Any]] | None
 
 
 def _run_expectation(run: Any) -> list[dict[str, Any]] | None:
-    expectation = run.expected_trajectory
+    return _item_steps(run.expected_trajectory, "run.expected_trajectory['steps']")
+
+
+def _item_steps(expectation: Any, what: str) -> list[dict[str, Any]] | None:
+    """The steps of an item's expected trajectory (a list of steps or a dict with ``steps``)."""
     if expectation is None:
         return None
     if hasattr(expectation, "model_dump"):
         expectation = expectation.model_dump(by_alias=True, exclude_unset=True)
     if isinstance(expectation, Mapping):
         expectation = expectation.get("steps") or []
-    steps = trajectory_dict(expectation, "run.expected_trajectory['steps']")["steps"]
+    steps = trajectory_dict(expectation, what)["steps"]
     return steps or None
+
+
+#: Without an expectation of its own, the scorer reads each item's: one it can read, when given.
+_EXPECTATION = DataNeed(
+    "expected_trajectory",
+    "the trajectory expected of each item",
+    lambda value: _item_steps(value, "the item's expected_trajectory"),
+    required=False,
+)
 
 
 def trajectory_accuracy_llm(
@@ -284,6 +298,7 @@ def trajectory_accuracy_llm(
             type="trajectory",
             judge=scorer_judge(model, INSTRUCTIONS, "trajectory_accuracy_llm"),
         )
+        .needing(*(() if static is not None else (_EXPECTATION,)))
         .preprocess(trajectory_text)
         .analyze(
             PromptStep(
