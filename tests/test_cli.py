@@ -167,9 +167,77 @@ def test_run_eval_module_with_a_target(tmp_path):
 
 
 def test_usage_errors_exit_3_not_argparse_2(tmp_path):
-    done = _evaldag("run", "eval.py", cwd=tmp_path)
+    done = _evaldag("run", cwd=tmp_path)
     assert done.returncode == 3
-    assert "the following arguments are required: --data" in done.stderr
+    assert "the following arguments are required: EVAL" in done.stderr
+
+
+# The eval file's data: what `evaldag run` scores without --data.
+
+
+@pytest.mark.slow
+def test_run_scores_the_data_the_eval_file_defines_read_beside_it(tmp_path):
+    evals = tmp_path / "evals"
+    evals.mkdir()
+    _write_data(evals)
+    eval_file = _write_eval(evals, scorers="exact.with_threshold(0.9)")
+    eval_file.write_text(eval_file.read_text() + "data = 'items.jsonl'  # beside this file\n")
+    done = _evaldag("run", "evals/eval.py", cwd=tmp_path)  # run from another folder
+    assert done.returncode == 1, done.stderr  # 2 of 3 exact: the threshold is missed
+    assert "eval.py on items.jsonl: 3 items" in done.stdout
+    other = _write_data(tmp_path, ITEMS[:2])  # --data overrides it
+    done = _evaldag("run", "evals/eval.py", "--data", other, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "eval.py on items.jsonl: 2 items" in done.stdout
+
+
+def test_run_scores_an_eval_files_data_with_its_columns(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact.with_threshold(1)", name="mapped_eval.py")
+    rows = [
+        {"question": i["input"], "answer": i["output"], "gold": i["ground_truth"]} for i in ITEMS
+    ]
+    eval_file.write_text(
+        eval_file.read_text()
+        + f"data = {rows[:2]!r}\n"
+        + "columns = {'input': 'question', 'output': 'answer', 'ground_truth': 'gold'}\n"
+    )
+    code, out, err = _main(capsys, "run", eval_file)
+    assert (code, err) == (0, "")
+    assert "mapped_eval.py on its data: 2 items" in out
+    code, out, _ = _main(capsys, "run", eval_file, "--estimate")
+    assert code == 0 and "mapped_eval.py on its data: 2 items; no judge called" in out
+
+
+def test_a_relative_data_path_not_beside_the_eval_file_is_read_from_the_working_directory(
+    tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "evals").mkdir()
+    eval_file = _write_eval(tmp_path / "evals", scorers="exact", name="cwd_eval.py")
+    eval_file.write_text(eval_file.read_text() + "data = 'data/items.jsonl'\n")
+    (tmp_path / "data").mkdir()
+    _write_data(tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _main(capsys, "run", eval_file)
+    assert code == 0 and "cwd_eval.py on items.jsonl: 3 items" in out
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    code, _, err = _main(capsys, "run", eval_file)
+    assert code == 3
+    assert err == (
+        "evaldag: error: cwd_eval.py defines data = 'data/items.jsonl', which is neither beside "
+        f"it ('{tmp_path / 'evals' / 'data' / 'items.jsonl'}') nor in the working directory "
+        f"('{tmp_path / 'elsewhere' / 'data' / 'items.jsonl'}')\n"
+    )
+
+
+def test_run_without_data_names_both_ways_to_give_it(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact", name="nodata_eval.py")
+    code, out, err = _main(capsys, "run", eval_file)
+    assert (code, out) == (3, "")
+    assert err == (
+        "evaldag: error: no data to score: give --data FILE, or define data in nodata_eval.py "
+        "(a path read beside it, such as data = 'items.jsonl', a list of dicts or a DataFrame)\n"
+    )
 
 
 # In-process: the messages of configuration and input errors (main() returns the exit code).

@@ -133,6 +133,19 @@ def test_without_gates_or_thresholds_the_run_is_the_test_and_data_may_be_a_file(
     assert (pytester.path / "out" / "eval_plain.parquet").is_file()
 
 
+def test_a_data_path_found_nowhere_fails_the_run_naming_where_it_was_looked_for(pytester):
+    pytester.makepyfile(
+        eval_lost="from evaldag.scorers import completeness\n"
+        "data = 'items.jsonl'\n"
+        "scorers = [completeness()]\n"
+    )
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(
+        ["*eval_lost.py defines data = 'items.jsonl', which is neither beside it (*"]
+    )
+
+
 def test_a_broken_eval_file_is_a_collection_error_naming_it(pytester):
     pytester.makepyfile(eval_typo="data = []\nscorers = []\ngate = []\n")
     done = pytester.runpytest("-p", "no:cacheprovider")

@@ -68,8 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run an eval file over a dataset; the exit code follows the verdict",
-        description="Run the scorers, gates and target defined in EVAL over the items of --data, "
-        "print a summary table and exit with the verdict's code.",
+        description="Run the scorers, gates and target defined in EVAL over the items of --data "
+        "(or of the data EVAL defines), print a summary table and exit with the verdict's code.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -77,10 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         "eval",
         metavar="EVAL",
         help="a Python file (evals/rag.py) or module (evals.rag) defining 'scorers' and "
-        "optionally 'gates' and 'target'",
+        "optionally 'gates', 'target', 'data' and 'columns'",
     )
     run.add_argument(
-        "--data", required=True, metavar="FILE", help="the items: a .jsonl, .csv or .parquet file"
+        "--data",
+        metavar="FILE",
+        help="the items: a .jsonl, .csv or .parquet file (default: the 'data' EVAL defines, a "
+        "path read beside it)",
     )
     run.add_argument(
         "--columns",
@@ -335,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from evaldag._eval.eval_file import eval_definition
+    from evaldag._eval.eval_file import eval_data, eval_definition
     from evaldag._eval.run_evals import run_evals, visualize
 
     if args.resume and not args.out:
@@ -346,6 +349,14 @@ def _run_command(args: argparse.Namespace) -> int:
         raise EvalDagError("INVALID_CLI_OPTIONS", "--full-dag needs --dag: the file to draw")
     definition = eval_definition(args.eval)
     columns = _columns(definition.columns, args.columns or [])
+    data = args.data if args.data is not None else eval_data(definition)
+    if data is None:
+        raise EvalDagError(
+            "INVALID_CLI_OPTIONS",
+            f"no data to score: give --data FILE, or define data in {definition.name} (a path "
+            "read beside it, such as data = 'items.jsonl', a list of dicts or a DataFrame)",
+        )
+    title = f"{definition.name} on {_data_name(data)}"
     if args.dag:
         # Drawn first: a missing Graphviz shows up before any judge call is paid for.
         visualize(
@@ -360,16 +371,16 @@ def _run_command(args: argparse.Namespace) -> int:
         from evaldag._eval.estimate import cost_estimate
 
         estimate = cost_estimate(
-            args.data,
+            data,
             scorers=definition.scorers,
             gates=definition.gates,
             target=definition.target,
             columns=columns,
         )
-        print(estimate_text(estimate, f"{definition.name} on {Path(args.data).name}"))
+        print(estimate_text(estimate, title))
         return EXIT_PASSED
     result = run_evals(
-        args.data,
+        data,
         scorers=definition.scorers,
         gates=definition.gates,
         target=definition.target,
@@ -384,7 +395,7 @@ def _run_command(args: argparse.Namespace) -> int:
         step_timeout=args.step_timeout,
         target_timeout=args.target_timeout,
     )
-    _print_summary(result, f"{definition.name} on {Path(args.data).name}")
+    _print_summary(result, title)
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]
     for label, path in written:
         print(f"{label}: {path}")
@@ -392,6 +403,11 @@ def _run_command(args: argparse.Namespace) -> int:
         named = f" {result.name!r}" if result.name else ""
         print(f"stored: experiment {result.experiment_id}{named}")
     return _VERDICT_EXITS[result.verdict]
+
+
+def _data_name(data: Any) -> str:
+    """The data in a title: a file's name, else what the eval file holds."""
+    return Path(data).name if isinstance(data, str | os.PathLike) else "its data"
 
 
 def _columns(

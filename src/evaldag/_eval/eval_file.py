@@ -4,8 +4,9 @@
 [...]}``, ``{"workflow": [...], "steps": {...}, "trajectory": [...]}``), ``gates`` (a list),
 ``target`` (optional: a function, ``evaldag.agent(...)``, a litellm model string, or a Hamilton
 dataflow: ``evaldag.workflow(...)``, a driver or a module), ``data`` (optional: what the pytest
-plugin scores; ``evaldag run`` takes ``--data``) and ``columns`` (optional: run field → the data's
-column, as ``run_evals(columns=...)``). Misspelt names are errors, not silently ignored.
+plugin and ``evaldag run`` without ``--data`` score; a path is read beside the file,
+:func:`eval_data`) and ``columns`` (optional: run field → the data's column, as
+``run_evals(columns=...)``). Misspelt names are errors, not silently ignored.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class EvalDefinition:
     target: Any
     data: Any = None
     columns: Mapping[str, str] | None = None
+    #: The folder of the file (or of the module's file), where a relative data path is read.
+    folder: Path | None = None
 
 
 def eval_definition(spec: str) -> EvalDefinition:
@@ -66,9 +69,33 @@ def eval_definition(spec: str) -> EvalDefinition:
         target=getattr(module, "target", None),
         data=getattr(module, "data", None),
         columns=_mapping(spec, getattr(module, "columns", None)),
+        folder=Path(module.__file__).resolve().parent
+        if getattr(module, "__file__", None)
+        else None,
     )
     _require_known_names(spec, module, definition)
     return definition
+
+
+def eval_data(definition: EvalDefinition) -> Any:
+    """The data the eval file defines (None when it defines none): a relative path is read
+    beside the file, else from the working directory; a path found in neither is an error that
+    names both."""
+    data = definition.data
+    if not isinstance(data, str | os.PathLike) or Path(data).is_absolute():
+        return data
+    if definition.folder is not None:
+        beside = definition.folder / data
+        if beside.exists():
+            return beside
+    if Path(data).exists() or definition.folder is None:
+        return data
+    raise EvalDagError(
+        "INVALID_DATA_FILE",
+        f"{definition.name} defines data = {str(data)!r}, which is neither beside it "
+        f"('{definition.folder / data}') nor in the working directory ('{Path(data).resolve()}')",
+        details={"eval": definition.name, "path": str(data)},
+    )
 
 
 #: The module-level names an eval file is read through.

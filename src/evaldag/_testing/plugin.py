@@ -150,13 +150,11 @@ class EvalFile(pytest.File):
         return self._outcome
 
     def _run(self) -> EvalResult:
+        from evaldag._eval.eval_file import eval_data
         from evaldag._eval.run_evals import run_evals
 
         definition = self._definition
-        data = definition.data
-        if isinstance(data, str | os.PathLike) and not Path(data).is_absolute():
-            beside = self.path.parent / data
-            data = beside if beside.exists() else data
+        data = eval_data(definition)
         config = self.config
         folder = Path(config.getoption("evaldag_out") or config.getini("evaldag_out"))
         out = config.rootpath / folder / f"{self.path.stem}.parquet"
