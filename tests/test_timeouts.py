@@ -289,3 +289,13 @@ def test_the_cli_passes_its_limits_on(tmp_path):
     main(["run", str(eval_file), "--data", str(data), "--out", str(out), "--step-timeout", "0.2"])
     items = EvalResult.read_parquet(out).items
     assert items["limited.error"].notna().tolist() == [False, True, False]
+
+
+def test_a_scorers_own_limit_holds_in_an_agent_config():
+    async def score(run):
+        await asyncio.sleep(0.4 if run.output == "hang" else 0)
+        return 1.0
+
+    patient = create_scorer("patient").generate_score(score).with_step_timeout(30)
+    result = run_evals(DATA, scorers={"agent": [patient]}, step_timeout=LIMIT, progress=False)
+    assert result.items["agent.patient.error"].isna().all()

@@ -192,6 +192,7 @@ def _keyed(scorer: Scorer, key: str) -> Scorer:
         prepare_run=scorer.prepare_run,
         columns=scorer.columns,
         max_score=scorer.max_score,
+        step_timeout=scorer.step_timeout,
         steps=scorer.steps,
         needs=scorer.needs,
     )
