@@ -140,7 +140,7 @@ def counted(calls: int, make: Callable[[], int]) -> dict[str, float]:
 
 def on_engine_thread(profiler: Callable[..., Any] | None) -> None:
     """Set ``profiler`` on evaldag's engine loop thread, which runs every judge call."""
-    from evaldag._engine.concurrency import on_engine_loop
+    from evaldag._util.event_loop import on_engine_loop
 
     async def profiled() -> None:
         sys.setprofile(profiler)

@@ -16,15 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evaldag._engine.concurrency import (
-    engine_loop,
-    gather_limited,
-    gc_paused,
-    in_engine_thread,
-    on_engine_loop,
-    row_limit,
-    run_sync,
-)
+from evaldag._engine.concurrency import gather_limited, gc_paused, row_limit
 from evaldag._engine.run_state import STEP_INPUTS, RunState
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
@@ -41,6 +33,7 @@ from evaldag._scorer.steps import (
     is_async_callable,
 )
 from evaldag._scorer.time_limits import step_overrun
+from evaldag._util.event_loop import engine_loop, in_engine_thread, on_engine_loop, run_sync
 from evaldag.errors import EvalDagError
 
 

@@ -11,12 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaldag._engine.concurrency import gather_limited, run_sync
+from evaldag._engine.concurrency import gather_limited
 from evaldag._engine.time_limits import limited_call
 from evaldag._judge.via_litellm import configured_litellm
 from evaldag._reader import read_transcript
 from evaldag._scorer.steps import is_async_callable
 from evaldag._scorer.time_limits import target_overrun
+from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError, error_message
 from evaldag.transcripts import run_messages
 

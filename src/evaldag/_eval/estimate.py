@@ -34,7 +34,6 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from evaldag._engine.concurrency import run_sync
 from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
@@ -43,6 +42,7 @@ from evaldag._graph.drivers import eval_driver
 from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
 from evaldag._judge.via_litellm import configured_litellm
 from evaldag._scorer.steps import PromptStep, ScorerSpec
+from evaldag._util.event_loop import run_sync
 from evaldag.errors import error_message
 
 #: Output tokens assumed for each judge call.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton.io.materialization import to
 
-from evaldag._engine.concurrency import RowSlots, run_sync
+from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, finished_run
@@ -40,6 +40,7 @@ from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
+from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The http transport: chat-completions JSON posted to an OpenAI-compatible endpoint.
 
 Each ``api_base`` gets one aiohttp session, a keep-alive connection pool, on the engine loop
-(:func:`evaldag._engine.concurrency.engine_loop`), where the engine runs every judge call:
+(:func:`evaldag._util.event_loop.engine_loop`), where the engine runs every judge call:
 connections outlive stages, batches and runs. Bodies are written and read with orjson, and a
 call costs a fraction of a millisecond of CPU against litellm's 7-10 ms. A call awaited on
 another event loop gets a session of its own for that call. Statuses become the same
@@ -23,10 +23,10 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from evaldag._engine.concurrency import engine_loop, in_engine_thread
 from evaldag._judge.errors import CallFault
 from evaldag._judge.records import token_usage, tool_calls
 from evaldag._judge.redaction import url_without_credentials
+from evaldag._util.event_loop import engine_loop, in_engine_thread
 
 if TYPE_CHECKING:
     from evaldag._judge.endpoints import Endpoint
