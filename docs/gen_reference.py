@@ -166,7 +166,7 @@ def class_section(name: str, cls: type) -> list[str]:
     lines = [heading, "", docstring_markdown(cls), ""]
     if issubclass(cls, BaseModel):
         base = next(b.__name__ for b in cls.__mro__[1:] if issubclass(b, BaseModel))
-        if base not in ("BaseModel", "_Model", "_CamelModel", "MastraModel"):
+        if base not in ("BaseModel", "_Model", "CamelRecord", "MastraModel"):
             lines += [f"A `{base}` with these fields as well.", ""]
         if cls.model_fields:
             lines += [*_model_fields(cls), ""]

@@ -17,9 +17,9 @@ _EXPORTS = {
     "UntrustworthyRunError": "evaldag.errors",
     "ScorerRun": "evaldag._scorer.run",
     "ScorerResult": "evaldag._results.scorer_result",
-    "JudgeExecution": "evaldag._results.scorer_result",
-    "JudgeUsage": "evaldag._results.scorer_result",
-    "JudgeCost": "evaldag._results.scorer_result",
+    "JudgeExecution": "evaldag._judge.records",
+    "JudgeUsage": "evaldag._judge.records",
+    "JudgeCost": "evaldag._judge.records",
     "Judge": "evaldag._judge.settings",
     "JudgeError": "evaldag._judge.errors",
     "NotScorableInfo": "evaldag._results.scorer_result",
@@ -67,16 +67,11 @@ if TYPE_CHECKING:
     from evaldag._experiments.compare import Comparison, compare_experiments
     from evaldag._io.flat import read_results
     from evaldag._judge.errors import JudgeError
+    from evaldag._judge.records import JudgeCost, JudgeExecution, JudgeUsage
     from evaldag._judge.settings import Judge
     from evaldag._live.wrapper import LiveScoring, LiveStats, live
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
-    from evaldag._results.scorer_result import (
-        JudgeCost,
-        JudgeExecution,
-        JudgeUsage,
-        NotScorableInfo,
-        ScorerResult,
-    )
+    from evaldag._results.scorer_result import NotScorableInfo, ScorerResult
     from evaldag._scorer.builder import Scorer, ScorerWithThreshold, create_scorer
     from evaldag._scorer.needs import DataNeed
     from evaldag._scorer.run import ScorerRun

@@ -11,12 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evaldag._results.scorer_result import (
-    JudgeExecution,
-    JudgeStepRecord,
-    NotScorableInfo,
-    ScorerResult,
-)
+from evaldag._judge.records import JudgeExecution, JudgeStepRecord
+from evaldag._results.scorer_result import NotScorableInfo, ScorerResult
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.scores import checked_score
 from evaldag._scorer.steps import NotScorable, ScorerSpec, Step

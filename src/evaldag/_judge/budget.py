@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from evaldag._results.scorer_result import JudgeExecution
+from evaldag._judge.records import JudgeExecution
 from evaldag.errors import EvalDagError
 
 #: How a not-scorable reason of the budget begins.

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evaldag._results.scorer_result import JudgeExecution
 from evaldag.errors import Category, EvalDagError
+
+if TYPE_CHECKING:
+    from evaldag._judge.records import JudgeExecution
 
 
 class JudgeError(EvalDagError):

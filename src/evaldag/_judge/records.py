@@ -1,17 +1,83 @@
-"""Judge records: what an execution's calls added up to, in tokens, USD and replies."""
+"""Judge records: one execution of a prompt step as Mastra records it, and the tally of what its
+calls added up to, in tokens, USD and replies."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
+
+from evaldag._compat.records import CamelRecord
 from evaldag._judge.cache import JudgeCache
 from evaldag._judge.errors import ExecutionFailure
-from evaldag._results.scorer_result import JudgeCost, JudgeErrorInfo, JudgeExecution, JudgeUsage
 
 PRICE_SOURCE = "litellm-price-table"
+
+
+class JudgeUsage(CamelRecord):
+    """Token usage of a judge call, summed over its attempts."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class JudgeCost(CamelRecord):
+    """What the judge calls of one step cost, in US dollars."""
+
+    total_usd: float = Field(description="Input plus output cost.")
+    input_usd: float | None = None
+    output_usd: float | None = None
+    source: str = Field(description="Where the prices came from, e.g. 'litellm-price-table'.")
+
+
+class JudgeErrorInfo(CamelRecord):
+    """Why a judge execution failed."""
+
+    name: str
+    message: str
+    code: str | None = None
+
+
+class JudgeExecution(CamelRecord):
+    """One execution of a prompt step: the judge record Mastra calls an execution."""
+
+    status: Literal["success", "failed"]
+    prompt: str
+    output: Any = None
+    raw_output: str | None = None
+    judge_model_id: str
+    judge_provider: str | None = None
+    usage: JudgeUsage | None = Field(
+        default_factory=JudgeUsage, description="Summed over attempts; None if a failure had none."
+    )
+    attempt_count: int = Field(
+        ge=0, description="Structured-output attempts (1, or 2 with the fallback)."
+    )
+    model_call_count: int = Field(ge=0, description="Completed model calls, retries included.")
+    duration_ms: int = Field(ge=0)
+    finish_reason: str | None = None
+    error: JudgeErrorInfo | None = None
+    cost: JudgeCost | None = Field(
+        default=None, description="From litellm's price table; absent when the model is unpriced."
+    )
+    cache_hit: bool | None = Field(
+        default=None,
+        description="True when every reply came from the judge cache (no model call, no cost); "
+        "None when the judge has no cache.",
+    )
+
+
+class JudgeStepRecord(CamelRecord):
+    """The executions of one prompt step."""
+
+    executions: list[JudgeExecution] = Field(default_factory=list)
 
 
 @dataclass

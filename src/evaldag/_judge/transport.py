@@ -41,11 +41,10 @@ from evaldag._judge.contracts import (
 from evaldag._judge.endpoints import Endpoint, judge_endpoint, rates
 from evaldag._judge.errors import CallFault, ExecutionFailure, JudgeCallError, JudgeError
 from evaldag._judge.limiter import shared_limit
-from evaldag._judge.records import Tally, call_cost
+from evaldag._judge.records import JudgeExecution, Tally, call_cost
 from evaldag._judge.redaction import clipped, url_without_credentials
 from evaldag._judge.settings import Judge, cache_directory, resolved_judge
 from evaldag._judge.via_http import http_reply
-from evaldag._results.scorer_result import JudgeExecution
 from evaldag._scorer.steps import PromptStep, StageName
 from evaldag.errors import EvalDagError
 
