@@ -297,7 +297,13 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
             )
             try:
                 value, execution = await judged_value(
-                    definition, step.stage, scorer.judge, prompt, judge_cache
+                    prompt,
+                    step.stage,
+                    step_judge=definition.judge,
+                    scorer_judge=scorer.judge,
+                    output_schema=definition.output_schema,
+                    description=definition.description,
+                    run_cache=judge_cache,
                 )
             except Exception as error:
                 execution = getattr(error, "execution", None)

@@ -42,7 +42,7 @@ from evaldag._results.eval_result import (
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
-from evaldag._scorer.steps import ScorerSpec
+from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
 
@@ -265,7 +265,7 @@ def usage(
     endpoints = {}
     for scorer in scorers:
         if scorer.id in totals:
-            limits = judge_limits(scorer, run_started)
+            limits = judge_limits(prompt_judges(scorer), run_started)
             endpoints.update((limit["endpoint"], limit) for limit in limits)
             totals[scorer.id] = _with_limits(totals[scorer.id], limits)
     if "total" in totals:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._judge.errors import JudgeError
-from evaldag._scorer.steps import PromptStep, StageName
 from evaldag.errors import error_message
 
 OBJECT_UNDEFINED = "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
@@ -38,24 +37,29 @@ class StructuredOutputError(Exception):
         self.code = code
 
 
-def step_contract(step: PromptStep, stage: StageName) -> Contract:
-    """What the judge's reply to ``step`` must be: text, ``{"score": number}`` or its schema."""
+def step_contract(stage: str, output_schema: Any, description: str) -> Contract:
+    """What the judge's reply to a prompt step must be: text for ``generate_reason``,
+    ``{"score": number}`` for ``generate_score``, else ``output_schema`` (a pydantic model or a
+    JSON-schema dict).
+
+    :param description: the step's description, naming it in errors.
+    """
     if stage == "generate_reason":
         return Contract("reason", None)
     if stage == "generate_score":
         return _SCORE_CONTRACT
-    if step.output_schema is None:
+    if output_schema is None:
         raise JudgeError(
             "EVALDAG_MISSING_OUTPUT_SCHEMA",
-            f'PromptStep "{step.description}" of step "{stage}" has no output_schema; a '
+            f'PromptStep "{description}" of step "{stage}" has no output_schema; a '
             f"{stage} prompt step must say what JSON the judge returns: pass a pydantic model "
             "or a JSON-schema dict as output_schema=",
             category="USER",
         )
     try:
-        if isinstance(step.output_schema, dict):
-            return _dict_contract(json.dumps(step.output_schema, sort_keys=True), stage)
-        return _typed_contract(step.output_schema, stage)
+        if isinstance(output_schema, dict):
+            return _dict_contract(json.dumps(output_schema, sort_keys=True), stage)
+        return _typed_contract(output_schema, stage)
     except Exception as error:
         problem = error_message(error)
     # Raised outside the except block: tblib (installed by dask) pickles the context chain.

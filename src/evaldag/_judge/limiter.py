@@ -15,9 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from evaldag._judge.settings import Judge, call_limit, resolved_judge
-from evaldag._scorer.steps import PromptStep, ScorerSpec
-from evaldag.errors import EvalDagError
+from evaldag._judge.settings import Judge, call_limit
 
 #: Limit changes kept per endpoint (a long run under a 429 storm changes it often).
 HISTORY_LENGTH = 10_000
@@ -145,12 +143,12 @@ def shared_limit(endpoint: tuple[Any, ...], size: int) -> SharedLimit:
         return limit
 
 
-def judge_limits(scorer: ScorerSpec, since: float) -> list[dict[str, Any]]:
-    """The limits the calls of ``scorer``'s prompt steps share, if used since ``since`` (a
-    ``time.time()``): per endpoint its max_concurrency, lowest and final limit and its changes
-    from then on, as (seconds since ``since``, limit)."""
+def judge_limits(judges: Iterable[Judge], since: float) -> list[dict[str, Any]]:
+    """The limits the calls of ``judges`` share, if used since ``since`` (a ``time.time()``): per
+    endpoint its max_concurrency, lowest and final limit and its changes from then on, as
+    (seconds since ``since``, limit)."""
     found = []
-    for model, api_base, size in dict.fromkeys(_limit_key(j) for j in _prompt_judges(scorer)):
+    for model, api_base, size in dict.fromkeys(_limit_key(j) for j in judges):
         with _limits_lock:
             limit = _limits.get((model, api_base, size))
         if limit is None or limit.last_used < since:
@@ -177,12 +175,3 @@ def judge_limits(scorer: ScorerSpec, since: float) -> list[dict[str, Any]]:
 def _limit_key(judge: Judge) -> tuple[str | None, str | None, int]:
     """Which limit a judge's calls share: one per model, api_base and max_concurrency."""
     return judge.model, judge.api_base, call_limit(judge)
-
-
-def _prompt_judges(scorer: ScorerSpec) -> Iterable[Judge]:
-    for step in scorer.steps:
-        if isinstance(step.definition, PromptStep):
-            try:
-                yield resolved_judge(step.definition.judge, scorer.judge, step.stage)
-            except EvalDagError:  # its runs failed before any call
-                continue

@@ -45,7 +45,6 @@ from evaldag._judge.records import JudgeExecution, Tally, call_cost
 from evaldag._judge.redaction import clipped, url_without_credentials
 from evaldag._judge.settings import Judge, cache_directory, resolved_judge
 from evaldag._judge.via_http import http_reply
-from evaldag._scorer.steps import PromptStep, StageName
 from evaldag.errors import EvalDagError
 
 _logger = logging.getLogger(__name__)
@@ -61,16 +60,23 @@ PACED_RETRIES_PER_RETRY = 3
 
 
 async def judged_value(
-    step: PromptStep,
-    stage: StageName,
-    scorer_judge: Any,
     prompt: str,
+    stage: str,
+    *,
+    step_judge: Any,
+    scorer_judge: Any,
+    output_schema: Any = None,
+    description: str = "",
     run_cache: bool | str | Path | None = None,
 ) -> tuple[Any, JudgeExecution]:
-    """The judge's answer to ``prompt`` for ``stage`` and the record of how it was obtained.
+    """The judge's answer to ``prompt`` for a prompt step of ``stage`` and the record of how it
+    was obtained.
 
-    ``run_cache`` is the run's reply cache setting (``run_evals(cache=...)``), used when the
-    judge sets none.
+    :param step_judge: the step's judge settings, which override ``scorer_judge`` field by field.
+    :param output_schema: what a preprocess or analyze reply must be (see ``step_contract``).
+    :param description: the step's description, naming it in errors.
+    :param run_cache: the run's reply cache setting (``run_evals(cache=...)``), used when the
+        judge sets none.
 
     preprocess/analyze give the object validated against ``output_schema`` as plain JSON data,
     as Mastra stores it: for a pydantic model its dict by alias, with unknown keys dropped and the
@@ -79,7 +85,7 @@ async def judged_value(
     the judge's text.
     """
     try:
-        judge = resolved_judge(step.judge, scorer_judge, stage)
+        judge = resolved_judge(step_judge, scorer_judge, stage)
     except EvalDagError as error:
         raise JudgeError(error.id, error.message, category="USER", details=error.details) from None
     if not isinstance(prompt, str):
@@ -89,7 +95,7 @@ async def judged_value(
             "the prompt text (a str)",
             category="USER",
         )
-    contract = step_contract(step, stage)
+    contract = step_contract(stage, output_schema, description)
     try:
         endpoint = await judge_endpoint(judge)
         cache = judge_cache(cache_directory(run_cache if judge.cache is None else judge.cache))

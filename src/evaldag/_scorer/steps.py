@@ -7,10 +7,11 @@ A step says what it consumes through its parameter names, as a Hamilton node doe
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from evaldag._judge.settings import Judge, as_judge, resolved_judge
 from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
 
@@ -123,8 +124,6 @@ class PromptStep:
         parameters = consumed_parameters(self.create_prompt, "PromptStep.create_prompt")
         object.__setattr__(self, "parameters", parameters)
         if self.judge is not None:
-            from evaldag._judge.settings import as_judge
-
             object.__setattr__(
                 self, "judge", as_judge(self.judge, f"judge= of PromptStep '{self.description}'")
             )
@@ -197,6 +196,17 @@ class ScorerSpec(Protocol):
 
     @property
     def needs(self) -> tuple[DataNeed, ...]: ...
+
+
+def prompt_judges(scorer: ScorerSpec) -> Iterator[Judge]:
+    """The judges ``scorer``'s prompt steps call: each step's settings over the scorer's (a step
+    whose settings lack a model or instructions is left out: its runs fail before any call)."""
+    for step in scorer.steps:
+        if isinstance(step.definition, PromptStep):
+            try:
+                yield resolved_judge(step.definition.judge, scorer.judge, step.stage)
+            except EvalDagError:
+                continue
 
 
 def step_definition(definition: Any, stage: StageName) -> FunctionStep | PromptStep:
