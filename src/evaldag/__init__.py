@@ -43,7 +43,7 @@ _EXPORTS = {
     "ScoreStore": "evaldag._store.sql",
     "ScoreRow": "evaldag._store.rows",
     "read_scores": "evaldag._store.locations",
-    "read_results": "evaldag._io.flat",
+    "read_results": "evaldag._results.files",
     "live": "evaldag._live.wrapper",
     "LiveScoring": "evaldag._live.wrapper",
     "LiveStats": "evaldag._live.wrapper",
@@ -65,12 +65,12 @@ if TYPE_CHECKING:
     from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._experiments.compare import Comparison, compare_experiments
-    from evaldag._io.flat import read_results
     from evaldag._judge.errors import JudgeError
     from evaldag._judge.records import JudgeCost, JudgeExecution, JudgeUsage
     from evaldag._judge.settings import Judge
     from evaldag._live.wrapper import LiveScoring, LiveStats, live
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
+    from evaldag._results.files import read_results
     from evaldag._results.scorer_result import NotScorableInfo, ScorerResult
     from evaldag._scorer.builder import Scorer, ScorerWithThreshold, create_scorer
     from evaldag._scorer.needs import DataNeed

@@ -17,18 +17,7 @@ import pyarrow as pa
 from evaldag._compat.js import json_text
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.run_state import RESULT_KEYS, RunState
-
-#: Columns of a scorer's item frame, one row per run.
-SCORER_COLUMNS = (
-    "score",
-    "reason",
-    "error",
-    "failed_step",
-    "completed_steps",
-    "not_scorable",
-    "steps",
-    "judge",
-)
+from evaldag._results.item_columns import SCORER_COLUMNS
 
 
 def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:

@@ -28,12 +28,12 @@ from typing import Any
 
 import pandas as pd
 
-from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._graph.plan import EvalPlan
 from evaldag._reader import looks_like_json, read_transcript, structured_json
+from evaldag._results.item_columns import SCORER_COLUMNS
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec

@@ -32,9 +32,10 @@ from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan, last_node
-from evaldag._graph.render import compact_picture, full_picture, write_picture
+from evaldag._graph.render import compact_picture, full_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
+from evaldag._io.pictures import write_picture
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import dropped_rows
 from evaldag._results.eval_result import EvalResult, checked_name

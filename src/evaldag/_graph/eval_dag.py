@@ -22,11 +22,12 @@ import pandas as pd
 from hamilton.function_modifiers import ResolveAt, config, group, inject, resolve, source, value
 from hamilton.htypes import Collect, Parallelizable
 
-from evaldag._engine.columns import SCORER_COLUMNS, TEXT
+from evaldag._engine.columns import TEXT
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._reader import looks_like_json, python_data, read_transcript
+from evaldag._results.item_columns import SCORER_COLUMNS
 from evaldag._scorer.run import ScorerRun
 from evaldag.errors import EvalDagError
 

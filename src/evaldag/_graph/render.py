@@ -1,4 +1,5 @@
-"""Pictures of the graphs: the compact view (scorers as boxes) and Hamilton's full drawing.
+"""Pictures of the graphs: the compact view (scorers as boxes) and Hamilton's full drawing
+(written to files by :mod:`evaldag._io.pictures`).
 
 The compact view names its boxes after the Hamilton nodes they stand for (``<id>``,
 ``<id>.threshold_result``, ``<gate>.gate_result``, ``verdict``), with each scorer's step nodes
@@ -8,17 +9,12 @@ listed inside; the full view draws every node as Hamilton does.
 from __future__ import annotations
 
 import html
-import os
-import shutil
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evaldag._graph.plan import EvalPlan
-from evaldag._io.files import atomic_write_bytes, atomic_write_text, writable_target
 from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import threshold_text
-from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
     import graphviz
@@ -128,41 +124,3 @@ def compact_picture(plan: EvalPlan) -> graphviz.Digraph:
         picture.edge(scorer.id, check)
         picture.edge(check, "verdict")
     return picture
-
-
-def stored_picture(dot: str, path: str | os.PathLike[str] | None) -> graphviz.Source:
-    """A stored DOT text as a graphviz object, written to ``path`` if given."""
-    import graphviz
-
-    source = graphviz.Source(dot)
-    if path is not None:
-        write_picture(source, path)
-    return source
-
-
-def write_picture(
-    digraph: graphviz.Digraph | graphviz.Source, path: str | os.PathLike[str]
-) -> Path:
-    """Write ``digraph`` to ``path``, in the format its suffix names."""
-    target = Path(path)
-    fmt = target.suffix.lstrip(".").lower()
-    if fmt == "dot" or fmt == "gv":
-        return atomic_write_text(target, digraph.source)
-    import graphviz
-
-    if fmt not in graphviz.FORMATS:
-        raise EvalDagError(
-            "EVALDAG_UNKNOWN_PICTURE_FORMAT",
-            f"Cannot write a DAG picture as '{target.name}': use a .png, .svg, .pdf or .dot path",
-            details={"path": str(target)},
-        )
-    if shutil.which("dot") is None:
-        raise EvalDagError(
-            "EVALDAG_GRAPHVIZ_MISSING",
-            f"Writing {target.name} needs Graphviz's 'dot' program, which is not on PATH. Install "
-            "it (apt-get install graphviz, brew install graphviz) or write a .dot file instead.",
-            category="SYSTEM",
-            details={"path": str(target)},
-        )
-    writable_target(target)  # refused before Graphviz runs
-    return atomic_write_bytes(target, digraph.pipe(format=fmt, engine="dot"))

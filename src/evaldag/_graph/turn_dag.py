@@ -19,7 +19,6 @@ from typing import Any
 import pandas as pd
 from hamilton.function_modifiers import config
 
-from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._engine.targets import TargetRun
 from evaldag._graph import verdict
@@ -27,6 +26,7 @@ from evaldag._graph.plan import TurnSpecs
 from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
 from evaldag._judge.budget import JudgeBudget
 from evaldag._results.eval_result import TurnResult
+from evaldag._results.item_columns import SCORER_COLUMNS
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec
 

@@ -1,5 +1,5 @@
-"""Results as CSV or JSON Lines, for tools that read no Parquet: one row per item, flat; and any
-results file's items read back.
+"""Results as CSV or JSON Lines, for tools that read no Parquet: one row per item, flat; and CSV
+cells read as the values they hold.
 
 Only the items are written (scores, reasons, errors, the data's columns). JSON Lines keeps a
 list or a dict as one; a CSV cell holds text, so there it is JSON text, which reads back as the
@@ -20,9 +20,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from evaldag._compat.js import json_text
-from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._io.files import atomic_write, atomic_write_text
-from evaldag._io.parquet import parquet_results, unreadable_results
 from evaldag._reader import looks_like_json, structured_json, transcript_json
 from evaldag.errors import EvalDagError
 
@@ -47,8 +45,6 @@ _CSV_FIELDS: dict[str, Callable[[str, str], Any] | None] = {
     "expected_trajectory": structured_json,
     "expectedTrajectory": structured_json,
 }
-#: Item columns the run adds as text, whatever they look like.
-_TEXT_COLUMNS = ("run_id", "target_error")
 
 
 def results_format(path: str | os.PathLike[str], option: str) -> ResultsFormat:
@@ -136,35 +132,3 @@ def _json_value(text: str, name: str) -> Any:
     except ValueError:
         return text
     return value if isinstance(value, list | dict) else text
-
-
-def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """The items of a results file (``run_evals(out=...)``, ``evaldag run --out``,
-    ``EvalResult.to_parquet``): one row per item, its columns as the run made them; lists and
-    dicts read back as lists and dicts from ``.parquet``, ``.jsonl`` and ``.csv`` alike.
-
-    A CSV file holds text: its data columns read as ``run_evals`` reads a CSV file's (numbers
-    stay text), scores as numbers. For a Parquet file's averages, gates and verdict, use
-    ``EvalResult.read_parquet``.
-    """
-    target = Path(path)
-    fmt = results_format(target, "path")
-    if fmt == "parquet":
-        return parquet_results(target)[0]
-    try:
-        items = csv_text(target) if fmt == "csv" else _jsonl_records(target)
-    except (OSError, ValueError, pd.errors.ParserError) as error:
-        raise unreadable_results(target, error) from error
-    scorer_ids = [c.removesuffix(".score") for c in items.columns if c.endswith(".score")]
-    own = [f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS]
-    if fmt == "csv":
-        items = csv_values(items, text={*own, *_TEXT_COLUMNS})
-    scores = {f"{sid}.score": pd.to_numeric(items[f"{sid}.score"]) for sid in scorer_ids}
-    return items.assign(**{column: values.astype(float) for column, values in scores.items()})
-
-
-def _jsonl_records(path: Path) -> pd.DataFrame:
-    with path.open(encoding="utf-8") as lines:
-        records = [json.loads(line) for line in lines if line.strip()]
-    frame = pd.DataFrame.from_records(records)
-    return frame.astype(object).where(frame.notna(), None)

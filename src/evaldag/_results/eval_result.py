@@ -308,7 +308,7 @@ class EvalResult(BaseModel):
 
     def visualize(self, path: str | Path | None = None) -> graphviz.Source:
         """The DAG this result came from; written to ``path`` (.png, .svg, .dot) if given."""
-        from evaldag._graph.render import stored_picture
+        from evaldag._io.pictures import stored_picture
 
         if self.dag_dot is None:
             raise EvalDagError(

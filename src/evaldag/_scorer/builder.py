@@ -266,7 +266,8 @@ class Scorer:
     def visualize(self, path: str | None = None) -> graphviz.Digraph:
         """The scorer's DAG as a graphviz object; also written to ``path`` (.png, .svg, .dot)."""
         from evaldag._graph.plan import EvalPlan
-        from evaldag._graph.render import full_picture, write_picture
+        from evaldag._graph.render import full_picture
+        from evaldag._io.pictures import write_picture
 
         picture = full_picture(self._driver, EvalPlan(scorers=(self,)))
         if path is not None:

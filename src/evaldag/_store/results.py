@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from evaldag._compat.js import json_text
-from evaldag._engine.columns import SCORER_COLUMNS
 from evaldag._engine.run_state import RESULT_KEYS
 from evaldag._reader import plain_data
 from evaldag._results.eval_result import EvalResult
+from evaldag._results.item_columns import SCORER_COLUMNS
 from evaldag._store.rows import ScoreRow, request_context_snapshot
 from evaldag.errors import EvalDagError
 
