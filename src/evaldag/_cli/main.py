@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from evaldag._version import __version__
 from evaldag.errors import EvalDagError, UntrustworthyRunError
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from evaldag import __version__
     from evaldag._cli.compare import add_compare_command
 
     parser = _Parser(

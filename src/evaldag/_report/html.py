@@ -32,6 +32,7 @@ from evaldag._report.summary import (
 from evaldag._report.svg import histogram_svg, stages_svg
 from evaldag._report.text import escaped, number_text
 from evaldag._results.eval_result import EvalResult, ScorerUsage
+from evaldag._version import __version__
 
 
 def write_report(result: EvalResult, path: str | Path, *, title: str | None = None) -> Path:
@@ -55,8 +56,6 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
     template = Template(
         resources.files("evaldag").joinpath("data/report_template.html").read_text("utf-8")
     )
-    from evaldag import __version__
-
     return template.substitute(
         title=escaped(shown_title),
         content="\n".join(sections),
