@@ -1,19 +1,29 @@
-"""The house: no import cycles, Hamilton only in the graphs, small modules, imports change nothing.
+"""The house: packages import only downward, no import cycles, Hamilton only in the graphs,
+small modules, imports change nothing.
 
 The import graph is read from the source (AST), so a function-level import counts as an edge;
-imports under ``if TYPE_CHECKING:`` do not, since they never run.
+imports under ``if TYPE_CHECKING:`` do not, since they never run. The package order is the one
+docs/concepts.md writes down ("Where things live").
 """
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "evaldag"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "evaldag"
+CONCEPTS = ROOT / "docs" / "concepts.md"
 MAX_LINES = 600
+#: The one import that goes up the order: a Scorer runs (and draws) its own DAG, as Mastra's
+#: ``scorer.run`` asks, through the graphs, which build on what a scorer is.
+EXCEPTION = ("evaldag._scorer.builder", "evaldag._graph")
+#: The methods of ``Scorer`` that make the exception, each importing ``_graph`` when called.
+EXCEPTION_METHODS = {"_driver", "run_one", "visualize"}
 
 
 def _module_name(path: Path) -> str:
@@ -31,7 +41,8 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _imported_names(module: str, path: Path) -> set[str]:
-    """Every module name ``module`` imports, at any depth of its code."""
+    """Every name ``module`` imports (``a.b`` for ``import a.b``, ``a.b.c`` for ``from a.b import
+    c``), at any depth of its code."""
     found: set[str] = set()
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
 
@@ -46,7 +57,6 @@ def _imported_names(module: str, path: Path) -> set[str]:
             base = node.module or ""
             if node.level:
                 base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
         for child in ast.iter_child_nodes(node):
             visit(child)
@@ -115,6 +125,115 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_cycle_finder_finds_cycles():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _package(module: str) -> str:
+    """The package ``module`` belongs to: ``evaldag._judge`` for ``evaldag._judge.records``; a
+    module at the root is a package of its own, and ``evaldag`` is ``__init__.py``."""
+    return ".".join(module.split(".")[:2])
+
+
+def _defining_module(name: str) -> str | None:
+    """The evaldag module an imported name comes from: the longest of its prefixes that is one
+    (``evaldag`` itself for a name its ``__init__.py`` defines)."""
+    parts = name.split(".")
+    return next(
+        (
+            ".".join(parts[:end])
+            for end in range(len(parts), 0, -1)
+            if ".".join(parts[:end]) in MODULES
+        ),
+        None,
+    )
+
+
+def _lazy_exports() -> set[str]:
+    """The modules ``evaldag/__init__.py`` imports on first use of a public name (``_EXPORTS``)."""
+    for node in ast.parse((PACKAGE / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["_EXPORTS"]:
+            return {value.value for value in node.value.values}
+    raise AssertionError("evaldag/__init__.py has no _EXPORTS")
+
+
+def _package_imports() -> set[tuple[str, str]]:
+    """(importing module, imported package) for every import across packages."""
+    imports = {(m, _defining_module(n)) for m, names in NAMES.items() for n in names}
+    imports |= {("evaldag", module) for module in _lazy_exports()}
+    return {(m, _package(t)) for m, t in imports if t is not None and _package(t) != _package(m)}
+
+
+def _written_order() -> list[str]:
+    """The packages as docs/concepts.md lists them under "Where things live", bottom up."""
+    section = CONCEPTS.read_text().split("\n## Where things live\n", 1)[1]
+    table = section.split("| --- | --- |\n", 1)[1].split("\n\n", 1)[0]
+    rows = table.splitlines()
+    names = [found.group(1) for found in map(re.compile(r"\| `([^`]+)` \|").match, rows) if found]
+    assert len(names) == len(rows), "each row of the table names one package"
+    return [
+        "evaldag"
+        if name == "__init__.py"
+        else f"evaldag.{name.removesuffix('/').removesuffix('.py')}"
+        for name in names
+    ]
+
+
+ORDER = _written_order()
+PACKAGE_IMPORTS = _package_imports()
+
+
+def test_every_package_has_one_place_in_the_written_order():
+    assert len(ORDER) == len(set(ORDER)), ORDER
+    assert set(ORDER) == {_package(m) for m in MODULES}
+
+
+def test_packages_import_only_downward():
+    rank = {package: i for i, package in enumerate(ORDER)}
+    upward = sorted(
+        (module, package)
+        for module, package in PACKAGE_IMPORTS
+        if rank[package] > rank[_package(module)] and (module, package) != EXCEPTION
+    )
+    assert upward == [], "imports of packages written after the importer in docs/concepts.md"
+
+
+def test_the_package_graph_has_no_cycle():
+    graph: dict[str, set[str]] = {package: set() for package in ORDER}
+    for module, package in PACKAGE_IMPORTS - {EXCEPTION}:
+        graph[_package(module)].add(package)
+    assert _cycles(graph) == []
+
+
+def _functions_importing(path: Path, package: str) -> set[str]:
+    """The functions of ``path`` that import from ``package`` (``<module>`` for an import outside
+    any function); imports under ``if TYPE_CHECKING:`` aside."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            return
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(package):
+            found.add(function)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(ast.parse(path.read_text()), "<module>")
+    return found
+
+
+def test_the_one_exception_is_scorer_run_importing_the_graphs_when_called():
+    module, package = EXCEPTION
+    assert EXCEPTION in PACKAGE_IMPORTS  # an exception nobody needs is removed
+    assert _functions_importing(MODULES[module], package) == EXCEPTION_METHODS
+
+
+def test_an_import_counts_for_the_package_that_defines_the_name():
+    assert _package("evaldag._judge.records") == "evaldag._judge"
+    assert _package("evaldag.scorers.llm.bias") == "evaldag.scorers"
+    assert _defining_module("evaldag._version.__version__") == "evaldag._version"
+    assert _defining_module("evaldag.__version__") == "evaldag"
+    assert ("evaldag._engine.stages", "evaldag._judge") in PACKAGE_IMPORTS
 
 
 def _modules_importing(package: str) -> list[str]:
