@@ -1,1 +1,2 @@
-"""Mastra compatibility: JavaScript's semantics (sums, rounding, JSON text, whitespace, names)."""
+"""Mastra compatibility: JavaScript's semantics (sums, rounding, JSON text, whitespace, names)
+and Mastra's camelCase records."""

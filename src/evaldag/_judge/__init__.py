@@ -1,1 +1,2 @@
-"""LLM judges: settings, prompt contracts, transport, records, the shared limit and the cache."""
+"""LLM judges: settings, prompt contracts, transport, the judge records, the shared limit and the
+cache; given plain values (a prompt, a schema, judge settings), not steps or scorers."""

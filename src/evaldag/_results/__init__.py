@@ -1,1 +1,1 @@
-"""Typed values only: a scorer run's result and judge records, an eval's result and summary."""
+"""Typed values: a scorer run's result, an eval's result and summary, the item columns."""
