@@ -1,12 +1,11 @@
 """The Python transcript fixtures are what generate_python.py writes today, and every conversation
 has a fixture in every Python shape or a reason in manifest-python.json why not."""
 
-import importlib.util
 import json
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
+from fixture_generators import assert_writes_committed, generator, missing
 
 TRANSCRIPTS = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 MANIFEST = json.loads((TRANSCRIPTS / "manifest-python.json").read_text())
@@ -23,29 +22,6 @@ LIBRARIES = {
 REGENERATE = "python tests/fixtures/transcripts/generate_python.py"
 
 
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def _installed(package: str) -> str | None:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return None
-
-
-def _generator():
-    spec = importlib.util.spec_from_file_location(
-        "generate_python", TRANSCRIPTS / "generate_python.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _fixture_files(folder: Path) -> dict[str, bytes]:
     files = {"manifest-python.json": (folder / "manifest-python.json").read_bytes()}
     for shape in MANIFEST["shapes"]:
@@ -59,32 +35,14 @@ def _fixture_files(folder: Path) -> dict[str, bytes]:
 # deprecated attributes hundreds of times.
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.skipif(
-    not all(_importable(module) for module in LIBRARIES.values()),
-    reason="the fixture generator needs "
-    + ", ".join(package for package, module in LIBRARIES.items() if not _importable(module))
-    + ": pip install -e '.[dev]'",
+    bool(missing(LIBRARIES)),
+    reason=f"the fixture generator needs {', '.join(missing(LIBRARIES))}: pip install -e '.[dev]'",
 )
 def test_the_generator_writes_the_committed_fixtures_byte_for_byte(tmp_path):
-    _generator().write_fixtures(tmp_path)
-    written, committed = _fixture_files(tmp_path), _fixture_files(TRANSCRIPTS)
-    produced_by = {
-        package: (fixture_version, _installed(package))
-        for shape in MANIFEST["shapes"].values()
-        for package, fixture_version in shape["produced_by"].items()
-        if _installed(package) != fixture_version
-    }
-    why = (
-        f"; the fixtures were written with other versions (package: (fixtures, installed)): "
-        f"{produced_by}"
-        if produced_by
-        else ""
+    generator(TRANSCRIPTS / "generate_python.py").write_fixtures(tmp_path)
+    assert_writes_committed(
+        _fixture_files(tmp_path), _fixture_files(TRANSCRIPTS), MANIFEST, REGENERATE
     )
-    unwritten, uncommitted = sorted(committed.keys() - written), sorted(written.keys() - committed)
-    assert not unwritten and not uncommitted, (
-        f"the generator writes {uncommitted} too and not {unwritten}: run {REGENERATE}{why}"
-    )
-    stale = [name for name in written if written[name] != committed[name]]
-    assert not stale, f"{stale} differ from what the generator writes: run {REGENERATE}{why}"
 
 
 @pytest.mark.parametrize("shape", sorted(MANIFEST["shapes"]))
