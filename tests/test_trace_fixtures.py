@@ -1,6 +1,7 @@
 """The trace fixtures are what their generators write today, every conversation has a fixture in
-every shape or a reason in the manifest why not, and a fixture's OTLP JSON and protobuf hold the
-same spans, the conversation's texts and tool calls among them."""
+every shape or a reason in the manifest why not, a fixture's OTLP JSON and protobuf hold the same
+spans, the conversation's texts and tool calls among them, and Mastra's span records come with
+Mastra's own trajectory of them."""
 
 import base64
 import json
@@ -12,6 +13,7 @@ from fixture_generators import assert_writes_committed, generator, missing
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 MANIFEST = json.loads((TRACES / "manifest-python.json").read_text())
+NODE_MANIFEST = json.loads((TRACES / "manifest-node.json").read_text())
 CONVERSATIONS = json.loads((TRACES.parent / "transcripts" / "conversations.json").read_text())[
     "conversations"
 ]
@@ -47,9 +49,13 @@ def test_the_generator_writes_the_committed_fixtures_byte_for_byte(tmp_path):
     assert_writes_committed(_fixture_files(tmp_path), _fixture_files(TRACES), MANIFEST, REGENERATE)
 
 
-@pytest.mark.parametrize("shape", sorted(MANIFEST["shapes"]))
+SHAPES = {**MANIFEST["shapes"], **NODE_MANIFEST["shapes"]}
+NODE_FILES = list(NODE_MANIFEST["formats"])
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_conversation_has_a_fixture_or_a_reason(shape):
-    entry = MANIFEST["shapes"][shape]
+    entry = {"files": NODE_FILES, **SHAPES[shape]}
     suffixes = [name.removeprefix("<conversation>") for name in entry["files"]]
     ids = {conversation["id"] for conversation in CONVERSATIONS}
     for conversation_id in sorted(ids):
@@ -165,3 +171,47 @@ def test_a_fixture_holds_its_conversations_texts_and_tool_calls(shape, conversat
             assert step["text"] in unescaped, f"{step['text']!r} is not in the trace"
         for call in step.get("calls", []):
             assert call["id"] in text and call["tool"] in text
+
+
+MASTRA = [
+    (shape, conversation)
+    for shape, entry in NODE_MANIFEST["shapes"].items()
+    for conversation in entry["conversations"]
+]
+
+
+@pytest.mark.parametrize(("shape", "conversation_id"), MASTRA, ids=[f"{s}/{c}" for s, c in MASTRA])
+def test_mastra_span_records_hold_the_conversation_and_mastras_trajectory_of_them(
+    shape, conversation_id
+):
+    conversation = next(c for c in CONVERSATIONS if c["id"] == conversation_id)
+    trace = json.loads((TRACES / shape / f"{conversation_id}.json").read_text())
+    expected = json.loads(
+        (TRACES / shape / f"{conversation_id}.expected-trajectory.json").read_text()
+    )
+    (root,) = [span for span in trace["spans"] if not span["parentSpanId"]]
+    assert (root["spanType"], root["input"]) == ("agent_run", conversation["user"])
+    assert expected["rootSpanId"] == root["spanId"]
+    tool_spans = {
+        span["attributes"]["toolCallId"]: span
+        for span in trace["spans"]
+        if span["spanType"] == "tool_call"
+    }
+    ran = [call for step in conversation["steps"] for call in step.get("calls", [])]
+    ran = [call for call in ran if call["outcome"] != "unanswered"]
+    assert sorted(tool_spans) == sorted(call["id"] for call in ran)
+    for call in ran:
+        span = tool_spans[call["id"]]
+        assert span["input"] == call["args"]
+        if call["outcome"] == "thrown":
+            assert span["error"]["message"] == call["error"] and "output" not in span
+        else:
+            assert span["output"] == call["result"]
+    trajectory_tools = [
+        (child["name"], child["toolArgs"], child["success"])
+        for step in expected["trajectory"]["steps"]
+        for child in step.get("children", [])
+    ]
+    assert trajectory_tools == [
+        (call["tool"], call["args"], call["outcome"] != "thrown") for call in ran
+    ]
