@@ -251,17 +251,19 @@ def test_failing_run_fields_and_filters_skip_the_call_not_the_app(tmp_path, capl
     fields.close()
 
 
-def test_a_store_that_fails_is_counted_and_logged(tmp_path, caplog):
+def test_rows_the_store_refuses_are_write_errors_not_scored_or_errors(tmp_path, caplog):
     path = tmp_path / "scores.db"
-    scoring = live(_length(), store=path)
+    broken = create_scorer("broken").generate_score(lambda run: 1 / 0)
+    scoring = live([_length(), broken], store=path)
     answer = scoring(lambda text: text)
     with sqlite3.connect(path) as connection:
         connection.execute("DROP TABLE evaldag_scores")
     assert answer("lost") == "lost"
     assert scoring.flush(timeout=30)
     scoring.close()
-    assert scoring.stats().write_errors == 1
-    assert "live scoring: 1 rows of 1 calls not saved" in caplog.text
+    stats = scoring.stats()
+    assert (stats.scored, stats.errors, stats.write_errors) == (0, 0, 2)  # nothing was written
+    assert "live scoring: 2 rows of 1 calls not saved" in caplog.text
 
 
 def test_filters_choose_calls_by_their_request_context(tmp_path):

@@ -196,17 +196,20 @@ class BatchScoring:
         (``scored``, ``not_scorable``, ``errors``, ``write_errors``). Never raises."""
         rows: list[ScoreRow] = []
         counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
+        written = {"scored": 0, "errors": 0}
         try:
             for scorer_id, call, outcome in self._outcomes(batch):
                 if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
                     counts["not_scorable"] += 1
                     continue
-                counts["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
+                written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
                 rows.append(self._row(scorer_id, call, outcome))
             self._store.save(rows)
         except Exception:  # the app never sees a scoring or storage failure
             logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(batch))
             counts["write_errors"] += len(rows)
+        else:  # one transaction: a batch's rows are all written, or none is
+            counts.update(written)
         return counts
 
     def _outcomes(self, batch: Sequence[Call]) -> list[tuple[str, Call, Any]]:

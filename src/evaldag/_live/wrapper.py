@@ -45,10 +45,12 @@ class LiveStats(BaseModel):
     sampled: int = Field(description="Calls the sampling and the filter kept, queued to score.")
     dropped: int = Field(description="Calls they kept but the queue did not: full, or closed.")
     skipped: int = Field(description="Calls not scored because run_fields or the filter raised.")
-    scored: int = Field(description="Rows saved with a score.")
+    scored: int = Field(description="Rows written to the store with a score.")
     not_scorable: int = Field(description="Runs a scorer declared not scorable (no row).")
-    errors: int = Field(description="Error rows saved: the scorer failed on the run.")
-    write_errors: int = Field(description="Rows the store did not take (logged).")
+    errors: int = Field(description="Error rows written to the store: the scorer failed.")
+    write_errors: int = Field(
+        description="Rows the store did not take (logged); not counted in scored or errors."
+    )
     pending: int = Field(description="Calls queued or being scored.")
 
 
