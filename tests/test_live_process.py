@@ -67,16 +67,19 @@ def test_a_process_worker_scores_in_its_own_process_with_error_rows(tmp_path):
     process = scoring._worker._process
     assert scoring.flush(timeout=120)
     stats = scoring.stats()
-    rows = read_scores(store).set_index("output")
+    rows = read_scores(store).set_index("input")
     assert scoring.close(timeout=60)
     assert not process.is_alive()
-    assert (stats.calls, stats.sampled, stats.skipped, stats.pending) == (4, 3, 1, 0)
-    assert (stats.scored, stats.errors, stats.not_scorable) == (1, 1, 1)
-    assert sorted(rows.index) == ["boom", "fine"]
+    assert (stats.calls, stats.sampled, stats.skipped, stats.pending) == (4, 4, 0, 0)
+    assert (stats.scored, stats.errors, stats.not_scorable) == (1, 2, 1)
+    assert sorted(rows.index) == ["boom", "fine", "unpicklable"]
     assert rows.loc["fine", "reason"] == str(process.pid) != str(os.getpid())
     assert "the scorer broke" in rows.loc["boom", "error"]
     assert rows.loc["boom", "failed_step"] == "generate_score"
     assert math.isnan(rows.loc["boom", "score"])
+    unpicklable = rows.loc["unpicklable"]  # the process's snapshot is the pickle
+    assert unpicklable.output is None and math.isnan(unpicklable.score)
+    assert "the call's output could not be copied when the call returned" in unpicklable.error
     assert set(rows.source) == {"LIVE"}
     assert answer("after") == "after" and scoring.stats().dropped == 1
 

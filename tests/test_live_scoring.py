@@ -235,6 +235,54 @@ def test_a_full_queue_drops_and_counts_without_blocking_the_app(tmp_path):
     assert sorted(rows.input) == [0, 1, 2] and stats.scored == 3
 
 
+def _held_worker(scoring, answer, release):
+    """Call ``answer`` once and wait until the worker holds that call in its scorer, which
+    waits for ``release``: later calls stay queued until then."""
+    answer({"hold": True})
+    deadline = time.monotonic() + 30
+    while scoring._worker._calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not release.is_set() and not scoring._worker._calls
+
+
+def test_the_input_and_output_are_scored_as_they_were_when_the_call_returned(tmp_path):
+    release = threading.Event()
+
+    def reply_words(run):
+        if run.input == {"hold": True}:
+            release.wait(30)
+        return len(run.output["words"]) / 10
+
+    scoring = live(create_scorer("words").generate_score(reply_words), store=tmp_path / "s.db")
+    answer = scoring(lambda messages: {"words": ["an", "answer"]})
+    _held_worker(scoring, answer, release)
+    messages = ["hi"]
+    reply = answer(messages)
+    reply["words"].extend(["that", "the", "app", "changed", "later"])  # the app's own value
+    messages.append("the next turn")
+    release.set()
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "s.db")
+    scoring.close()
+    row = rows[rows.input.map(lambda value: value == ["hi"])].iloc[0]
+    assert (row.output, row.score) == ({"words": ["an", "answer"]}, 0.2)
+
+
+def test_an_output_that_cannot_be_copied_is_an_error_row_naming_it(tmp_path):
+    scoring = live(create_scorer("text").generate_score(lambda run: 1.0), store=tmp_path / "s.db")
+    answer = scoring(lambda question: {"text": "hi", "client_lock": threading.Lock()})
+    assert answer("q")["text"] == "hi"
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "s.db")
+    stats = scoring.stats()
+    scoring.close()
+    assert (stats.scored, stats.errors, stats.write_errors) == (0, 1, 0)
+    row = rows.iloc[0]
+    assert (row.input, row.output, row.score) == ("q", None, None)
+    assert "output could not be copied when the call returned" in row.error
+    assert "cannot pickle '_thread.lock' object" in row.error and "output=" in row.error
+
+
 def test_failing_run_fields_and_filters_skip_the_call_not_the_app(tmp_path, caplog):
     def broken(run):
         raise RuntimeError("no")

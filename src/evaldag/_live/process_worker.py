@@ -4,13 +4,14 @@ separate Python process, so a scorer's computing does not hold the app's interpr
 The scoring process is started with ``spawn`` (safe in an app that runs threads) and gets the
 scorers pickled: by value with ``cloudpickle`` when it is installed (lambdas and closures
 included), else by reference (the process imports the functions' modules). A sampled call is
-pickled on the app's thread (a call that cannot be is skipped there) and written to a pipe by
-that thread: no feeder thread to hand it to, since under CPU contention each hand-off between
-two threads waits for the scheduler (ms). The write never blocks: the app counts the bytes and
-calls in the pipe (what it wrote less what the process says it took), and drops a call that
-would exceed the pipe's capacity or ``queue_size``. The process takes up to ``batch_size`` calls
-at a time, scores them with the same code as the thread worker (``BatchScoring``) and saves the
-rows over its own connection to the store; its counts are shared memory only it writes.
+pickled on the app's thread, its snapshot (an input or output that does not pickle makes it an
+error row), and written to a pipe by that thread: no feeder thread to hand it to, since under CPU
+contention each hand-off between two threads waits for the scheduler (ms). The write never blocks:
+the app counts the bytes and calls in the pipe (what it wrote less what the process says it took),
+and drops a call that would exceed the pipe's capacity or ``queue_size``. The process takes up to
+``batch_size`` calls at a time, scores them with the same code as the thread worker
+(``BatchScoring``) and saves the rows over its own connection to the store; its counts are shared
+memory only it writes.
 
 It ends when told to (``stop``), and by itself when the app's process is gone, so it outlives
 no app, however the app ended. Like any ``spawn`` child, it imports the app's main module under
@@ -31,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from evaldag._live.worker import BatchScoring, Call, Tally
+from evaldag._live.worker import BatchScoring, Call, Tally, copied_call
 from evaldag._scorer.builder import Scorer
 from evaldag._store.sql import ScoreStore
 from evaldag.errors import EvalDagError
@@ -100,10 +101,15 @@ class ProcessWorker:
             self._start()  # now, not on the app's first sampled call (a spawn takes ms)
 
     def offer(self, call: Call) -> bool:
-        """Write ``call`` (pickled here; an error if it cannot be) to the process unless the
-        pipe has no room for it or the worker stopped; never blocks."""
+        """Write ``call`` to the process unless the pipe has no room for it or the worker
+        stopped; never blocks. It is pickled here, which snapshots it; an input or output that
+        does not pickle is left out and makes it an error call (``copied_call``)."""
         # A plain tuple: pickling the named tuple's class reference costs more than its fields.
-        message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            call = copied_call(call, _pickling)
+            message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
         if self._process is None and not self._stopped:
             self._start()
         size = _HEADER + len(message)
@@ -229,6 +235,12 @@ class ProcessWorker:
             process.start()
             reader.close()  # the process's end: a write to a process that is gone then fails
             self._process = process
+
+
+def _pickling(value: Any) -> Any:
+    """``value``, once it is known to pickle."""
+    pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return value
 
 
 def _write(fd: int, data: bytes) -> None:

@@ -10,12 +10,13 @@ store refuses is counted and logged, never raised into the app.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import threading
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from random import getrandbits
 from typing import Any, NamedTuple
@@ -28,7 +29,7 @@ from evaldag._scorer.builder import Scorer
 from evaldag._scorer.run import ScorerRun
 from evaldag._store.rows import ScoreRow
 from evaldag._store.sql import ScoreStore
-from evaldag.errors import ScorerRunError, error_message
+from evaldag.errors import EvalDagError, ScorerRunError, error_message
 
 logger = logging.getLogger("evaldag.live")
 #: Row fields a call may set (``run_fields=``); the rest come from the run and its score.
@@ -48,6 +49,8 @@ CALL_FIELDS = frozenset(
 )
 #: The call's fields a row takes as they are.
 _ROW_CALL_FIELDS = tuple(sorted(CALL_FIELDS - {"input", "request_context"}))
+#: Types whose values never change: a call's input or output of one is not copied.
+_IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})
 #: The result's fields a row takes as they are.
 _RESULT_FIELDS = (
     "score",
@@ -61,11 +64,13 @@ _RESULT_FIELDS = (
 
 
 class Call(NamedTuple):
-    """A sampled call, waiting to be scored: its fields, output and request-context snapshot."""
+    """A sampled call, waiting to be scored: its fields, output and request-context snapshot;
+    ``error`` says why it cannot be scored (each scorer then gets an error row)."""
 
     fields: dict[str, Any]
     output: Any
     snapshot: dict[str, Any]
+    error: str | None = None
 
 
 @dataclass
@@ -106,7 +111,10 @@ class Worker:
         self.tally = Tally()
 
     def offer(self, call: Call) -> bool:
-        """Queue ``call`` unless the queue is full or the worker stopped; never blocks."""
+        """Queue a snapshot of ``call`` (``copied_call``) unless the queue is full or the worker
+        stopped; never blocks."""
+        if type(call.output) not in _IMMUTABLE or type(call.fields.get("input")) not in _IMMUTABLE:
+            call = copied_call(call, copy.deepcopy)
         if self._thread is None:
             self._start()
         with self._lock:
@@ -218,6 +226,10 @@ class BatchScoring:
         for call in batch:
             if not call.fields.get("run_id"):
                 call.fields["run_id"] = fresh_run_id()
+            if call.error is not None:
+                error = EvalDagError("EVALDAG_LIVE_CALL_NOT_SCORABLE", call.error)
+                outcomes += [(s.id, call, error) for s in self._scorers]
+                continue
             try:
                 runs.append(_run(call))
                 readable.append(call)
@@ -254,6 +266,29 @@ class BatchScoring:
                     failed_step=outcome.failed_step, completed_steps=list(outcome.completed_steps)
                 )
         return ScoreRow(**row)
+
+
+def copied_call(call: Call, copy: Callable[[Any], Any]) -> Call:
+    """``call`` with ``copy`` of its input and output, their state when it returned; one that
+    cannot be copied is left out (None) and the call's ``error`` says why."""
+    values, errors = {}, []
+    for name, value in (("input", call.fields.get("input")), ("output", call.output)):
+        try:
+            values[name] = copy(value)
+        except Exception as error:
+            values[name] = None
+            option = "run_fields" if name == "input" else "output"
+            errors.append(
+                f"the call's {name} could not be copied when the call returned "
+                f"({type(error).__name__}: {error_message(error)}), so it is not scored; give "
+                f"live(..., {option}=...) a function that returns the plain data to score"
+            )
+    return Call(
+        {**call.fields, "input": values["input"]},
+        values["output"],
+        call.snapshot,
+        "; ".join(errors) or call.error,
+    )
 
 
 def _result_fields(result: ScorerResult) -> dict[str, Any]:

@@ -47,7 +47,10 @@ class LiveStats(BaseModel):
     skipped: int = Field(description="Calls not scored because run_fields or the filter raised.")
     scored: int = Field(description="Rows written to the store with a score.")
     not_scorable: int = Field(description="Runs a scorer declared not scorable (no row).")
-    errors: int = Field(description="Error rows written to the store: the scorer failed.")
+    errors: int = Field(
+        description="Error rows written to the store: the scorer failed, or the call could not "
+        "be scored (its error says why)."
+    )
     write_errors: int = Field(
         description="Rows the store did not take (logged); not counted in scored or errors."
     )
