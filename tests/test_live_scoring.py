@@ -3,6 +3,8 @@ against Mastra's own runScorer (tests/fixtures/live/mastra_live.json); a real ap
 load; error rows, drops, skips and store failures that never reach the app; flush and close."""
 
 import asyncio
+import functools
+import inspect
 import json
 import math
 import os
@@ -166,6 +168,106 @@ def test_an_async_app_function_is_scored_too(tmp_path):
     scoring.close()
     assert sorted(rows.input) == sorted(f"q{n}" for n in range(20))
     assert answer.__name__ == "answer" and answer.live is scoring
+
+
+def _decorated(function):
+    """A plain decorator, as apps write them: the async function behind it looks sync."""
+
+    @functools.wraps(function)
+    def decorated(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    return decorated
+
+
+class AsyncAnswerer:
+    """An async callable object (a class with ``async def __call__``)."""
+
+    async def __call__(self, question):
+        await asyncio.sleep(0)
+        return question.upper()
+
+
+def _awaited_rows(tmp_path, function, questions):
+    """``function`` wrapped, awaited once per question by the app; the stats and rows."""
+    scoring = live(_length(), store=tmp_path / "scores.db")
+    answer = scoring(function)
+
+    async def main():
+        return await asyncio.gather(*(answer(question) for question in questions))
+
+    replies = asyncio.run(main())
+    assert scoring.flush(timeout=30)
+    stats, rows = scoring.stats(), read_scores(tmp_path / "scores.db")
+    scoring.close()
+    return answer, replies, stats, rows
+
+
+@pytest.mark.parametrize("kind", ["decorated", "callable object"])
+def test_an_async_function_that_looks_sync_is_scored_on_what_it_returns(tmp_path, kind):
+    async def shout(question):
+        await asyncio.sleep(0)
+        return question.upper()
+
+    function = _decorated(shout) if kind == "decorated" else AsyncAnswerer()
+    answer, replies, stats, rows = _awaited_rows(tmp_path, function, ["ab", "abcd"])
+    assert replies == ["AB", "ABCD"]
+    assert (stats.calls, stats.sampled, stats.scored, stats.errors) == (2, 2, 2, 0)
+    assert sorted(zip(rows.output, rows.score, strict=True)) == [("AB", 0.02), ("ABCD", 0.04)]
+    if kind == "callable object":  # frameworks see an async callable, as they did before
+        assert inspect.iscoroutinefunction(answer)
+        assert rows.entity_id[0] == f"{__name__}.AsyncAnswerer"
+
+
+def test_a_future_is_scored_when_done_and_given_to_the_app_untouched(tmp_path):
+    futures = []
+
+    def answer_later(question):
+        future = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(future.set_result, question.upper())
+        futures.append(future)
+        return future
+
+    answer, replies, stats, rows = _awaited_rows(tmp_path, answer_later, ["abc"])
+    assert replies == ["ABC"] and futures[0].result() == "ABC"
+    assert (stats.scored, list(rows.output)) == (1, ["ABC"])
+
+
+class Pending:
+    """An awaitable that is neither a coroutine nor a future."""
+
+    def __await__(self):
+        yield from asyncio.sleep(0).__await__()
+        return "later"
+
+
+@pytest.mark.parametrize(
+    ("returned", "named"),
+    [
+        (lambda question: Pending(), f"{__name__}.Pending (an awaitable)"),
+        (lambda question: map(str.upper, question), "map (an iterator)"),
+        (lambda question: aiter(AsyncIterable()), f"{__name__}.AsyncIterable (an async iterator)"),
+    ],
+)
+def test_what_cannot_be_scored_is_an_error_row_never_its_repr(tmp_path, returned, named):
+    scoring = live(_length(), store=tmp_path / "scores.db")
+    answer = scoring(returned)
+    value = answer("ab")
+    assert type(value) is type(returned("ab"))  # the app's value, untouched
+    assert scoring.flush(timeout=30)
+    stats, row = scoring.stats(), read_scores(tmp_path / "scores.db").iloc[0]
+    scoring.close()
+    assert (stats.scored, stats.errors) == (0, 1)
+    assert (row.input, row.output, row.score) == ("ab", None, None)
+    assert f"the call returned {named}" in row.error and "output=" in row.error
+
+
+class AsyncIterable:
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        raise StopAsyncIteration
 
 
 def test_llm_scorers_run_their_dag_with_the_judge(tmp_path, judge_server):

@@ -17,7 +17,9 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from asyncio import isfuture
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
+from types import CoroutineType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +34,8 @@ from evaldag._store.sql import ScoreStore
 from evaldag.errors import EvalDagError
 
 logger = logging.getLogger("evaldag.live")
+#: Types of outputs that are read as they are: no awaitable or iterator to tell apart.
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes, dict, list, tuple})
 #: Seconds the interpreter's exit waits for queued calls to be scored.
 EXIT_TIMEOUT = 10.0
 
@@ -61,9 +65,11 @@ class LiveScoring:
     """Live scoring of an app function: its calls scored in the background, as Mastra scores an
     agent's; the rows go to ``store`` with ``source="LIVE"``.
 
-    Use it as a decorator (``@evaldag.live([...], store=...)``) or call it on a function; sync
-    and async functions both work. Call ``.live.flush()`` on the wrapped function to wait for
-    the queued calls (at exit that happens by itself, for up to 10 s).
+    Use it as a decorator (``@evaldag.live([...], store=...)``) or call it on a function: sync
+    and async functions and callable objects work; a coroutine or future a call returns is
+    scored on what it gives once done, and an output the app alone can await or iterate (another
+    awaitable, an iterator) gives an error row naming it. Call ``.live.flush()`` on the wrapped
+    function to wait for the queued calls (at exit that happens by itself, for up to 10 s).
 
     :param scorers: the scorers (or one scorer) each sampled call is scored with.
     :param store: a ``ScoreStore``, a SQLite file path or a database URL.
@@ -147,7 +153,7 @@ class LiveScoring:
                 "EVALDAG_LIVE_ALREADY_WRAPPING",
                 "This live scoring already wraps a function; call evaldag.live(...) for each",
             )
-        name = self._entity_name or f"{function.__module__}.{function.__qualname__}"
+        name = self._entity_name or _qualified_name(function)
         self._entity = {"id": name, "name": name}
         self._worker = self._worker_kind(
             self._scorers,
@@ -157,24 +163,24 @@ class LiveScoring:
             **self._options,
         )
         self._enqueue = self._worker.offer
-        offer = self._offer
+        chosen, delivered = self._chosen, self._delivered
         if in_scoring_process():
             wrapped = _refused_in_scoring_process(function)
-        elif inspect.iscoroutinefunction(function):
+        elif inspect.iscoroutinefunction(function) or _has_async_call(function):
 
             @functools.wraps(function)
             async def wrapped(*args: Any, **kwargs: Any) -> Any:
                 value = await function(*args, **kwargs)
-                offer(args, kwargs, value)
-                return value
+                call = chosen(args, kwargs)
+                return value if call is None else delivered(call, value)
 
         else:
 
             @functools.wraps(function)
             def wrapped(*args: Any, **kwargs: Any) -> Any:
                 value = function(*args, **kwargs)
-                offer(args, kwargs, value)
-                return value
+                call = chosen(args, kwargs)
+                return value if call is None else delivered(call, value)
 
         wrapped.live = self  # type: ignore[attr-defined]
         return wrapped
@@ -210,8 +216,9 @@ class LiveScoring:
         }
         return LiveStats(**counts, **worker)
 
-    def _offer(self, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
-        """Count, sample, filter and queue one call. Never raises into the app.
+    def _chosen(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Call | None:
+        """Count a call that returned; the call to score (its output still to come) when the
+        sampling and the filter keep it, else None. Never raises into the app.
 
         A call not sampled only reads its ids and hashes one (most calls stop there): after
         the app waited for I/O that code runs on cold caches, where each step costs µs.
@@ -229,20 +236,14 @@ class LiveScoring:
                 run_id = fresh_run_id()
             bound = self._bound
             if bound is not None and sha256((trace_id or run_id).encode()).digest() >= bound:
-                return
-            outcome = self._queued(fields, run_id, output)
+                return None
+            return self._filtered(fields, run_id)
         except Exception as error:
-            outcome = "skipped"
-            if not self._warned:
-                self._warned = True
-                logger.warning("live scoring skips calls: %s", error, exc_info=True)
-        if outcome is not None:
-            with self._lock:
-                self._counts[outcome] += 1
+            self._skipped(error)
+            return None
 
-    def _queued(self, fields: Mapping[str, Any], run_id: str | None, output: Any) -> str | None:
-        """Queue a sampled call unless the filter leaves it out: ``"sampled"``, ``"dropped"``
-        (the queue was full) or None (filtered out)."""
+    def _filtered(self, fields: Mapping[str, Any], run_id: str | None) -> Call | None:
+        """The call of a sampled call's fields, unless the filter leaves it out."""
         unknown = fields.keys() - CALL_FIELDS
         if unknown:
             raise EvalDagError(
@@ -264,8 +265,60 @@ class LiveScoring:
             }
         ):
             return None
-        call = Call(fields, output if self._output is None else self._output(output), snapshot)
-        return "sampled" if self._enqueue(call) else "dropped"
+        return Call(fields, None, snapshot)
+
+    def _delivered(self, call: Call, value: Any) -> Any:
+        """What the app gets for the value its call returned: the value, queued with ``call``;
+        for a coroutine, one that awaits it, then queues what it gave; a future, queued once
+        done. Never raises into the app."""
+        if type(value) is CoroutineType:
+            awaiting = self._awaited(call, value)
+            awaiting.__name__, awaiting.__qualname__ = value.__name__, value.__qualname__
+            return awaiting
+        if isfuture(value):
+            value.add_done_callback(functools.partial(self._future_done, call))
+            return value
+        self._queued(call, value)
+        return value
+
+    async def _awaited(self, call: Call, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return self._delivered(call, await coroutine)
+
+    def _future_done(self, call: Call, future: Any) -> None:
+        """Queue a future's result; as for a call that raised, nothing when it failed."""
+        # Its exception is read from the attribute, not exception(), which would mark it read
+        # and silence asyncio's warning that the app never read it.
+        if not future.cancelled() and getattr(future, "_exception", None) is None:
+            try:
+                value = future.result()
+            except BaseException:  # a future-like whose failure is not in _exception
+                return
+            self._queued(call, value)
+
+    def _queued(self, call: Call, value: Any) -> None:
+        """Queue ``call`` with its output (``output=``'s of ``value``, if given), or with the
+        reason it cannot be scored; count it. Never raises into the app."""
+        try:
+            output = value if self._output is None else self._output(value)
+            unreadable = _unreadable(output)
+            if unreadable is None:
+                call = Call(call.fields, output, call.snapshot)
+            else:
+                call = Call(call.fields, None, call.snapshot, unreadable)
+            outcome = "sampled" if self._enqueue(call) else "dropped"
+        except Exception as error:
+            self._skipped(error)
+            return
+        with self._lock:
+            self._counts[outcome] += 1
+
+    def _skipped(self, error: Exception) -> None:
+        """Count a call skipped because ``error`` was raised; log the first."""
+        with self._lock:
+            self._counts["skipped"] += 1
+            warn, self._warned = not self._warned, True
+        if warn:
+            logger.warning("live scoring skips calls: %s", error, exc_info=error)
 
     def _at_exit(self) -> None:
         if not self.close(EXIT_TIMEOUT):
@@ -300,6 +353,46 @@ def _forked(scoring: weakref.ref[LiveScoring]) -> None:
         live_scoring._lock = threading.Lock()
         if live_scoring._worker is not None:
             live_scoring._worker.restart()
+
+
+def _qualified_name(function: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function, of the function a partial calls, or of the class of
+    a callable object."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    named = function if hasattr(function, "__qualname__") else type(function)
+    return f"{named.__module__}.{named.__qualname__}"
+
+
+def _has_async_call(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is an object whose class has an ``async def __call__``."""
+    return inspect.iscoroutinefunction(type(function).__call__)
+
+
+def _unreadable(output: Any) -> str | None:
+    """Why ``output`` cannot be scored, or None: an awaitable or an iterator can be awaited or
+    read only once, and that is the app's to do."""
+    if type(output) in _PLAIN:
+        return None
+    if inspect.isawaitable(output):
+        what, cannot = "an awaitable", "cannot wait for without changing what the app gets"
+    elif isinstance(output, AsyncIterator):
+        what, cannot = "an async iterator", "cannot read without taking its items from the app"
+    elif isinstance(output, Iterator):
+        what, cannot = "an iterator", "cannot read without taking its items from the app"
+    else:
+        return None
+    kind = type(output)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    return (
+        f"the call returned {name} ({what}), which live scoring {cannot}, so it is not "
+        "scored; return a coroutine (scored once awaited), or give live(..., output=...) a "
+        "function that returns the plain data to score"
+    )
 
 
 def _counted(counter: itertools.count) -> int:
