@@ -270,6 +270,200 @@ class AsyncIterable:
         raise StopAsyncIteration
 
 
+# --- streams ----------------------------------------------------------------------------------
+
+
+def _streamed_rows(tmp_path, function, read, **options):
+    """``function`` wrapped; what ``read`` (the app) made of one call to it; stats and rows."""
+    scoring = live(_length(), store=tmp_path / "scores.db", **options)
+    answer = scoring(function)
+    app_got = read(answer)
+    assert scoring.flush(timeout=30)
+    stats, rows = scoring.stats(), read_scores(tmp_path / "scores.db")
+    scoring.close()
+    return answer, app_got, stats, rows
+
+
+def test_a_generator_is_the_apps_to_read_lazily_and_scored_once_read(tmp_path):
+    produced = []
+
+    def tokens(question):
+        for token in ["An ", "answer ", "about ", question]:
+            produced.append(token)
+            yield token
+        return "finished"
+
+    def read(answer):
+        stream, got = answer("q"), []
+        got.append(next(stream))
+        assert produced == ["An "]  # lazily: one chunk made per chunk read
+        while True:
+            try:
+                got.append(next(stream))
+            except StopIteration as end:
+                return got, end.value
+
+    answer, app_got, stats, rows = _streamed_rows(tmp_path, tokens, read)
+    assert app_got == (["An ", "answer ", "about ", "q"], "finished")
+    assert inspect.isgeneratorfunction(answer)
+    assert (stats.calls, stats.sampled, stats.scored, stats.errors) == (1, 1, 1, 0)
+    assert (rows.input[0], rows.output[0], rows.score[0]) == ("q", "An answer about q", 0.17)
+
+
+def test_an_async_generator_is_the_apps_to_read_and_scored_once_read(tmp_path):
+    async def tokens(question):
+        for token in ["An ", "answer ", "about ", question]:
+            await asyncio.sleep(0)
+            yield token
+
+    def read(answer):
+        async def main():
+            return [token async for token in answer("q")]
+
+        return asyncio.run(main())
+
+    answer, app_got, stats, rows = _streamed_rows(tmp_path, tokens, read)
+    assert app_got == ["An ", "answer ", "about ", "q"]
+    assert inspect.isasyncgenfunction(answer)
+    assert (stats.scored, rows.output[0], rows.score[0]) == (1, "An answer about q", 0.17)
+
+
+def test_send_and_throw_reach_the_apps_generator(tmp_path):
+    def echo(question):
+        received = yield "ready"
+        while True:
+            try:
+                received = yield f"got {received}"
+            except KeyError:
+                received = yield "handled"
+
+    def read(answer):
+        stream = answer("q")
+        got = [next(stream), stream.send("a"), stream.throw(KeyError("k")), stream.send("b")]
+        stream.close()
+        return got
+
+    answer, app_got, stats, rows = _streamed_rows(tmp_path, echo, read)
+    assert app_got == ["ready", "got a", "handled", "got b"]
+    assert rows.output[0] == "readygot ahandledgot b"  # closed before its end: not scored
+    assert "the app closed the stream after 4 chunks, before its end" in rows.error[0]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_function_that_returns_a_stream_is_relayed_too(tmp_path, kind):
+    def tokens(question):
+        yield from ["a", "b"]
+
+    async def async_tokens(question):
+        for token in ["a", "b"]:
+            yield token
+
+    def read(answer):
+        if kind == "sync":
+            return list(answer("q"))
+
+        async def main():
+            return [token async for token in answer("q")]
+
+        return asyncio.run(main())
+
+    function = _decorated(tokens if kind == "sync" else async_tokens)
+    answer, app_got, stats, rows = _streamed_rows(tmp_path, function, read)
+    assert (app_got, stats.scored, rows.output[0], stats.errors) == (["a", "b"], 1, "ab", 0)
+
+
+def test_streams_not_sampled_are_the_apps_own_generators(tmp_path):
+    stream = (token for token in ["a", "b"])
+    scoring = live(_length(), store=tmp_path / "scores.db", sampling=0.0)
+    answer = scoring(lambda question: stream)
+    assert answer("q") is stream and list(stream) == ["a", "b"]
+    assert scoring.stats().calls == 1
+    scoring.close()
+
+
+def test_chunks_that_are_not_strings_are_a_list_or_what_stream_output_makes(tmp_path):
+    def events(question):
+        for n in range(3):
+            yield {"delta": f"part {n}"}
+
+    scoring = live(_length(), store=tmp_path / "list.db")
+    answer = scoring(events)
+    assert [event["delta"] for event in answer("q")] == ["part 0", "part 1", "part 2"]
+    assert scoring.flush(timeout=30)
+    rows = read_scores(tmp_path / "list.db")
+    scoring.close()
+    assert rows.output[0] == [{"delta": "part 0"}, {"delta": "part 1"}, {"delta": "part 2"}]
+
+    def read(answer):
+        return list(answer("q"))
+
+    deltas = lambda chunks: " ".join(chunk["delta"] for chunk in chunks)  # noqa: E731
+    _, _, stats, rows = _streamed_rows(tmp_path, events, read, stream_output=deltas)
+    assert (stats.scored, rows.output[0]) == (1, "part 0 part 1 part 2")
+    with pytest.raises(EvalDagError, match="stream_output must be a function"):
+        live(_length(), store=tmp_path / "s.db", stream_output="join")
+
+
+def test_a_chunk_is_kept_as_it_was_read(tmp_path):
+    def events(question):
+        yield {"text": "kept"}
+
+    def read(answer):
+        chunks = list(answer("q"))
+        chunks[0]["text"] = "changed by the app"
+        return chunks
+
+    _, _, stats, rows = _streamed_rows(tmp_path, events, read)
+    assert rows.output[0] == [{"text": "kept"}]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("end", ["closed", "raised", "dropped"])
+def test_a_stream_not_read_to_its_end_is_an_error_row_with_the_chunks_read(tmp_path, kind, end):
+    def tokens(question):
+        yield "a"
+        yield "b"
+        raise ValueError("the model hung up")
+
+    async def async_tokens(question):
+        for token in tokens(question):
+            yield token
+
+    def read(answer):
+        async def reading():
+            stream, got = answer("q"), []
+            next_chunk = (lambda: next(stream)) if kind == "sync" else None
+            for _ in range(2 if end == "raised" else 1):
+                got.append(next_chunk() if kind == "sync" else await anext(stream))
+            if end == "closed":
+                if kind == "sync":
+                    stream.close()
+                else:
+                    await stream.aclose()
+            elif end == "raised":
+                with pytest.raises(ValueError, match="the model hung up"):  # the app's, as before
+                    got.append(next_chunk() if kind == "sync" else await anext(stream))
+            else:  # the app drops it: Python closes a generator it collects (asyncio, by a task)
+                del stream
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            return got
+
+        return asyncio.run(reading())
+
+    answer, app_got, stats, rows = _streamed_rows(
+        tmp_path, tokens if kind == "sync" else async_tokens, read
+    )
+    assert (stats.scored, stats.errors) == (0, 1)
+    row = rows.iloc[0]
+    assert row.output == "".join(app_got) and row.score is None
+    if end == "raised":
+        assert "the stream raised ValueError (the model hung up) after 2 chunks" in row.error
+    else:
+        assert "the app closed the stream after 1 chunks, before its end" in row.error
+    assert "so it is not scored; its output holds the chunks read" in row.error
+
+
 def test_llm_scorers_run_their_dag_with_the_judge(tmp_path, judge_server):
     judge_server.on("Extract", {"claims": ["a", "b"]})
     judge_server.on("Score", {"score": 0.7})

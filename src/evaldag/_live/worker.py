@@ -114,7 +114,7 @@ class Worker:
         """Queue a snapshot of ``call`` (``copied_call``) unless the queue is full or the worker
         stopped; never blocks."""
         if type(call.output) not in _IMMUTABLE or type(call.fields.get("input")) not in _IMMUTABLE:
-            call = copied_call(call, copy.deepcopy)
+            call = copied_call(call, snapshot)
         if self._thread is None:
             self._start()
         with self._lock:
@@ -266,6 +266,11 @@ class BatchScoring:
                     failed_step=outcome.failed_step, completed_steps=list(outcome.completed_steps)
                 )
         return ScoreRow(**row)
+
+
+def snapshot(value: Any) -> Any:
+    """``value`` as it is now: a deep copy, unless it cannot change."""
+    return value if type(value) in _IMMUTABLE else copy.deepcopy(value)
 
 
 def copied_call(call: Call, copy: Callable[[Any], Any]) -> Call:

@@ -2,9 +2,11 @@
 
 The wrapped call runs the app function and returns its value; on the way out it reads the call's
 fields, keeps it if its trace (else run) id is sampled and the filter lets its scoring context
-through, and queues it for the background worker. Nothing on that path blocks, and nothing
-raises into the app: a full queue drops the call, a failing ``run_fields`` or filter skips it,
-and both are counted in ``stats()``.
+through, and queues it, with a snapshot of its output, for the background worker. What the call
+returned decides when: a value at once; a coroutine or future once the app awaited it; a
+generator or async generator (relayed, ``streams``) once the app read it. Nothing on that path
+blocks, and nothing raises into the app: a full queue drops the call, a failing ``run_fields``
+or filter skips it, and both are counted in ``stats()``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 import weakref
 from asyncio import isfuture
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
-from types import CoroutineType
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaldag._live.predicates import scoring_filter
 from evaldag._live.process_worker import ProcessWorker, in_scoring_process
 from evaldag._live.sampling import sampling_bound, sampling_rate, sha256
-from evaldag._live.worker import CALL_FIELDS, Call, Worker, fresh_run_id
+from evaldag._live.streams import async_relay, joined, relayed
+from evaldag._live.worker import CALL_FIELDS, Call, Worker, copied_call, fresh_run_id, snapshot
 from evaldag._scorer.builder import Scorer
 from evaldag._store.rows import request_context_snapshot
 from evaldag._store.sql import ScoreStore
@@ -45,7 +48,9 @@ class LiveStats(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    calls: int = Field(description="Calls of the wrapped function that returned.")
+    calls: int = Field(
+        description="Calls of the wrapped function that returned (a stream's once it is read)."
+    )
     sampled: int = Field(description="Calls the sampling and the filter kept, queued to score.")
     dropped: int = Field(description="Calls they kept but the queue did not: full, or closed.")
     skipped: int = Field(description="Calls not scored because run_fields or the filter raised.")
@@ -85,7 +90,12 @@ class LiveScoring:
         first argument is the input, a ``request_context`` keyword argument the context, and
         each call gets a new run id.
     :param output: a function of the return value giving the output to score (default: the
-        return value).
+        return value; for a stream, its chunks joined).
+    :param stream_output: a function of the list of a stream's chunks giving its return value
+        (default: the chunks concatenated when all are strings, else their list). A generator
+        or async generator a call returns is read by the app as before and scored once read to
+        its end; one the app closes before, or that raises, gives an error row holding the
+        chunks read.
     :param entity: the rows' entity id and name (default: the function's qualified name).
     :param queue_size: calls waiting at most; a sampled call beyond it is dropped and counted.
     :param batch_size: calls scored in one execution of the scorers' DAGs.
@@ -106,6 +116,7 @@ class LiveScoring:
         filter: Any = None,
         run_fields: Callable[..., Mapping[str, Any]] | None = None,
         output: Callable[[Any], Any] | None = None,
+        stream_output: Callable[[list[Any]], Any] | None = None,
         entity: str | None = None,
         queue_size: int = 1000,
         batch_size: int = 64,
@@ -131,6 +142,12 @@ class LiveScoring:
         self._filter = scoring_filter(filter)
         self._run_fields = run_fields
         self._output = output
+        if stream_output is not None and not callable(stream_output):
+            raise EvalDagError(
+                "EVALDAG_LIVE_INVALID_OPTION",
+                f"stream_output must be a function of a stream's chunks, got {stream_output!r}",
+            )
+        self._stream_output = stream_output
         self._entity_name = entity
         self._owns_store = not isinstance(store, ScoreStore)
         self._store = ScoreStore(store) if self._owns_store else store
@@ -166,6 +183,18 @@ class LiveScoring:
         chosen, delivered = self._chosen, self._delivered
         if in_scoring_process():
             wrapped = _refused_in_scoring_process(function)
+        elif inspect.isgeneratorfunction(function):
+
+            @functools.wraps(function)
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                stream = function(*args, **kwargs)
+                call = chosen(args, kwargs)
+                if call is None:
+                    return (yield from stream)
+                return (yield from relayed(stream, self._stream_end(call)))
+
+        elif inspect.isasyncgenfunction(function):
+            wrapped = functools.wraps(function)(async_relay(self._opened(function)))
         elif inspect.iscoroutinefunction(function) or _has_async_call(function):
 
             @functools.wraps(function)
@@ -278,8 +307,40 @@ class LiveScoring:
         if isfuture(value):
             value.add_done_callback(functools.partial(self._future_done, call))
             return value
+        if type(value) is GeneratorType:
+            return relayed(value, self._stream_end(call))
+        if type(value) is AsyncGeneratorType:
+            end = self._stream_end(call)
+            return async_relay(lambda args, kwargs: (value, end))()
         self._queued(call, value)
         return value
+
+    def _opened(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        """For an async generator function: its stream for a call's arguments, and the function
+        to tell its end when the call is to be scored."""
+
+        def opened(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+            stream = function(*args, **kwargs)
+            call = self._chosen(args, kwargs)
+            return stream, None if call is None else self._stream_end(call)
+
+        return opened
+
+    def _stream_end(self, call: Call) -> Callable[[list[Any], str | None], None]:
+        """What a stream's end tells, for ``call``: its input copied now, as the stream starts."""
+        return functools.partial(self._stream_ended, copied_call(call, snapshot))
+
+    def _stream_ended(self, call: Call, chunks: list[Any], problem: str | None) -> None:
+        """Queue a stream's call with its chunks joined; one not read to its end is an error
+        row, its output the chunks read."""
+        try:
+            value = joined(chunks) if self._stream_output is None else self._stream_output(chunks)
+        except Exception as error:
+            self._skipped(error)
+            return
+        if problem is not None:
+            problem = f"{problem}, so it is not scored; its output holds the chunks read"
+        self._queued(call, value, problem)
 
     async def _awaited(self, call: Call, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return self._delivered(call, await coroutine)
@@ -295,16 +356,15 @@ class LiveScoring:
                 return
             self._queued(call, value)
 
-    def _queued(self, call: Call, value: Any) -> None:
-        """Queue ``call`` with its output (``output=``'s of ``value``, if given), or with the
-        reason it cannot be scored; count it. Never raises into the app."""
+    def _queued(self, call: Call, value: Any, problem: str | None = None) -> None:
+        """Queue ``call`` with its output (``output=``'s of ``value``, if given), and with the
+        reason it cannot be scored if there is one; count it. Never raises into the app."""
         try:
             output = value if self._output is None else self._output(value)
             unreadable = _unreadable(output)
-            if unreadable is None:
-                call = Call(call.fields, output, call.snapshot)
-            else:
-                call = Call(call.fields, None, call.snapshot, unreadable)
+            if unreadable is not None:
+                output = None
+            call = Call(call.fields, output, call.snapshot, call.error or problem or unreadable)
             outcome = "sampled" if self._enqueue(call) else "dropped"
         except Exception as error:
             self._skipped(error)
@@ -390,8 +450,8 @@ def _unreadable(output: Any) -> str | None:
     )
     return (
         f"the call returned {name} ({what}), which live scoring {cannot}, so it is not "
-        "scored; return a coroutine (scored once awaited), or give live(..., output=...) a "
-        "function that returns the plain data to score"
+        "scored; return a coroutine or a generator (scored once awaited or read), or give "
+        "live(..., output=...) a function that returns the plain data to score"
     )
 
 
