@@ -189,6 +189,37 @@ def test_the_scoring_process_ends_with_the_app(tmp_path, end):
         assert sorted(read_scores(store).input) == sorted(f"q{n}" for n in range(20))
 
 
+SLOW_START = """
+import multiprocessing, time
+
+if multiprocessing.current_process().name == "evaldag-live-scoring":
+    time.sleep(15)  # a loaded machine: the scoring process takes long to import the app
+
+def length(run):
+    return len(run.output) / 10
+"""
+
+
+def test_the_exit_waits_for_a_scoring_process_that_starts_slowly(tmp_path):
+    """At exit the queue is drained while the worker makes progress (a process still starting
+    counts), not for a fixed 10 s."""
+    (tmp_path / "slow_start.py").write_text(SLOW_START)
+    script = tmp_path / "app.py"
+    script.write_text(
+        textwrap.dedent(APP)
+        .replace("def length(run):\n    return len(run.output) / 10\n", "")
+        .replace("import evaldag\n", "import evaldag\nfrom slow_start import length\n")
+    )
+    store = tmp_path / "scores.db"
+    done = subprocess.run(
+        [sys.executable, str(script), str(store), "exit"], capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not scored" not in done.stderr, done.stderr
+    assert sorted(read_scores(store).input) == sorted(f"q{n}" for n in range(20))
+
+
 def test_a_script_without_a_main_guard_runs_its_calls_once_and_says_why_none_was_scored(tmp_path):
     # the scoring process imports the app's main module: calls outside the guard would run
     # there a second time (an LLM app's paid calls); they raise before the app's code runs

@@ -17,6 +17,7 @@ import pytest
 
 import evaldag
 from evaldag import EvalDagError, PromptStep, create_scorer, live, not_scorable, read_scores
+from evaldag._live import worker as live_worker
 from evaldag._live.predicates import scoring_filter
 from evaldag._live.sampling import sampling_bound, sampling_rate, sha256, unit_interval
 from evaldag._store.rows import request_context_snapshot
@@ -657,11 +658,49 @@ def test_a_forked_child_scores_its_own_calls(tmp_path):
     assert sorted(rows.input) == ["child", "parent", "parent again"]
 
 
+def test_the_exit_waits_while_the_worker_finishes_calls(tmp_path, monkeypatch):
+    monkeypatch.setattr(live_worker, "EXIT_STALL", 0.5)
+    slow = create_scorer("slow").generate_score(lambda run: time.sleep(0.15) or 1.0)
+    scoring = live(slow, store=tmp_path / "scores.db", batch_size=1)
+    answer = scoring(lambda n: n)
+    for n in range(10):  # 1.5 s to score, 3 stall windows: each call finishes within one
+        answer(n)
+    scoring._at_exit()
+    assert scoring.stats().scored == 10
+
+
+@pytest.mark.parametrize("limit", ["stall", "exit_timeout"])
+def test_the_exit_gives_up_on_a_worker_that_makes_no_progress_saying_why(
+    tmp_path, monkeypatch, caplog, limit
+):
+    monkeypatch.setattr(live_worker, "EXIT_STALL", 0.5 if limit == "stall" else 60)
+    release = threading.Event()
+    stuck = create_scorer("stuck").generate_score(lambda run: release.wait(60) and 1.0)
+    scoring = live(
+        stuck, store=tmp_path / "scores.db", exit_timeout=0.5 if limit == "exit_timeout" else 60
+    )
+    answer = scoring(lambda n: n)
+    answer(1), answer(2)
+    try:
+        scoring._at_exit()
+    finally:
+        release.set()
+    reason = {
+        "stall": "the worker finished no call for 0.5 s",
+        "exit_timeout": "exit_timeout (0.5 s) ran out",
+    }[limit]
+    assert f"live scoring: 2 calls were not scored before exit: {reason}" in caplog.text
+
+
 def test_live_options_are_checked(tmp_path):
     with pytest.raises(EvalDagError, match="at least one scorer"):
         live([], store=tmp_path / "s.db")
     with pytest.raises(EvalDagError, match="queue_size must be an integer >= 1"):
         live(_length(), store=tmp_path / "s.db", queue_size=0)
+    with pytest.raises(EvalDagError, match="exit_timeout must be a number of seconds > 0"):
+        live(_length(), store=tmp_path / "s.db", exit_timeout=None)
+    with pytest.raises(EvalDagError, match="exit_timeout must be .* got inf"):
+        live(_length(), store=tmp_path / "s.db", exit_timeout=math.inf)
     with pytest.raises(EvalDagError, match="share the id 'length'"):
         live([_length(), _length()], store=tmp_path / "s.db")
     scoring = live(_length(), store=tmp_path / "s.db")

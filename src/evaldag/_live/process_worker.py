@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from evaldag._live.worker import BatchScoring, Call, Tally, copied_call
+from evaldag._live.worker import BatchScoring, Call, Progress, Tally, copied_call
 from evaldag._scorer.builder import Scorer
 from evaldag._store.sql import ScoreStore
 from evaldag.errors import EvalDagError
@@ -53,8 +53,19 @@ _STOP_GRACE = 5.0
 _PIPE_BYTES, _LEAST_PIPE_BYTES = 1 << 20, 1 << 14
 #: The shared counts, which only the process writes: what its batches gave, the calls it
 #: finished (``done``), and the calls and bytes it took from the pipe.
-_COUNTS = ("scored", "not_scorable", "errors", "write_errors", "done", "taken", "taken_bytes")
-_DONE, _TAKEN, _TAKEN_BYTES = 4, 5, 6
+#: Then 1 once the process is ready to score (its imports done), and its slowest batch in ms.
+_COUNTS = (
+    "scored",
+    "not_scorable",
+    "errors",
+    "write_errors",
+    "done",
+    "taken",
+    "taken_bytes",
+    "ready",
+    "slowest_ms",
+)
+_DONE, _TAKEN, _TAKEN_BYTES, _READY, _SLOWEST_MS = 4, 5, 6, 7, 8
 #: A message's frame in the pipe, as ``Connection.send_bytes`` makes it: a 4-byte length, then
 #: the bytes.
 _FRAME = struct.Struct("!i")
@@ -151,7 +162,19 @@ class ProcessWorker:
             errors=counts.get("errors", 0),
             write_errors=counts.get("write_errors", 0),
             pending=offered - done,
+            steps=counts.get("taken", 0) + done,
+            slowest=counts.get("slowest_ms", 0) / 1000,
         )
+
+    def progress(self) -> Progress:
+        """The counts, whether the process is still starting, and whether it ended."""
+        tally = self.counts()
+        with self._lock:
+            shared, process = self._counts, self._process
+        ended = None
+        if process is not None and not process.is_alive():
+            ended = f"the scoring process ended (exit code {process.exitcode})"
+        return Progress(tally, shared is not None and not shared[_READY], ended)
 
     def flush(self, timeout: float | None) -> bool:
         """Wait until every queued call is scored and stored; False if ``timeout`` ran out or
@@ -160,18 +183,7 @@ class ProcessWorker:
         delay = 0.001
         while self.counts().pending > 0:
             process = self._process
-            if process is None:
-                return False
-            if not process.is_alive():
-                if self._end_reported:
-                    return False
-                self._end_reported = True
-                logger.warning(
-                    "live scoring: the scoring process ended (exit code %s) with %d calls not "
-                    "scored; its own error, if it had one, is printed above",
-                    process.exitcode,
-                    self.counts().pending,
-                )
+            if process is None or not process.is_alive():
                 return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
@@ -214,7 +226,6 @@ class ProcessWorker:
         self._capacity = 0
         self._offered = self._written_bytes = 0
         self._taken = (0, 0)
-        self._end_reported = False
 
     def _start(self) -> None:
         with self._lock:
@@ -302,6 +313,7 @@ def _serve(
     scorers = pickle.loads(scorers_pickle)
     store = ScoreStore(store_url)
     scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
+    counts[_READY] = 1
     parent = multiprocessing.parent_process()
     checked = time.monotonic()
     try:
@@ -331,6 +343,7 @@ def _serve(
 
 def _score(scoring: BatchScoring, messages: list[bytes], counts: Any, scorers: int) -> None:
     """Score one batch and add what it gave to the shared counts."""
+    started = time.monotonic()
     batch, unreadable = [], 0
     for message in messages:
         try:
@@ -342,4 +355,5 @@ def _score(scoring: BatchScoring, messages: list[bytes], counts: Any, scorers: i
     given["errors"] = given.get("errors", 0) + unreadable * scorers
     for index, name in enumerate(_COUNTS[:_DONE]):
         counts[index] += given.get(name, 0)
+    counts[_SLOWEST_MS] = max(counts[_SLOWEST_MS], int((time.monotonic() - started) * 1000))
     counts[_DONE] += len(messages)

@@ -14,6 +14,7 @@ import copy
 import dataclasses
 import logging
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -49,6 +50,8 @@ CALL_FIELDS = frozenset(
 )
 #: The call's fields a row takes as they are.
 _ROW_CALL_FIELDS = tuple(sorted(CALL_FIELDS - {"input", "request_context"}))
+#: Seconds the exit waits for a worker that neither starts, takes nor finishes a call.
+EXIT_STALL = 30.0
 #: Types whose values never change: a call's input or output of one is not copied.
 _IMMUTABLE = frozenset({str, int, float, bool, type(None), bytes})
 #: The result's fields a row takes as they are.
@@ -82,6 +85,47 @@ class Tally:
     errors: int = 0
     write_errors: int = 0
     pending: int = 0
+    #: Calls taken to score plus calls finished: grows while the worker works.
+    steps: int = 0
+    #: Seconds the slowest batch took.
+    slowest: float = 0.0
+
+
+class Progress(NamedTuple):
+    """What a wait for a worker's queue watches."""
+
+    tally: Tally
+    #: Still starting (the scoring process importing the app's modules): no batch yet to time.
+    starting: bool
+    #: Why the worker ended before its queue was empty (None while it runs, or once stopped).
+    ended: str | None
+
+
+def exit_wait(progress: Callable[[], Progress], limit: float) -> str | None:
+    """Wait at the interpreter's exit until the worker's queue is empty, as long as it makes
+    progress (it is still starting, or it takes or finishes calls at least every
+    ``EXIT_STALL`` seconds, or twice its slowest batch if longer) and ``limit`` seconds at most.
+    None when the queue emptied, else why the wait ended first."""
+    start = last = time.monotonic()
+    steps, delay = -1, 0.001
+    while True:
+        now, state = time.monotonic(), progress()
+        if state.tally.pending == 0:
+            return None
+        if state.ended is not None:
+            return state.ended
+        if state.starting or state.tally.steps != steps:
+            steps, last = state.tally.steps, now
+        stall = max(EXIT_STALL, 2 * state.tally.slowest)
+        if now - last >= stall:
+            return f"the worker finished no call for {stall:g} s (a scorer or the store may hang)"
+        if now - start >= limit:
+            return (
+                f"exit_timeout ({limit:g} s) ran out while the worker was scoring; call "
+                "flush() before exit, or give live(..., exit_timeout=...) more"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class Worker:
@@ -130,6 +174,12 @@ class Worker:
         with self._lock:
             return dataclasses.replace(self.tally)
 
+    def progress(self) -> Progress:
+        """The tally, and whether the thread ended while there were calls to score."""
+        thread = self._thread
+        ended = thread is not None and not thread.is_alive() and not self._stopped
+        return Progress(self.counts(), False, "the scoring thread ended" if ended else None)
+
     def flush(self, timeout: float | None) -> bool:
         """Wait until every queued call is scored and stored; False if ``timeout`` ran out."""
         with self._lock:
@@ -169,14 +219,18 @@ class Worker:
                     return
                 size = min(len(self._calls), self._batch_size)
                 batch = [self._calls.popleft() for _ in range(size)]
+                self.tally.steps += size
             self._score(batch)
 
     def _score(self, batch: list[Call]) -> None:
+        started = time.monotonic()
         counts = self._scoring.saved(batch)
         with self._lock:
             for name, count in counts.items():
                 setattr(self.tally, name, getattr(self.tally, name) + count)
             self.tally.pending -= len(batch)
+            self.tally.steps += len(batch)
+            self.tally.slowest = max(self.tally.slowest, time.monotonic() - started)
             self._lock.notify_all()
 
 

@@ -16,6 +16,7 @@ import functools
 import inspect
 import itertools
 import logging
+import math
 import os
 import threading
 import weakref
@@ -30,7 +31,15 @@ from evaldag._live.predicates import scoring_filter
 from evaldag._live.process_worker import ProcessWorker, in_scoring_process
 from evaldag._live.sampling import sampling_bound, sampling_rate, sha256
 from evaldag._live.streams import async_relay, joined, relayed
-from evaldag._live.worker import CALL_FIELDS, Call, Worker, copied_call, fresh_run_id, snapshot
+from evaldag._live.worker import (
+    CALL_FIELDS,
+    Call,
+    Worker,
+    copied_call,
+    exit_wait,
+    fresh_run_id,
+    snapshot,
+)
 from evaldag._scorer.builder import Scorer
 from evaldag._store.rows import request_context_snapshot
 from evaldag._store.sql import ScoreStore
@@ -39,8 +48,6 @@ from evaldag.errors import EvalDagError
 logger = logging.getLogger("evaldag.live")
 #: Types of outputs that are read as they are: no awaitable or iterator to tell apart.
 _PLAIN = frozenset({str, int, float, bool, type(None), bytes, dict, list, tuple})
-#: Seconds the interpreter's exit waits for queued calls to be scored.
-EXIT_TIMEOUT = 10.0
 
 
 class LiveStats(BaseModel):
@@ -74,7 +81,7 @@ class LiveScoring:
     and async functions and callable objects work; a coroutine or future a call returns is
     scored on what it gives once done, and an output the app alone can await or iterate (another
     awaitable, an iterator) gives an error row naming it. Call ``.live.flush()`` on the wrapped
-    function to wait for the queued calls (at exit that happens by itself, for up to 10 s).
+    function to wait for the queued calls (at exit that happens by itself: ``exit_timeout``).
 
     :param scorers: the scorers (or one scorer) each sampled call is scored with.
     :param store: a ``ScoreStore``, a SQLite file path or a database URL.
@@ -105,6 +112,10 @@ class LiveScoring:
         interpreter lock; the scorers and the sampled calls must then pickle (the scorers by
         value when cloudpickle is installed) and the store be a file or URL both processes
         reach.
+    :param exit_timeout: the seconds the interpreter's exit waits at most for the queued calls.
+        It waits while the worker makes progress (it is still starting, or takes or finishes
+        calls at least every 30 s, or twice its slowest batch), and warns how many calls it
+        leaves unscored and why.
     """
 
     def __init__(
@@ -122,6 +133,7 @@ class LiveScoring:
         batch_size: int = 64,
         concurrency: int = 4,
         worker: Literal["thread", "process"] = "thread",
+        exit_timeout: float = 120.0,
     ) -> None:
         self._scorers = _checked_scorers(scorers)
         if worker not in ("thread", "process"):
@@ -138,6 +150,16 @@ class LiveScoring:
                 raise EvalDagError(
                     "EVALDAG_LIVE_INVALID_OPTION", f"{name} must be an integer >= 1, got {value!r}"
                 )
+        if (
+            not isinstance(exit_timeout, int | float)
+            or isinstance(exit_timeout, bool)
+            or not 0 < exit_timeout < math.inf
+        ):
+            raise EvalDagError(
+                "EVALDAG_LIVE_INVALID_OPTION",
+                f"exit_timeout must be a number of seconds > 0 (finite), got {exit_timeout!r}",
+            )
+        self._exit_timeout = float(exit_timeout)
         self._bound = sampling_bound(sampling_rate(sampling))
         self._filter = scoring_filter(filter)
         self._run_fields = run_fields
@@ -159,7 +181,7 @@ class LiveScoring:
         # Every call is counted by the counter (one C call, atomic), not under the lock.
         self._calls = itertools.count()
         self._counts = {"sampled": 0, "dropped": 0, "skipped": 0}
-        self._warned = False
+        self._warned = self._end_reported = False
         atexit.register(self._at_exit)
         os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
@@ -219,7 +241,12 @@ class LiveScoring:
 
         :return: False when ``timeout`` (seconds) ran out first.
         """
-        return self._worker is None or self._worker.flush(timeout)
+        if self._worker is None:
+            return True
+        flushed = self._worker.flush(timeout)
+        if not flushed:
+            self._ended_warning()
+        return flushed
 
     def close(self, timeout: float | None = None) -> bool:
         """Flush, stop the worker and close the store this scoring opened; later calls of the
@@ -228,7 +255,9 @@ class LiveScoring:
         :return: False when ``timeout`` ran out before the queue was empty.
         """
         atexit.unregister(self._at_exit)
-        flushed = True if self._worker is None else self._worker.stop(timeout)
+        flushed = self.flush(timeout)
+        if self._worker is not None:
+            self._worker.stop(0)
         if self._owns_store:
             self._store.close()
         return flushed
@@ -380,11 +409,33 @@ class LiveScoring:
         if warn:
             logger.warning("live scoring skips calls: %s", error, exc_info=error)
 
-    def _at_exit(self) -> None:
-        if not self.close(EXIT_TIMEOUT):
+    def _ended_warning(self) -> bool:
+        """Whether the worker ended with calls not scored; the first time, a warning says so."""
+        progress = self._worker.progress() if self._worker is not None else None
+        if progress is None or progress.ended is None:
+            return False
+        if not self._end_reported:
+            self._end_reported = True
             logger.warning(
-                "live scoring: %d calls were not scored before exit", self.stats().pending
+                "live scoring: %s with %d calls not scored; its own error, if it had one, is "
+                "printed above",
+                progress.ended,
+                progress.tally.pending,
             )
+        return True
+
+    def _at_exit(self) -> None:
+        """Score the queued calls while the worker makes progress, then close; say what is
+        left unscored, and why."""
+        if self._worker is not None:
+            gave_up = exit_wait(self._worker.progress, self._exit_timeout)
+            if gave_up is not None and not self._ended_warning():
+                logger.warning(
+                    "live scoring: %d calls were not scored before exit: %s",
+                    self._worker.counts().pending,
+                    gave_up,
+                )
+        self.close(0)
 
 
 def _refused_in_scoring_process(function: Callable[..., Any]) -> Callable[..., Any]:
