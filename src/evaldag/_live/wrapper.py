@@ -329,16 +329,20 @@ class LiveScoring:
         """What the app gets for the value its call returned: the value, queued with ``call``;
         for a coroutine, one that awaits it, then queues what it gave; a future, queued once
         done. Never raises into the app."""
-        if type(value) is CoroutineType:
+        kind = type(value)
+        if kind in _PLAIN:  # most outputs: the one test a queued call's value costs
+            self._queued(call, value)
+            return value
+        if kind is CoroutineType:
             awaiting = self._awaited(call, value)
             awaiting.__name__, awaiting.__qualname__ = value.__name__, value.__qualname__
             return awaiting
         if isfuture(value):
             value.add_done_callback(functools.partial(self._future_done, call))
             return value
-        if type(value) is GeneratorType:
+        if kind is GeneratorType:
             return relayed(value, self._stream_end(call))
-        if type(value) is AsyncGeneratorType:
+        if kind is AsyncGeneratorType:
             end = self._stream_end(call)
             return async_relay(lambda args, kwargs: (value, end))()
         self._queued(call, value)
@@ -390,7 +394,7 @@ class LiveScoring:
         reason it cannot be scored if there is one; count it. Never raises into the app."""
         try:
             output = value if self._output is None else self._output(value)
-            unreadable = _unreadable(output)
+            unreadable = None if type(output) in _PLAIN else _unreadable(output)
             if unreadable is not None:
                 output = None
             call = Call(call.fields, output, call.snapshot, call.error or problem or unreadable)
@@ -483,8 +487,6 @@ def _has_async_call(function: Callable[..., Any]) -> bool:
 def _unreadable(output: Any) -> str | None:
     """Why ``output`` cannot be scored, or None: an awaitable or an iterator can be awaited or
     read only once, and that is the app's to do."""
-    if type(output) in _PLAIN:
-        return None
     if inspect.isawaitable(output):
         what, cannot = "an awaitable", "cannot wait for without changing what the app gets"
     elif isinstance(output, AsyncIterator):
