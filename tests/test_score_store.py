@@ -545,3 +545,117 @@ def test_evaldag_run_stores_a_named_run(tmp_path, capsys):
     assert evaldag.EvalResult.read_parquet(out).name == "nightly"
     assert cli([*run, "--name", " nightly"]) == 3
     assert "name=' nightly' must be text without blanks" in capsys.readouterr().err
+
+
+# --- a store that fails: found before the run, or the result kept --------------------------------
+
+
+def _counting_scorer(calls):
+    return create_scorer("counted").generate_score(lambda run: calls.append(1) or 1.0)
+
+
+@pytest.mark.parametrize("stamped", [False, True], ids=["unstamped", "stamped"])
+def test_a_foreign_scores_table_is_refused_before_anything_runs(store_url, stamped):
+    # a table of evaldag's name that evaldag did not make; "stamped": as the store of an older
+    # evaldag that stamped such a database without looking at its columns
+    engine = sa.create_engine(_engine_url(store_url))
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE evaldag_scores (id INTEGER, note TEXT)"))
+        if stamped:
+            schema.versions.create(connection)
+            connection.execute(
+                schema.versions.insert(), [{"version": 1, "applied_at": datetime(2024, 1, 1)}]
+            )
+    engine.dispose()
+    calls = []
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, scorers=[_counting_scorer(calls)], store=store_url, progress=False)
+    assert raised.value.id == "EVALDAG_STORE_FOREIGN_TABLE"
+    assert "'evaldag_scores'" in raised.value.message
+    assert "a database of its own" in raised.value.message
+    assert calls == []  # refused before any scorer ran
+
+
+def _engine_url(store_url):
+    return store_url if "://" in store_url else f"sqlite:///{store_url}"
+
+
+def _held_lock(store_url):
+    """A connection holding the store's write lock (SQLite) or its experiments table (PostgreSQL),
+    as another writer would; closed by the caller."""
+    engine = sa.create_engine(_engine_url(store_url))
+    connection = engine.connect()
+    if connection.dialect.name == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        connection.begin()
+        connection.execute(sa.text("LOCK TABLE evaldag_experiments IN ACCESS EXCLUSIVE MODE"))
+    return engine, connection
+
+
+def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_path, monkeypatch):
+    from evaldag._store import sql
+
+    monkeypatch.setattr(sql, "_LOCK_WAIT", 1)  # the bound on waiting for a lock, shortened
+    held = []
+
+    def lock_the_store(*_):
+        if not held:  # another writer takes the store while the run scores
+            held.append(_held_lock(store_url))
+
+    out = tmp_path / "results.parquet"
+    try:
+        with pytest.raises(evaldag.StoreWriteError) as raised:
+            run_evals(
+                DATA,
+                scorers=[_length()],
+                store=store_url,
+                out=out,
+                on_item_complete=lock_the_store,
+                progress=False,
+            )
+    finally:
+        for engine, connection in held:
+            connection.close()
+            engine.dispose()
+    error = raised.value
+    assert error.id == "EVALDAG_STORE_WRITE_FAILED" and error.domain == "STORAGE"
+    assert "was not saved in the score store" in error.message
+    assert "lock" in error.message  # the database's own words: locked, lock timeout
+    assert f"in {out} and on this error" in error.message
+    assert error.result.scores == {"length": pytest.approx(0.325)}
+    assert evaldag.EvalResult.read_parquet(out).experiment_id == error.result.experiment_id
+    with ScoreStore(store_url) as store:  # the store free again: the result saves as it was
+        assert store.experiments().empty
+        store.save_result(error.result)
+        assert store.result().scores == error.result.scores
+
+
+def test_evaldag_run_prints_the_summary_of_a_run_the_store_did_not_save(
+    tmp_path, capsys, monkeypatch
+):
+    from evaldag._store import sql
+
+    monkeypatch.setattr(sql, "_LOCK_WAIT", 1)
+    store, out = tmp_path / "scores.db", tmp_path / "results.parquet"
+    eval_file = tmp_path / "eval_locked.py"
+    eval_file.write_text(
+        "import sqlite3\n"
+        "from evaldag import create_scorer\n"
+        "held = []\n"
+        "def length(run):\n"
+        "    if not held:  # another writer takes the store while the run scores\n"
+        f"        held.append(sqlite3.connect({str(store)!r}, isolation_level=None))\n"
+        "        held[0].execute('BEGIN IMMEDIATE')\n"
+        "    return len(run.output) / 10\n"
+        "scorers = [create_scorer('length').generate_score(length)]\n"
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"input": "q", "output": "four"}\n')
+    run = ["run", str(eval_file), "--data", str(data), "--store", str(store), "--out", str(out)]
+    code = cli(run)
+    captured = capsys.readouterr()
+    assert code == 3
+    assert "length" in captured.out and "verdict:" in captured.out  # the summary, scored
+    assert "was not saved in the score store" in captured.err and "locked" in captured.err
+    assert out.is_file()

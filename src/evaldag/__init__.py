@@ -15,6 +15,7 @@ _EXPORTS = {
     "EvalDagError": "evaldag.errors",
     "ScorerRunError": "evaldag.errors",
     "UntrustworthyRunError": "evaldag.errors",
+    "StoreWriteError": "evaldag.errors",
     "ScorerRun": "evaldag._scorer.run",
     "ScorerResult": "evaldag._results.scorer_result",
     "JudgeExecution": "evaldag._judge.records",
@@ -82,7 +83,12 @@ if TYPE_CHECKING:
     from evaldag._store.sql import ScoreStore
     from evaldag._targets.agent import Agent, agent
     from evaldag._targets.workflow import Workflow, workflow
-    from evaldag.errors import EvalDagError, ScorerRunError, UntrustworthyRunError
+    from evaldag.errors import (
+        EvalDagError,
+        ScorerRunError,
+        StoreWriteError,
+        UntrustworthyRunError,
+    )
 
 
 def __getattr__(name: str) -> Any:

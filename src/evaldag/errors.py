@@ -136,3 +136,27 @@ class UntrustworthyRunError(EvalDagError):
     ) -> None:
         super().__init__("EVALDAG_RUN_UNTRUSTWORTHY", message, category="USER", details=details)
         self.result = result
+
+
+class StoreWriteError(EvalDagError):
+    """The run finished, but saving it in the score store failed (a database locked past the
+    wait, unreachable or full): ``result`` holds everything the run computed, the files it was
+    asked to write are written, and ``store.save_result(error.result)`` saves it later."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        result: EvalResult,
+        cause: BaseException,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            "EVALDAG_STORE_WRITE_FAILED",
+            message,
+            domain="STORAGE",
+            category="THIRD_PARTY",
+            details=details,
+            cause=cause,
+        )
+        self.result = result

@@ -42,7 +42,7 @@ from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._util.event_loop import run_sync
-from evaldag.errors import EvalDagError
+from evaldag.errors import EvalDagError, StoreWriteError, error_message
 
 if TYPE_CHECKING:
     import graphviz
@@ -151,7 +151,9 @@ def run_evals(
         of the DAG), or ``.csv`` / ``.jsonl`` (the items; lists and dicts as JSON, in a CSV
         cell as JSON text; ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
-        store: a ``ScoreStore``, a SQLite file path or a database URL.
+        store: a ``ScoreStore``, a SQLite file path or a database URL. It is opened (and its
+        tables checked) before anything runs; a save that fails at the end raises
+        ``StoreWriteError`` carrying the result, ``out`` written first.
     :param name: the run's name, beside its generated ``experiment_id``: kept in the result, its
         Parquet file and the store, where ``evaldag compare``, ``store.result`` and the report
         find a run by name as well as by id. Runs may share a name (``"nightly"``); looked up by
@@ -242,7 +244,7 @@ def run_evals(
             time_limits,
             mapping,
         )
-        return require_trustworthy(_stored(result, store, target), max_error_share)
+        return require_trustworthy(_stored(result, store, target, out), max_error_share)
     result = _local_run(
         plan,
         dataset,
@@ -259,15 +261,30 @@ def run_evals(
         out=out,
         checkpoint=checkpoint,
     )
-    return require_trustworthy(_stored(result, store, target), max_error_share)
+    return require_trustworthy(_stored(result, store, target, out or checkpoint), max_error_share)
 
 
-def _stored(result: EvalResult, store: Any, target: Any) -> EvalResult:
-    """``result``, saved in ``store`` first when one is given (before a verdict can raise)."""
-    if store is not None:
-        from evaldag._store.locations import save_result
+def _stored(result: EvalResult, store: Any, target: Any, written: Any) -> EvalResult:
+    """``result``, saved in ``store`` first when one is given (before a verdict can raise); a
+    save that fails raises ``StoreWriteError`` carrying the result (``written``, the results
+    file, is written by then)."""
+    if store is None:
+        return result
+    from evaldag._store.locations import save_result, shown_location
 
+    try:
         save_result(store, result, target=target)
+    except Exception as error:
+        problem = error.message if isinstance(error, EvalDagError) else error_message(error)
+        kept = f"in {written} and " if written is not None else ""
+        raise StoreWriteError(
+            f"The run finished but was not saved in the score store: {problem}. Nothing is "
+            f"lost: the result is {kept}on this error (error.result); "
+            "save it with ScoreStore(...).save_result(error.result) once the store takes writes",
+            result=result,
+            cause=error,
+            details={"store": shown_location(store), "experimentId": result.experiment_id},
+        ) from error
     return result
 
 

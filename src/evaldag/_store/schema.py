@@ -7,6 +7,10 @@ database gets the current tables and is stamped with ``SCHEMA_VERSION``; a datab
 older evaldag gets the steps of ``MIGRATIONS`` it misses, in order, each once. Both happen in
 one transaction that holds the database's write lock (SQLite) or an advisory lock
 (PostgreSQL), so processes opening one store at the same time migrate it once.
+
+Tables of these names that evaldag did not make (an unstamped database that has one, or a
+table without the columns its version has) are refused when the store opens: found only when
+a run's rows are written, they would cost the run.
 """
 
 from __future__ import annotations
@@ -106,7 +110,7 @@ experiments = sa.Table(
     sa.Column("verdict", sa.Text),
     sa.Column("total_items", sa.Integer, nullable=False),
     sa.Column("record", _JSON, nullable=False),
-    sa.Column("name", sa.Text),  # version 2
+    sa.Column("name", sa.Text, info={"since": 2}),
     sa.Index("ix_evaldag_experiments_name_created_at", "name", "created_at"),
 )
 
@@ -139,8 +143,11 @@ def migrated(connection: sa.Connection, location: str) -> int:
     """
     if connection.dialect.name == "postgresql":
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_MIGRATION_LOCK)))
-    versions.create(connection, checkfirst=True)
-    found = connection.scalar(sa.select(sa.func.max(versions.c.version))) or 0
+    existing = set(sa.inspect(connection).get_table_names())
+    found = 0
+    if versions.name in existing:
+        _require_own_table(connection, versions, location)
+        found = connection.scalar(sa.select(sa.func.max(versions.c.version))) or 0
     if found > SCHEMA_VERSION:
         raise EvalDagError(
             "EVALDAG_STORE_SCHEMA_TOO_NEW",
@@ -149,6 +156,18 @@ def migrated(connection: sa.Connection, location: str) -> int:
             domain="STORAGE",
             details={"store": location, "version": found, "supported": SCHEMA_VERSION},
         )
+    for table in (scores, experiments):
+        if found == 0 and table.name in existing:
+            raise _foreign_table(
+                table, location, f"it has a table '{table.name}' but no evaldag schema version"
+            )
+        if found and table.name not in existing:
+            raise _foreign_table(
+                table, location, f"it is at schema version {found} but has no '{table.name}'"
+            )
+        if found:
+            _require_own_table(connection, table, location, found)
+    versions.create(connection, checkfirst=True)
     now = datetime.now(UTC)
     if found == 0:
         metadata.create_all(connection, tables=[scores, experiments])
@@ -158,3 +177,44 @@ def migrated(connection: sa.Connection, location: str) -> int:
         MIGRATIONS[version](connection)
         connection.execute(versions.insert(), [{"version": version, "applied_at": now}])
     return found
+
+
+def _require_own_table(
+    connection: sa.Connection, table: sa.Table, location: str, version: int = SCHEMA_VERSION
+) -> None:
+    """``table`` as the database has it holds every column evaldag's schema ``version`` has (a
+    column's ``info["since"]``: the version that added it), and no column that evaldag's rows
+    would leave empty but the database requires."""
+    found = {column["name"]: column for column in sa.inspect(connection).get_columns(table.name)}
+    missing = [
+        column.name
+        for column in table.c
+        if column.name not in found and column.info.get("since", 1) <= version
+    ]
+    if missing:
+        raise _foreign_table(
+            table, location, f"its table '{table.name}' lacks the column(s) {', '.join(missing)}"
+        )
+    required = [
+        name
+        for name, column in found.items()
+        if name not in table.c and not column["nullable"] and column.get("default") is None
+    ]
+    if required:
+        raise _foreign_table(
+            table,
+            location,
+            f"its table '{table.name}' requires column(s) evaldag does not fill: "
+            + ", ".join(required),
+        )
+
+
+def _foreign_table(table: sa.Table, location: str, problem: str) -> EvalDagError:
+    return EvalDagError(
+        "EVALDAG_STORE_FOREIGN_TABLE",
+        f"The score store {location} is not evaldag's as it stands: {problem}. evaldag keeps "
+        "its rows in tables of these names; give the store a database of its own (another "
+        "SQLite file, PostgreSQL database or schema), or rename the tables in the way",
+        domain="STORAGE",
+        details={"store": location, "table": table.name},
+    )

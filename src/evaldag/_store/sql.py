@@ -3,8 +3,9 @@
 Writes are upserts by row id (``INSERT ... ON CONFLICT (id) DO UPDATE``), so saving a row again
 replaces it and keeps its ``created_at``. Concurrent writers are safe: on SQLite every write
 transaction takes the database's write lock when it begins (``BEGIN IMMEDIATE``, WAL journal,
-waiting up to 30 s for another writer), on PostgreSQL rows are upserted atomically. A store
-object is safe to share between threads; a forked child opens connections of its own.
+waiting up to 30 s for another writer), on PostgreSQL rows are upserted atomically (a lock is
+waited for 30 s at most, a connection 10 s). A store object is safe to share between threads;
+a forked child opens connections of its own.
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
 _UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
-#: Seconds a SQLite writer waits for another to finish.
-_SQLITE_BUSY_TIMEOUT = 30
+#: Seconds a writer waits for another's lock: SQLite's write lock, PostgreSQL's row and
+#: advisory locks.
+_LOCK_WAIT = 30
+#: Seconds a PostgreSQL connection may take to open.
+_CONNECT_WAIT = 10
 _WRITE = "evaldag_write"
 _ROWS_PER_STATEMENT = 500
 
@@ -257,8 +261,11 @@ def _engine(url: sa.URL) -> sa.Engine:
         "pool_pre_ping": True,
     }
     if url.get_backend_name() != "sqlite":
-        return sa.create_engine(url, **options)
-    engine = sa.create_engine(url, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT}, **options)
+        # Every wait has a bound, unless the URL sets its own.
+        bounds = {"connect_timeout": _CONNECT_WAIT, "options": f"-c lock_timeout={_LOCK_WAIT}s"}
+        given = {k: v for k, v in bounds.items() if k not in url.query}
+        return sa.create_engine(url, connect_args=given, **options)
+    engine = sa.create_engine(url, connect_args={"timeout": _LOCK_WAIT}, **options)
 
     @sa.event.listens_for(engine, "connect")
     def _connected(dbapi_connection: Any, _record: Any) -> None:
