@@ -2,6 +2,7 @@
 upserts by id, the schema and its migrations, concurrent writers, run_evals(store=...),
 read_scores and the report from a store."""
 
+import json
 import math
 import subprocess
 import sys
@@ -659,3 +660,63 @@ def test_evaldag_run_prints_the_summary_of_a_run_the_store_did_not_save(
     assert "length" in captured.out and "verdict:" in captured.out  # the summary, scored
     assert "was not saved in the score store" in captured.err and "locked" in captured.err
     assert out.is_file()
+
+
+# --- values a database cannot hold as they are -------------------------------------------------
+
+
+def test_nul_characters_lose_no_run_and_no_batch(store_url):
+    postgres = "://" in store_url  # PostgreSQL's text and JSONB cannot hold U+0000
+    data = [{"input": "q\x00", "output": "four", "note": {"k\x00": "v\x00"}}]
+    result = run_evals(data, scorers=[_length()], store=store_url, progress=False)
+    batch = [_row("a"), _row("b", reason="why\x00"), _row("c", output=["x\x00"])]
+    with ScoreStore(store_url) as store:
+        assert store.save(batch) == 3  # the whole batch, the rows with NUL included
+        rows = store.scores().set_index("id")
+        back = store.result(result.experiment_id)
+    stored = rows.loc[f"{result.experiment_id}:0:length"]
+    nul = "\ufffd" if postgres else "\x00"
+    assert stored.input == f"q{nul}" and stored.metadata["data"] == {"note": {f"k{nul}": f"v{nul}"}}
+    assert back.items.at[0, "input"] == f"q{nul}" and back.scores == result.scores
+    assert rows.loc["b", "reason"] == f"why{nul}" and rows.loc["c", "output"] == [f"x{nul}"]
+    metadatas = rows.loc[[stored.name, "a", "b", "c"]].metadata
+    replaced = [(metadata or {}).get("nulReplaced") for metadata in metadatas]
+    if postgres:  # each row says which of its fields had one
+        assert replaced == [["input", "metadata"], None, ["reason"], ["output"]]
+    else:
+        assert replaced == [None] * 4
+
+
+def _same(a, b):
+    """Equal, NaN equal to NaN, in nested values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b and type(a) is type(b)
+
+
+def test_non_finite_numbers_and_missing_values_inside_data_are_kept(store_url):
+    inf, nan = math.inf, math.nan
+    meta = {"none": None, "nan": nan, "inf": inf, "minus": [-inf, 1.5], "one": 1}
+    data = [{"input": "q", "output": "four", "meta": meta, "big": inf, "small": -inf}]
+    result = run_evals(data, scorers=[_length()], store=store_url, progress=False)
+    live = _row("live", score=inf, metadata={"nan": nan, "inf": inf, "literal": "Infinity"})
+    with ScoreStore(store_url) as store:
+        store.save([live])
+        rows = store.scores().set_index("id")
+        back = store.result(result.experiment_id)
+    stored = rows.loc[f"{result.experiment_id}:0:length", "metadata"]["data"]
+    assert _same(stored, {"meta": meta, "big": inf, "small": -inf})
+    assert _same(back.items.at[0, "meta"], meta) and back.items.at[0, "big"] == inf
+    assert rows.loc["live", "score"] == inf
+    assert _same(rows.loc["live", "metadata"], {"nan": nan, "inf": inf, "literal": "Infinity"})
+    with ScoreStore(store_url) as store, store._engine.connect() as connection:
+        table = schema.scores
+        text = connection.scalar(
+            sa.select(sa.cast(table.c.metadata, sa.Text)).where(table.c.id == "live")
+        )
+    # as MongoDB's Extended JSON writes them: JSON has no NaN or infinity
+    assert json.loads(text)["inf"] == {"$numberDouble": "Infinity"}

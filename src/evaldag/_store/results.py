@@ -17,10 +17,11 @@ import pandas as pd
 
 from evaldag._compat.js import json_text
 from evaldag._engine.run_state import RESULT_KEYS
-from evaldag._reader import plain_data
+from evaldag._reader import is_foreign, plain_data
 from evaldag._results.eval_result import EvalResult
 from evaldag._results.item_columns import SCORER_COLUMNS
 from evaldag._store.rows import ScoreRow, request_context_snapshot
+from evaldag._store.values import loaded_json, stored_json
 from evaldag.errors import EvalDagError
 
 #: Item columns that map onto row fields; the others are kept in ``metadata["data"]``.
@@ -145,7 +146,7 @@ def experiment_record(result: EvalResult) -> dict[str, Any]:
     """What the store keeps of a result besides its rows: everything but its frames (the items,
     which the rows hold), and the items' column names in order."""
     frames = {name for name, value in result if isinstance(value, pd.DataFrame)}
-    metadata = json.loads(json_text(result.model_dump(exclude=frames)))
+    metadata = loaded_json(stored_json(result.model_dump(exclude=frames)))
     record = {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
     if result.turns is not None:
         record["turn_columns"] = [str(c) for c in result.turns.columns]
@@ -231,10 +232,11 @@ def _steps_text(steps: list[str] | None) -> str | None:
 
 
 def _cell(value: Any) -> Any:
-    """A DataFrame cell as plain Python data: missing markers (NaN, NA) become None."""
+    """A DataFrame cell as plain Python data: a missing marker (NaN, NA) becomes None; inside a
+    list or dict every value is kept, NaN and None included."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return None
-    return plain_data(value)
+    return plain_data(value) if is_foreign(value) else value
 
 
 def _decoded(value: Any) -> Any:

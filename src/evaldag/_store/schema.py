@@ -19,11 +19,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from evaldag._compat.js import json_text
+from evaldag._store.values import loaded_json, stored_json
 from evaldag.errors import EvalDagError
 
 #: The schema this evaldag writes.
@@ -33,17 +32,18 @@ _MIGRATION_LOCK = 0x65_76_61_6C_64_61_67
 
 
 class JsonText(sa.types.TypeDecorator):
-    """JSON stored as text. (SQLite's ``JSON`` columns have numeric affinity: the text ``0``
-    would come back as the number 0, and large integers as floats.)"""
+    """JSON stored as text (``evaldag._store.values``: non-finite numbers kept). (SQLite's
+    ``JSON`` columns have numeric affinity: the text ``0`` would come back as the number 0, and
+    large integers as floats.)"""
 
     impl = sa.Text
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: sa.Dialect) -> str | None:
-        return json_text(value)
+        return stored_json(value)
 
     def process_result_value(self, value: Any, dialect: sa.Dialect) -> Any:
-        return None if value is None else orjson.loads(value)
+        return loaded_json(value)
 
 
 _JSON = JsonText().with_variant(postgresql.JSONB(none_as_null=True), "postgresql")

@@ -19,17 +19,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from evaldag._compat.js import json_text
 from evaldag._results.eval_result import EvalResult
 from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
 from evaldag._store.results import experiment_record, result_from_rows, result_rows
 from evaldag._store.rows import ROW_FIELDS, ScoreRow, Source
+from evaldag._store.values import loaded_json, nul_free, stored_json
 from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
@@ -78,7 +77,7 @@ class ScoreStore:
         :return: how many rows were written.
         """
         now = datetime.now(UTC)
-        records = [_record(row, now) for row in rows]
+        records = [self._record(row, now) for row in rows]
         if records:
             with self._transaction("write to") as connection:
                 _upsert(connection, records)
@@ -98,7 +97,7 @@ class ScoreStore:
                 domain="STORAGE",
             )
         now = datetime.now(UTC)
-        records = [_record(row, now) for row in result_rows(result, entity=entity)]
+        records = [self._record(row, now) for row in result_rows(result, entity=entity)]
         experiment = {
             "id": result.experiment_id,
             "name": result.name,
@@ -211,6 +210,15 @@ class ScoreStore:
     def __repr__(self) -> str:
         return f"ScoreStore({self.location!r})"
 
+    def _record(self, row: ScoreRow | Mapping[str, Any], now: datetime) -> dict[str, Any]:
+        """A row's fields as written: timestamps set; on PostgreSQL, which cannot hold NUL
+        characters, each one replaced and the row's metadata saying so (``_store.values``)."""
+        model = row if isinstance(row, ScoreRow) else ScoreRow.model_validate(row)
+        record = dict(model)
+        record["created_at"] = model.created_at or now
+        record["updated_at"] = now
+        return nul_free(record) if self.url.get_backend_name() == "postgresql" else record
+
     @contextmanager
     def _transaction(self, action: Literal["open", "write to", "read"]) -> Iterator[sa.Connection]:
         """A transaction; one that may write takes SQLite's write lock as it begins."""
@@ -256,8 +264,8 @@ def _url(location: str | os.PathLike[str]) -> sa.URL:
 
 def _engine(url: sa.URL) -> sa.Engine:
     options: dict[str, Any] = {
-        "json_serializer": json_text,
-        "json_deserializer": orjson.loads,
+        "json_serializer": stored_json,
+        "json_deserializer": loaded_json,
         "pool_pre_ping": True,
     }
     if url.get_backend_name() != "sqlite":
@@ -281,14 +289,6 @@ def _engine(url: sa.URL) -> sa.Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
-
-
-def _record(row: ScoreRow | Mapping[str, Any], now: datetime) -> dict[str, Any]:
-    model = row if isinstance(row, ScoreRow) else ScoreRow.model_validate(row)
-    record = dict(model)
-    record["created_at"] = model.created_at or now
-    record["updated_at"] = now
-    return record
 
 
 def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
