@@ -346,6 +346,33 @@ def test_report_of_a_missing_results_file(tmp_path, capsys):
     assert "results file" in err and "does not exist" in err
 
 
+def test_report_out_never_replaces_its_results_nor_unless_forced_a_file_not_a_report(
+    tmp_path, capsys
+):
+    exact = create_scorer("exact").generate_score(lambda run: 1.0)
+    results = run_evals(ITEMS, scorers=[exact]).to_parquet(tmp_path / "results.parquet")
+    eval_file, data = _write_eval(tmp_path, scorers="exact"), _write_data(tmp_path)
+    (tmp_path / "link.parquet").symlink_to(results)
+    kept = {path: path.read_bytes() for path in (results, eval_file, data)}
+    for target in (results, tmp_path / "link.parquet"):  # never, --force or not
+        for force in ([], ["--force"]):
+            code, _, err = _main(capsys, "report", results, "--out", target, *force)
+            assert code == 3
+            assert "is the results this report reads; give the report another path" in err
+    for target in (eval_file, data):
+        code, _, err = _main(capsys, "report", results, "--out", target)
+        assert code == 3
+        assert f"--out '{target}' exists and is not an evaldag report" in err
+        assert "or --force to replace it" in err
+    assert {path: path.read_bytes() for path in kept} == kept
+    (tmp_path / "report.html").write_text("<p>my notes</p>")  # the default --out
+    assert _main(capsys, "report", results)[0] == 3
+    assert (tmp_path / "report.html").read_text() == "<p>my notes</p>"
+    assert _main(capsys, "report", results, "--force")[0] == 0  # replaced when asked
+    assert _main(capsys, "report", results)[0] == 0  # a report is replaced without asking
+    assert "Eval results: results.parquet" in (tmp_path / "report.html").read_text()
+
+
 def test_bad_concurrency_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["run", "eval.py", "--data", "x.jsonl", "--concurrency", "0"])

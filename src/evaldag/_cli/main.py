@@ -243,6 +243,11 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--title", help="the report's title (default: the file's name or the experiment id)"
     )
+    report.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out even if it is a file other than an evaldag report (never RESULTS)",
+    )
     report.set_defaults(command=_report_command)
     add_compare_command(commands)
     return parser
@@ -530,14 +535,38 @@ def _report_command(args: argparse.Namespace) -> int:
             f"results file '{results}' does not exist",
             details={"path": str(results)},
         )
+    out = Path(args.out) if args.out else results.with_name("report.html")
+    _require_report_path(out, None if url else results, force=args.force)
     result = read_result(args.results, args.experiment)
     name = results.name
     if is_store(args.results):
         name = f"experiment {result.experiment_id}{f' {result.name!r}' if result.name else ''}"
-    out = Path(args.out) if args.out else results.with_name("report.html")
     write_report(result, out, title=args.title or f"Eval results: {name}")
     print(f"report: {out}")
     return 0
+
+
+def _require_report_path(out: Path, reads: Path | None, *, force: bool) -> None:
+    """``out`` is no file the report would destroy: never the results it reads (``reads``),
+    nor, unless ``force``, an existing file that is not an evaldag report (an eval file, data,
+    anything else)."""
+    from evaldag._report.html import is_report
+
+    if not out.is_file():
+        return  # a new file; a folder, device or FIFO is refused when written
+    if reads is not None and os.path.samefile(out, reads):
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"--out '{out}' is the results this report reads; give the report another path",
+            details={"option": "--out", "path": str(out)},
+        )
+    if not force and not is_report(out):
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"--out '{out}' exists and is not an evaldag report: writing the report would "
+            "replace it; give another path, or --force to replace it",
+            details={"option": "--out", "path": str(out)},
+        )
 
 
 if __name__ == "__main__":

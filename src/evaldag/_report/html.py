@@ -34,6 +34,18 @@ from evaldag._report.text import escaped, number_text
 from evaldag._results.eval_result import EvalResult, ScorerUsage
 from evaldag._version import __version__
 
+#: What marks an HTML file as a report evaldag wrote: the template's generator tag.
+_REPORT_MARK = b'<meta name="generator" content="evaldag">'
+
+
+def is_report(path: Path) -> bool:
+    """Whether ``path`` is a report evaldag wrote (its generator tag in the first 2 kB)."""
+    try:
+        with path.open("rb") as file:
+            return _REPORT_MARK in file.read(2048)
+    except OSError:
+        return False
+
 
 def write_report(result: EvalResult, path: str | Path, *, title: str | None = None) -> Path:
     """Write the report of ``result`` to ``path`` (an ``.html`` file); returns the path."""
