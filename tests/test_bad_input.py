@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from evaldag import EvalDagError, EvalResult, create_scorer, run_evals
+from evaldag import EvalDagError, EvalResult, create_scorer, read_results, run_evals
 from evaldag._cli.main import main as cli_main
 
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -769,6 +769,88 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path):
         atomic_write(tmp_path / "out.html", broken)
     assert raised.value.category == "SYSTEM"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["a" * 247 + ".parquet", "é" * 120 + ".csv"])
+def test_a_name_near_the_file_systems_limit_is_written(tmp_path, name):
+    # 255 bytes at most: the temporary name beside it is cut to fit, not made longer
+    assert 240 < len(name.encode()) <= 255
+    run_evals(SMALL, scorers=[LENGTH], out=tmp_path / name)
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert read_results(tmp_path / name)["length.score"].tolist() == [0.01, 0.02]
+
+
+def test_a_name_too_long_to_write_is_refused_before_the_run(tmp_path, capsys):
+    scored = []
+    counting = create_scorer("c").generate_score(lambda: scored.append(1) or 1)
+    for option, name, size in [
+        ("out", "a" * 250 + ".parquet", 258),
+        ("checkpoint", "a" * 242 + ".parquet", 258),  # its batches go to <name>.partial
+    ]:
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(SMALL, scorers=[counting], **{option: tmp_path / name})
+        assert raised.value.id == "INVALID_OUTPUT_PATH"
+        assert f"its name is {size} bytes" in raised.value.message
+        assert "longer than the 255 this file system takes" in raised.value.message
+    assert scored == []
+    (tmp_path / "data.jsonl").write_text('{"input": "q", "output": "a"}\n')
+    eval_file = tmp_path / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    code, err = _cli(
+        eval_file, tmp_path / "data.jsonl", "--out", str(tmp_path / ("a" * 252 + ".csv"))
+    )
+    _cli_refused(code, err, "its name is 256 bytes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.jsonl", "length_eval.py"]
+
+
+_KILLED_WRITER = """
+import sys, time
+from evaldag._io.files import atomic_write
+
+def write(temporary):
+    temporary.write_bytes(b"half a file")
+    print(temporary, flush=True)
+    time.sleep(600)  # killed here, mid-write
+
+atomic_write(sys.argv[1], write)
+"""
+
+
+def test_a_temporary_file_a_killed_writer_left_is_removed_by_a_later_write(tmp_path):
+    import signal
+    import time
+
+    from evaldag._io.files import STALE_AFTER_SECONDS
+
+    target = tmp_path / "results.parquet"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(target)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        left = Path(writer.stdout.readline().strip())
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=60)
+    assert writer.returncode == -signal.SIGKILL
+    assert left.parent == tmp_path and left.is_file() and not target.exists()
+    assert left.name.startswith(".results.parquet.") and left.name.endswith(".evaldag-tmp")
+    old = time.time() - STALE_AFTER_SECONDS - 60
+    others = [  # not this target's temporary files: never touched
+        tmp_path / ".results.parquet.notours.evaldag-tmp",
+        tmp_path / ".other.parquet.0123abcd.evaldag-tmp",
+        tmp_path / ".results.parquet.0123abcd.tmp",
+    ]
+    for other in others:
+        other.write_text("someone else's")
+        os.utime(other, (old, old))
+    run_evals(SMALL, scorers=[LENGTH], out=target)
+    assert left.is_file()  # written to lately: it may be another writer's, still writing
+    os.utime(left, (old, old))
+    run_evals(SMALL, scorers=[LENGTH], out=target)
+    assert not left.exists()  # not written to for STALE_AFTER_SECONDS: a dead writer's
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["results.parquet", *(other.name for other in others)]
+    )
 
 
 def test_an_integer_beyond_64_bits_in_a_carried_column_is_written(tmp_path):

@@ -71,6 +71,10 @@ def _manifest(path: Path) -> dict[str, Any]:
     )
 
 
+#: What the folder of a checkpoint's saved batches adds to its name.
+PARTS_SUFFIX = ".partial"
+
+
 class Checkpoint:
     """The saved batches of one eval run.
 
@@ -82,7 +86,7 @@ class Checkpoint:
 
     def __init__(self, path: str | Path, definition: dict[str, Any]) -> None:
         self.path = Path(path)
-        self.parts = self.path.with_name(self.path.name + ".partial")
+        self.parts = self.path.with_name(self.path.name + PARTS_SUFFIX)
         self.definition = _fingerprint(definition)
         manifest = self.parts / "run.json"
         if manifest.exists():
@@ -138,7 +142,7 @@ def finished_run(
     """The results at ``path`` if an earlier run with this data and these scorers finished;
     None when there are none yet (or the run is still partial)."""
     target = Path(path)
-    if not target.exists() or target.with_name(target.name + ".partial").exists():
+    if not target.exists() or target.with_name(target.name + PARTS_SUFFIX).exists():
         return None
     result = EvalResult.read_parquet(target)
     differences = []

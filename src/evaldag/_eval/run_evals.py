@@ -22,7 +22,7 @@ from hamilton.io.materialization import to
 from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
-from evaldag._eval.checkpoint import Checkpoint, finished_run
+from evaldag._eval.checkpoint import PARTS_SUFFIX, Checkpoint, finished_run
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.preflight import checked_data
@@ -202,7 +202,7 @@ def run_evals(
         )
     for option, path in (("out", out), ("checkpoint", checkpoint)):
         if path is not None:
-            writable_path(path, option)
+            writable_path(path, option, len(PARTS_SUFFIX) if option == "checkpoint" else 0)
             if results_format(path, option) != "parquet" and option == "checkpoint":
                 raise EvalDagError(
                     "INVALID_OUTPUT_PATH",

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaldag._compat.js import json_text
-from evaldag._io.files import atomic_write
+from evaldag._io.files import atomic_write, name_problem
 from evaldag.errors import EvalDagError
 
 _METADATA_KEY = b"evaldag"
@@ -51,12 +51,17 @@ def _cell_text(value: Any) -> str | None:
     return json_text(value)
 
 
-def writable_path(path: str | os.PathLike[str], option: str) -> Path:
-    """``path`` checked as a results file to write, before any work: errors name ``option``."""
+def writable_path(path: str | os.PathLike[str], option: str, longer_by: int = 0) -> Path:
+    """``path`` checked as a results file to write, before any work: errors name ``option``.
+
+    :param longer_by: how many bytes longer the names are that the run writes beside it.
+    """
     target = Path(path)
     problem = None
     if not str(path).strip():
         problem = "is empty"
+    elif too_long := name_problem(target, longer_by):  # first: stat() fails on such a name
+        problem = f"cannot be written: {too_long}"
     elif target.is_dir():
         problem = "is a directory"
     elif target.exists() and not target.is_file():
