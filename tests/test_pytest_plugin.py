@@ -130,7 +130,24 @@ def test_without_gates_or_thresholds_the_run_is_the_test_and_data_may_be_a_file(
     done = pytester.runpytest("-v", "-p", "no:cacheprovider", "--evaldag-out", "out")
     done.assert_outcomes(passed=1)
     done.stdout.fnmatch_lines(["evals/eval_plain.py::run PASSED*"])
-    assert (pytester.path / "out" / "eval_plain.parquet").is_file()
+    assert (pytester.path / "out" / "evals" / "eval_plain.parquet").is_file()
+
+
+def test_eval_files_of_one_name_in_two_folders_get_two_results_files(pytester):
+    for folder, output in (("support", "q"), ("billing", "")):
+        (pytester.path / folder).mkdir()
+        (pytester.path / folder / "eval_answers.py").write_text(
+            "from evaldag.scorers import completeness\n"
+            f"data = [{{'input': 'q', 'output': {output!r}}}]\n"
+            "scorers = [completeness()]\n"
+        )
+    done = pytester.runpytest("-v", "-p", "no:cacheprovider")
+    done.assert_outcomes(passed=2)
+    done.stdout.fnmatch_lines(["evaldag: results of 2 eval file(s) in *.evaldag/pytest"])
+    folder = pytester.path / ".evaldag" / "pytest"
+    support = EvalResult.read_parquet(folder / "support" / "eval_answers.parquet")
+    billing = EvalResult.read_parquet(folder / "billing" / "eval_answers.parquet")
+    assert support.items.output.tolist() == ["q"] and billing.items.output.tolist() == [""]
 
 
 def test_a_data_path_found_nowhere_fails_the_run_naming_where_it_was_looked_for(pytester):

@@ -4,8 +4,10 @@ A file named ``eval_*.py`` whose module level assigns ``data`` and ``scorers`` o
 eval file (read from its source, not imported, so other ``eval_*.py`` files are left alone). It
 becomes one test per gate (``gate[<id>]``) and per threshold (``threshold[<id>]``), a turn's
 named ``turn<N>.<id>``, or one test (``run``) when it has neither; the eval runs once, when its
-first test runs, and its results are written to ``<--evaldag-out>/<file name>.parquet``
-(default ``.evaldag/pytest`` under the rootdir, rewritten each session). A failed gate or
+first test runs, and its results are written to ``<--evaldag-out>/<its path>.parquet``, its path
+from the rootdir (``tests/a/eval_x.py`` gives ``tests/a/eval_x.parquet``: files of one name in
+two folders get two results files; the default folder ``.evaldag/pytest`` under the rootdir,
+rewritten each session). A failed gate or
 missed threshold fails its test like an assertion.
 
 Until it meets an eval file the plugin imports only pytest and the standard library, so test
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 EVAL_FILES = "eval_*.py"
 DEFAULT_OUT = ".evaldag/pytest"
 _WRITTEN = pytest.StashKey[list[Path]]()
+#: Where the results of eval files outside the rootdir go, under the results folder.
+_ELSEWHERE = "_elsewhere"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,8 +53,22 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     written = config.stash.get(_WRITTEN, [])
     if written:
-        folder = written[0].parent
+        folder = _results_folder(config)
         terminalreporter.write_line(f"evaldag: results of {len(written)} eval file(s) in {folder}")
+
+
+def _results_folder(config: pytest.Config) -> Path:
+    folder = Path(config.getoption("evaldag_out") or config.getini("evaldag_out"))
+    return config.rootpath / folder
+
+
+def _results_path(config: pytest.Config, eval_file: Path) -> Path:
+    """Where an eval file's results go: its path from the rootdir, under the results folder."""
+    try:
+        relative = eval_file.relative_to(config.rootpath)
+    except ValueError:
+        relative = Path(_ELSEWHERE, *eval_file.resolve().parts[1:])
+    return _results_folder(config) / relative.with_suffix(".parquet")
 
 
 def _defines_an_eval(path: Path) -> bool:
@@ -155,9 +173,7 @@ class EvalFile(pytest.File):
 
         definition = self._definition
         data = eval_data(definition)
-        config = self.config
-        folder = Path(config.getoption("evaldag_out") or config.getini("evaldag_out"))
-        out = config.rootpath / folder / f"{self.path.stem}.parquet"
+        out = _results_path(self.config, self.path)
         result = run_evals(
             data,
             scorers=definition.scorers,
@@ -167,7 +183,7 @@ class EvalFile(pytest.File):
             out=out,
             progress=False,
         )
-        config.stash.setdefault(_WRITTEN, []).append(out)
+        self.config.stash.setdefault(_WRITTEN, []).append(out)
         return result
 
 
