@@ -192,3 +192,134 @@ def test_a_row_that_is_not_a_reply_is_dropped_counted_and_asked_again(judge_serv
     assert result.summary.judge_cache_rows_dropped == 1
     again = run_evals([{"input": "q", "output": "x"}], scorers=[scorer])
     assert len(judge_server.requests) == 2 and again.summary.judge_cache_rows_dropped == 0
+
+
+# --- a cache that is not one, or cannot grow: nothing the judge answered is lost ---------------
+
+
+def _score_scorer(judge):
+    return create_scorer("cached", judge=judge).generate_score(
+        PromptStep("score", lambda run: f"Score {run.output}")
+    )
+
+
+@pytest.mark.parametrize("foreign", ["a table", "not a database"])
+def test_a_cache_file_that_is_not_a_cache_is_refused_before_the_run(
+    judge_server, tmp_path, caplog, foreign
+):
+    import sqlite3
+
+    from evaldag import EvalDagError, run_evals
+
+    if foreign == "a table":  # a table of the cache's name that evaldag did not make
+        with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+            connection.execute("CREATE TABLE replies (id INTEGER, body BLOB)")
+    else:
+        (tmp_path / FILE_NAME).write_text("notes, not a database\n" * 200)
+    judge_server.on("Score", {"score": 0.5})
+    scorer = _score_scorer(judge_server.judge(instructions=INSTRUCTIONS, cache=tmp_path))
+    with pytest.raises(EvalDagError) as raised:
+        run_evals([{"input": "q", "output": "x"}], scorers=[scorer], progress=False)
+    assert raised.value.id == "EVALDAG_JUDGE_CACHE_FOREIGN"
+    assert str(tmp_path / FILE_NAME) in raised.value.message
+    assert "has a table 'replies' evaldag did not make" in raised.value.message or (
+        "is not a SQLite database" in raised.value.message
+    )
+    assert "pass cache=False" in raised.value.message
+    assert judge_server.requests == []  # refused before any judge call
+    # nothing opened it before the call (scorer.run): the call goes on without it, said once
+    caplog.set_level("WARNING", logger="evaldag._judge.cache")
+    assert scorer.run(output="x").score == 0.5
+    assert scorer.run(output="y").score == 0.5
+    assert [r.getMessage().count("not a SQLite database") + r.getMessage().count("did not make")
+            for r in caplog.records] == [1]  # fmt: skip
+
+
+def test_a_cached_score_off_the_scale_is_checked_as_a_fresh_one(judge_server, tmp_path):
+    import sqlite3
+
+    from evaldag import run_evals
+
+    judge_server.on("Score", {"score": 0.5})
+    scorer = _score_scorer(judge_server.judge(instructions=INSTRUCTIONS, cache=tmp_path))
+    scorer.run(output="x")
+    with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+        (stored,) = connection.execute("SELECT reply FROM replies").fetchone()
+        reply = {**json.loads(stored), "content": '{"score": 7}'}
+        connection.execute("UPDATE replies SET reply = ?", (json.dumps(reply),))
+    result = run_evals(
+        [{"input": "q", "output": "x"}, {"input": "q", "output": "y"}],
+        scorers=[scorer],
+        progress=False,
+    )
+    assert result.items["cached.score"].isna().tolist() == [True, False]
+    error = result.items.at[0, "cached.error"]
+    assert "the judge's generate_score reply gave 7.0" in error and "[0, 1]" in error
+    assert result.items.at[0, "cached.judge"] and '"cacheHit":true' in result.items.at[
+        0, "cached.judge"
+    ].replace(" ", "")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a 1 MB file system of its own (a tmpfs: needs root), for the test to fill."""
+    import subprocess
+
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs (needs root): {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _filled(folder):
+    """Fill ``folder``'s file system to its last byte."""
+    with (folder / "filler").open("wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError as error:
+            assert error.errno == 28  # ENOSPC: full
+
+
+def test_a_cache_that_cannot_grow_loses_no_reply_and_says_so_once(judge_server, full_disk, caplog):
+    import os
+
+    from evaldag import run_evals
+
+    judge_server.on("Score", {"score": 0.5})
+    scorer = _score_scorer(judge_server.judge(instructions=INSTRUCTIONS, cache=full_disk))
+    first = run_evals([{"input": "q", "output": "warm"}], scorers=[scorer], progress=False)
+    assert first.summary.judge_cache_problems == []  # the cache works
+    try:
+        _filled(full_disk)
+        assert os.statvfs(full_disk).f_bavail == 0
+        caplog.set_level("WARNING", logger="evaldag._judge.cache")
+        items = [{"input": "q", "output": f"answer {n}"} for n in range(6)]
+        result = run_evals(items, scorers=[scorer], progress=False, concurrency=2)
+    finally:
+        (full_disk / "filler").unlink()
+    assert result.items["cached.error"].isna().all()  # every paid reply is a score
+    assert result.scores == {"cached": 0.5} and len(judge_server.requests) == 1 + 6
+    (problem,) = result.summary.judge_cache_problems
+    assert str(full_disk) in problem and "could not write" in problem
+    assert "full" in problem and "went on without it" in problem
+    warned = [r for r in caplog.records if "could not write" in r.getMessage()]
+    assert len(warned) == 1
+    from evaldag._cli.summary import summary_table
+
+    assert f"note: {problem}" in summary_table(result, "cached")
+    again = run_evals(items[:1], scorers=[scorer], progress=False)  # room again: cached anew
+    assert again.summary.judge_cache_problems == []
+    assert len(judge_server.requests) == 1 + 6 + 1
+    run_evals(items[:1], scorers=[scorer], progress=False)
+    assert len(judge_server.requests) == 1 + 6 + 1  # served from the cache

@@ -53,6 +53,7 @@ def summary_table(result: EvalResult, title: str) -> str:
     lines += _unscored_texts(result, [s for s in summaries if s.not_scorable and not s.scored])
     if result.summary.target_errors:
         lines.append(f"target failed on {result.summary.target_errors} items")
+    lines += [f"note: {problem}" for problem in result.summary.judge_cache_problems]
     total = result.usage.get("total")
     if total is not None:
         lines.append(

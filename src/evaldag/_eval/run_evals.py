@@ -25,7 +25,7 @@ from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import PARTS_SUFFIX, Checkpoint, finished_run
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
-from evaldag._eval.preflight import checked_data
+from evaldag._eval.preflight import checked_data, scorers_and_rows
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._eval.trust import checked_share, require_trustworthy
@@ -37,9 +37,11 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._io.pictures import write_picture
 from evaldag._judge.budget import JudgeBudget
-from evaldag._judge.cache import dropped_rows
+from evaldag._judge.cache import cache_problems, dropped_rows
+from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
+from evaldag._scorer.steps import prompt_judges
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError, StoreWriteError, error_message
@@ -221,6 +223,9 @@ def run_evals(
 
         require_store(store)
     dataset, plan = checked_data(data, plan, mapping)
+    require_caches(
+        (judge for scorer, _ in scorers_and_rows(plan) for judge in prompt_judges(scorer)), cache
+    )
     size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
     if executor is not None:
@@ -353,7 +358,7 @@ def _local_run(
     if plan.turn_specs:
         wanted.append("turn_items")
     turn_batches: list[pd.DataFrame] = []
-    dropped_before = dropped_rows()
+    dropped_before, problems_before = dropped_rows(), len(cache_problems())
     bar = ProgressBar(len(dataset), enabled=progress)
     error_columns = [f"{s.id}.error" for s in plan.all_scorers]
     item_batches: list[pd.DataFrame] = []
@@ -408,6 +413,7 @@ def _local_run(
         inputs={
             "dag_dot": full_picture(dr, plan).source,
             "judge_cache_rows_dropped": dropped_rows() - dropped_before,
+            "judge_cache_problems": cache_problems()[problems_before:],
             **run_inputs,
         },
     )

@@ -50,6 +50,7 @@ RESERVED_IDS = frozenset(
         "experiment_name",
         "judge_cache",
         "judge_cache_rows_dropped",
+        "judge_cache_problems",
         "judge_budget",
         "step_timeout",
         "target_timeout",

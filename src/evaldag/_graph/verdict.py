@@ -213,14 +213,18 @@ def _all_averages(plan: EvalPlan) -> inject:
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_all_averages)
 def summary(
-    items: pd.DataFrame, averages: dict[str, ScoreAverage], judge_cache_rows_dropped: int = 0
+    items: pd.DataFrame,
+    averages: dict[str, ScoreAverage],
+    judge_cache_rows_dropped: int = 0,
+    judge_cache_problems: list[str] | None = None,
 ) -> Summary:
-    """Item count, not-scorable and failed items per scorer, judge-cache rows dropped and each
-    average's interval."""
+    """Item count, not-scorable and failed items per scorer, judge-cache rows dropped and
+    problems, and each average's interval."""
     target_errors = int(items["target_error"].notna().sum()) if "target_error" in items else 0
     return Summary(
         total_items=len(items),
         judge_cache_rows_dropped=judge_cache_rows_dropped,
+        judge_cache_problems=judge_cache_problems or [],
         not_scorable={sid: a.not_scorable for sid, a in averages.items() if a.not_scorable},
         errors={sid: a.errors for sid, a in averages.items() if a.errors},
         target_errors=target_errors,

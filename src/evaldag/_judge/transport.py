@@ -22,13 +22,14 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Iterable
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from evaldag._judge.cache import judge_cache, request_key
+from evaldag._judge.cache import judge_cache, opened_cache, request_key
 from evaldag._judge.contracts import (
     OBJECT_UNDEFINED,
     Contract,
@@ -101,7 +102,7 @@ async def judged_value(
         cache = judge_cache(cache_directory(run_cache if judge.cache is None else judge.cache))
     except JudgeError:
         raise
-    except EvalDagError as error:  # the local judge is not installed, the cache cannot open
+    except EvalDagError as error:  # the local judge is not installed
         raise _before_calling(error) from error
     # The clock starts with the calls: not with the one-off litellm import or local judge start.
     started = time.perf_counter()
@@ -122,6 +123,15 @@ async def judged_value(
         endpoint,
         step=stage,
     )
+
+
+def require_caches(judges: Iterable[Judge], run_cache: bool | str | Path | None) -> None:
+    """Open the reply cache of every one of ``judges`` (``run_cache`` for those that set none):
+    a file that is not a cache is an error here, before any judge is called."""
+    for judge in judges:
+        directory = cache_directory(run_cache if judge.cache is None else judge.cache)
+        if directory is not None:
+            opened_cache(directory)
 
 
 async def _attempted(

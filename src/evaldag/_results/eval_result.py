@@ -145,6 +145,11 @@ class Summary(_Model):
     judge_cache_rows_dropped: int = Field(
         default=0, description="Judge-cache rows that held no reply: dropped, the call made again."
     )
+    judge_cache_problems: list[str] = Field(
+        default_factory=list,
+        description="Why a judge cache was left out during the run (it could not open, read or "
+        "write: a full disk, an I/O error); the calls went on without it.",
+    )
     intervals: dict[str, ConfidenceInterval] = Field(
         default_factory=dict,
         description="Scorer and gate id → 95 % bootstrap interval of its average (seeded).",
