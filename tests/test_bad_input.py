@@ -740,6 +740,29 @@ def test_an_output_path_that_is_not_a_regular_file_is_refused(tmp_path):
     assert fifo.is_fifo()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_data_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path):
+    fifo = tmp_path / "items.jsonl"
+    os.mkfifo(fifo)  # nothing writes to it: reading it would wait forever
+    (tmp_path / "gone.jsonl").symlink_to(tmp_path / "missing.jsonl")
+    (tmp_path / "folder.csv").mkdir()
+    for path, said in [
+        (fifo, ("is a FIFO (named pipe), not a regular file: evaldag reads data from a "
+                ".parquet, .csv or .jsonl file on disk; write the data to one and give its path")),
+        (tmp_path / "gone.jsonl", "does not exist: it is a symlink to a missing file"),
+        (tmp_path / "folder.csv", "is a directory, not a file"),
+        (tmp_path / "missing.jsonl", "does not exist"),
+    ]:  # fmt: skip
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(path, scorers=[LENGTH])
+        assert raised.value.id == "INVALID_DATA_FILE"
+        assert raised.value.message == f"Data file '{path}' {said}"
+    eval_file = tmp_path / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    code, err = _cli(eval_file, fifo)
+    _cli_refused(code, err, "is a FIFO (named pipe), not a regular file")
+
+
 def test_the_output_may_not_be_the_data_file(tmp_path):
     data = tmp_path / "data.parquet"
     SMALL.to_parquet(data)

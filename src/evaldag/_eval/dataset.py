@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evaldag._eval.column_mapping import MASTRA_KEYS, fields_named, require_mapped_columns
+from evaldag._io.files import file_kind
 from evaldag._io.flat import csv_text, csv_values
 from evaldag._reader import plain_data, python_data
 from evaldag.errors import EvalDagError
@@ -130,10 +131,25 @@ def _from_file(path: Path, columns: dict[str, str]) -> pd.DataFrame:
             f"Cannot read data file '{path}': use a .parquet, .csv or .jsonl file",
             details={"path": str(path)},
         )
-    if not path.is_file():
-        problem = "is a directory, not a file" if path.is_dir() else "does not exist"
+    kind = file_kind(path)
+    if kind != "a regular file":
+        if kind == "missing":
+            problem = "does not exist"
+        elif kind == "a directory":
+            problem = "is a directory, not a file"
+        elif kind == "a symlink to a missing file":
+            problem = "does not exist: it is a symlink to a missing file"
+        else:
+            # Not read: Parquet needs a file it can seek in, and opening a FIFO that nothing
+            # writes to would wait forever.
+            problem = (
+                f"is {kind}, not a regular file: evaldag reads data from a .parquet, .csv or "
+                ".jsonl file on disk; write the data to one and give its path"
+            )
         raise EvalDagError(
-            "INVALID_DATA_FILE", f"Data file '{path}' {problem}", details={"path": str(path)}
+            "INVALID_DATA_FILE",
+            f"Data file '{path}' {problem}",
+            details={"path": str(path), "kind": kind},
         )
     try:
         return reader(path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,26 @@ def _path_error(path: Path, problem: str, cause: BaseException | None = None) ->
         details={"path": str(path)},
         cause=cause,
     )
+
+
+def file_kind(path: Path) -> str:
+    """What ``path`` is, in words: ``"a regular file"``, ``"a directory"``, ``"a FIFO (named
+    pipe)"``, ...; ``"missing"`` when nothing is there (a dangling symlink included)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a symlink to a missing file" if path.is_symlink() else "missing"
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 def name_limit(path: Path) -> int:
