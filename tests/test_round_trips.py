@@ -282,3 +282,90 @@ def test_results_read_back_as_they_were_written(tmp_path, suffix):
     if suffix == ".parquet":
         table = pq.read_table(path)
         assert "array(" not in json.dumps(table.column("tags").to_pylist())
+
+
+# --- what each format keeps (docs/concepts.md, "What each format keeps") -------------------------
+
+_WHEN = pd.Timestamp("2024-05-01 12:30", tz="UTC")
+
+
+def _odd_values():
+    return pd.DataFrame(
+        {
+            "input": ["q0", "q1"],
+            "output": ["a", "bb"],
+            "blob": [b"\x00\x01raw", b"more"],
+            "when": [_WHEN, _WHEN],
+            "meta": [{"at": _WHEN.to_pydatetime(), "raw": b"x", "nan": math.nan}, {"n": 1}],
+            "tags": [{"b"}, set()],
+            "big": [math.inf, 1.5],
+            7: ["seven", "eight"],
+        }
+    )
+
+
+_KEPT = {  # what comes back of row 0, per format, as the docs' table says
+    ".parquet": {
+        "blob": b"\x00\x01raw",
+        "when": _WHEN,
+        "meta": {"at": "2024-05-01T12:30:00+00:00", "raw": "eA==", "nan": None},
+        "tags": ["b"],
+        "big": math.inf,
+        7: "seven",
+    },
+    ".jsonl": {
+        "blob": "AAFyYXc=",
+        "when": "2024-05-01T12:30:00Z",
+        "meta": {"at": "2024-05-01T12:30:00+00:00", "raw": "eA==", "nan": None},
+        "tags": ["b"],
+        "big": None,
+        "7": "seven",
+    },
+    ".csv": {
+        "blob": "AAFyYXc=",
+        "when": "2024-05-01T12:30:00Z",
+        "meta": {"at": "2024-05-01T12:30:00+00:00", "raw": "eA==", "nan": None},
+        "tags": ["b"],
+        "big": "inf",
+        "7": "seven",
+    },
+    "store": {
+        "blob": "AAFyYXc=",
+        "when": "2024-05-01T12:30:00Z",
+        "meta": {"at": "2024-05-01T12:30:00+00:00", "raw": "eA==", "nan": math.nan},
+        "tags": ["b"],
+        "big": math.inf,
+        7: "seven",
+    },
+}
+
+
+def _same(a, b):
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b  # bytes are never equal to their text, nor a list to a set
+
+
+@pytest.mark.parametrize("where", [".parquet", ".jsonl", ".csv", "store"])
+def test_what_each_format_keeps_of_bytes_dates_sets_and_integer_column_names(tmp_path, where):
+    data = _odd_values()
+    if where == "store":
+        result = run_evals(data, scorers=[_length()], store=tmp_path / "s.db", progress=False)
+        with ScoreStore(tmp_path / "s.db") as store:
+            back = store.result().items
+    else:
+        path = tmp_path / f"results{where}"
+        result = run_evals(data, scorers=[_length()], out=path, progress=False)
+        back = read_results(path)
+    kept = _KEPT[where]
+    assert len(back.columns) == len(result.items.columns)
+    assert (7 in back.columns, "7" in back.columns) == (7 in kept, "7" in kept)
+    row = back.iloc[0]
+    for column, value in kept.items():
+        assert _same(row[column], value), (where, column, row[column])
+    if where == ".parquet":
+        assert EvalResult.read_parquet(tmp_path / "results.parquet").items.columns.equals(
+            result.items.columns
+        )

@@ -72,8 +72,12 @@ def _value(value: Any) -> Any:
 
 def _csv_cell(value: Any) -> Any:
     value = _value(value)
-    scalar = value is None or isinstance(value, str | bool | int | float)
-    return value if scalar else json_text(value)
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    text = json_text(value)
+    # A value JSON writes as a string (bytes as base64, a datetime in ISO 8601) is that text,
+    # as in a JSONL line, not the text in JSON's quotes.
+    return json.loads(text) if text.startswith('"') else text
 
 
 def write_flat(items: pd.DataFrame, path: str | os.PathLike[str], fmt: ResultsFormat) -> Path:

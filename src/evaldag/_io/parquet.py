@@ -31,12 +31,18 @@ _INT64 = range(-(2**63), 2**63)
 
 
 def _is_plain_column(values: pd.Series) -> bool:
-    """Whether Arrow stores the column as it is: strings, or numbers that fit 64 bits, or
-    booleans, and None."""
+    """Whether Arrow stores the column as it is: strings, or bytes, or numbers that fit 64
+    bits, or booleans, and None."""
     kinds = {type(value) for value in values if value is not None}
     if kinds <= {int, float}:
         return all(value in _INT64 for value in values if type(value) is int)
-    return kinds <= {str} or kinds <= {bool}
+    return kinds <= {str} or kinds <= {bytes} or kinds <= {bool}
+
+
+def column_name(name: Any) -> Any:
+    """A column's name as a file's metadata keeps it: an integer as itself (Parquet's and
+    JSON's names are text), anything else as its text."""
+    return name if type(name) is int else str(name)
 
 
 def _json(value: Any) -> Any:
@@ -100,10 +106,12 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     object_columns = [str(c) for c in items.columns if items[c].dtype == object]
     meta = {
         **metadata,
-        "json_columns": json_columns,
+        "json_columns": [str(c) for c in json_columns],
         "object_columns": object_columns,
         "index": index,
     }
+    if any(type(c) is not str for c in items.columns):  # read back as they were
+        meta["column_names"] = [column_name(c) for c in items.columns]
     table = table.replace_schema_metadata(
         {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=_json).encode()}
     )
@@ -177,6 +185,9 @@ def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
             index=items.index,
             dtype=object,
         )
+    names = metadata.pop("column_names", None)
+    if names is not None and len(names) == len(items.columns):
+        items.columns = pd.Index(names, dtype=object)
     return items, metadata
 
 

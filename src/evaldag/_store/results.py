@@ -17,6 +17,7 @@ import pandas as pd
 
 from evaldag._compat.js import json_text
 from evaldag._engine.run_state import RESULT_KEYS
+from evaldag._io.parquet import column_name
 from evaldag._reader import is_foreign, plain_data
 from evaldag._results.eval_result import EvalResult
 from evaldag._results.item_columns import SCORER_COLUMNS
@@ -104,6 +105,7 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
     """The ``EvalResult`` an experiment's rows and its stored summary (``experiment_record``)
     make; the items in their original order."""
     columns = stored["item_columns"]
+    names = {str(column): column for column in columns}  # a data column's name, as JSON's key
     items: dict[int, dict[str, Any]] = {}
     turns: dict[tuple[int, int], dict[str, Any]] = {}
     for row in rows.to_dict("records"):
@@ -126,7 +128,7 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
                 "output": row["output"],
                 "ground_truth": context.get("groundTruth"),
                 "request_context": row["request_context"],
-                **(metadata.get("data") or {}),
+                **{names.get(k, k): v for k, v in (metadata.get("data") or {}).items()},
             }
         item.update(_item_columns(row))
     renamed = stored["result"].get("columns") or {}  # the data's names of the run fields
@@ -147,7 +149,7 @@ def experiment_record(result: EvalResult) -> dict[str, Any]:
     which the rows hold), and the items' column names in order."""
     frames = {name for name, value in result if isinstance(value, pd.DataFrame)}
     metadata = loaded_json(stored_json(result.model_dump(exclude=frames)))
-    record = {"result": metadata, "item_columns": [str(c) for c in result.items.columns]}
+    record = {"result": metadata, "item_columns": [column_name(c) for c in result.items.columns]}
     if result.turns is not None:
         record["turn_columns"] = [str(c) for c in result.turns.columns]
     return record
