@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from small_disks import filled
 
 from evaldag import EvalDagError, EvalResult, create_scorer, read_results, run_evals
 from evaldag._cli.main import main as cli_main
@@ -874,6 +875,34 @@ def test_a_temporary_file_a_killed_writer_left_is_removed_by_a_later_write(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["results.parquet", *(other.name for other in others)]
     )
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_a_results_file_the_disk_cannot_take_loses_no_run(full_disk, tmp_path, capsys, suffix):
+    from evaldag import ResultNotSavedError, ScoreStore
+
+    filled(full_disk)
+    out, store = full_disk / f"results{suffix}", tmp_path / "scores.db"
+    with pytest.raises(ResultNotSavedError) as raised:
+        run_evals(SMALL, scorers=[LENGTH], out=out, store=store)
+    error = raised.value
+    assert error.id == "EVALDAG_RESULT_NOT_SAVED"
+    assert f"Cannot write '{out}': No space left on device" in error.message
+    assert "Nothing is lost: the result is on this error (error.result)" in error.message
+    assert error.result.scores == {"length": pytest.approx(0.015)}
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # no half file, no temp
+    with ScoreStore(store) as opened:  # what could be written was
+        assert opened.result().experiment_id == error.result.experiment_id
+    (tmp_path / "data.jsonl").write_text('{"input": "q", "output": "a"}\n')
+    eval_file = tmp_path / "length_eval.py"
+    eval_file.write_text(EVAL_FILE)
+    capsys.readouterr()
+    code = cli_main(
+        ["run", str(eval_file), "--data", str(tmp_path / "data.jsonl"), "--out", str(out)]
+    )
+    captured = capsys.readouterr()
+    _cli_refused(code, captured.err, "No space left on device", "error.result")
+    assert "verdict:" in captured.out  # the run's summary, before the error
 
 
 def test_an_integer_beyond_64_bits_in_a_carried_column_is_written(tmp_path):

@@ -8,6 +8,7 @@ from judge_server import (
     judge_server_on_each_transport,  # noqa: F401 (tests run on both)
 )
 from pydantic import BaseModel
+from small_disks import filled
 
 from evaldag import Judge, PromptStep, ScorerRunError, create_scorer
 from evaldag._judge.cache import FILE_NAME, JudgeCache, request_key
@@ -260,37 +261,6 @@ def test_a_cached_score_off_the_scale_is_checked_as_a_fresh_one(judge_server, tm
     ].replace(" ", "")
 
 
-@pytest.fixture
-def full_disk(tmp_path):
-    """A folder on a 1 MB file system of its own (a tmpfs: needs root), for the test to fill."""
-    import subprocess
-
-    folder = tmp_path / "small"
-    folder.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs (needs root): {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
-
-
-def _filled(folder):
-    """Fill ``folder``'s file system to its last byte."""
-    with (folder / "filler").open("wb", buffering=0) as filler:
-        try:
-            while True:
-                filler.write(b"\0" * 4096)
-        except OSError as error:
-            assert error.errno == 28  # ENOSPC: full
-
-
 def test_a_cache_that_cannot_grow_loses_no_reply_and_says_so_once(judge_server, full_disk, caplog):
     import os
 
@@ -301,7 +271,7 @@ def test_a_cache_that_cannot_grow_loses_no_reply_and_says_so_once(judge_server, 
     first = run_evals([{"input": "q", "output": "warm"}], scorers=[scorer], progress=False)
     assert first.summary.judge_cache_problems == []  # the cache works
     try:
-        _filled(full_disk)
+        filled(full_disk)
         assert os.statvfs(full_disk).f_bavail == 0
         caplog.set_level("WARNING", logger="evaldag._judge.cache")
         items = [{"input": "q", "output": f"answer {n}"} for n in range(6)]

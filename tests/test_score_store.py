@@ -606,7 +606,7 @@ def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_
 
     out = tmp_path / "results.parquet"
     try:
-        with pytest.raises(evaldag.StoreWriteError) as raised:
+        with pytest.raises(evaldag.ResultNotSavedError) as raised:
             run_evals(
                 DATA,
                 scorers=[_length()],
@@ -620,8 +620,8 @@ def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_
             connection.close()
             engine.dispose()
     error = raised.value
-    assert error.id == "EVALDAG_STORE_WRITE_FAILED" and error.domain == "STORAGE"
-    assert "was not saved in the score store" in error.message
+    assert error.id == "EVALDAG_RESULT_NOT_SAVED" and error.domain == "STORAGE"
+    assert "was not saved: Could not " in error.message and "the score store" in error.message
     assert "lock" in error.message  # the database's own words: locked, lock timeout
     assert f"in {out} and on this error" in error.message
     assert error.result.scores == {"length": pytest.approx(0.325)}
@@ -658,7 +658,7 @@ def test_evaldag_run_prints_the_summary_of_a_run_the_store_did_not_save(
     captured = capsys.readouterr()
     assert code == 3
     assert "length" in captured.out and "verdict:" in captured.out  # the summary, scored
-    assert "was not saved in the score store" in captured.err and "locked" in captured.err
+    assert "was not saved: Could not" in captured.err and "locked" in captured.err
     assert out.is_file()
 
 

@@ -15,7 +15,7 @@ _EXPORTS = {
     "EvalDagError": "evaldag.errors",
     "ScorerRunError": "evaldag.errors",
     "UntrustworthyRunError": "evaldag.errors",
-    "StoreWriteError": "evaldag.errors",
+    "ResultNotSavedError": "evaldag.errors",
     "ScorerRun": "evaldag._scorer.run",
     "ScorerResult": "evaldag._results.scorer_result",
     "JudgeExecution": "evaldag._judge.records",
@@ -85,8 +85,8 @@ if TYPE_CHECKING:
     from evaldag._targets.workflow import Workflow, workflow
     from evaldag.errors import (
         EvalDagError,
+        ResultNotSavedError,
         ScorerRunError,
-        StoreWriteError,
         UntrustworthyRunError,
     )
 

@@ -138,10 +138,12 @@ class UntrustworthyRunError(EvalDagError):
         self.result = result
 
 
-class StoreWriteError(EvalDagError):
-    """The run finished, but saving it in the score store failed (a database locked past the
-    wait, unreachable or full): ``result`` holds everything the run computed, the files it was
-    asked to write are written, and ``store.save_result(error.result)`` saves it later."""
+class ResultNotSavedError(EvalDagError):
+    """The run finished, but a results file (``out=``, ``checkpoint=``) or the score store
+    could not take it (a full disk, a database locked past the wait or unreachable): ``result``
+    holds everything the run computed, and what could be written was (the store even when a
+    file failed). ``error.result.to_parquet(path)`` or ``store.save_result(error.result)``
+    saves it later."""
 
     def __init__(
         self,
@@ -152,10 +154,10 @@ class StoreWriteError(EvalDagError):
         details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(
-            "EVALDAG_STORE_WRITE_FAILED",
+            "EVALDAG_RESULT_NOT_SAVED",
             message,
             domain="STORAGE",
-            category="THIRD_PARTY",
+            category="SYSTEM",
             details=details,
             cause=cause,
         )

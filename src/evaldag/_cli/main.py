@@ -2,8 +2,8 @@
 
 Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
 or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
-configuration or input error (the message goes to stderr), or for a run the score store did not
-save (its summary is printed first). ``evaldag demo`` and ``evaldag report``
+configuration or input error (the message goes to stderr), or for a run a results file or the
+score store could not take (its summary is printed first). ``evaldag demo`` and ``evaldag report``
 exit 0 once their files are written, whatever the verdict, and 3 on an error; ``evaldag compare``
 exits 1 on a regression or when B lacks scorers or items of A, else 0. Every command exits 4 on
 an unexpected error (a bug in evaldag: the traceback is printed).
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evaldag._version import __version__
-from evaldag.errors import EvalDagError, StoreWriteError, UntrustworthyRunError
+from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
 
 if TYPE_CHECKING:
     from evaldag._results.eval_result import EvalResult
@@ -402,8 +402,8 @@ def _run_command(args: argparse.Namespace) -> int:
             step_timeout=args.step_timeout,
             target_timeout=args.target_timeout,
         )
-    except StoreWriteError as error:
-        _print_summary(error.result, title)  # scored, though not stored: shown, then the error
+    except ResultNotSavedError as error:
+        _print_summary(error.result, title)  # scored, though not saved: shown, then the error
         raise
     _print_summary(result, title)
     written = [(label, path) for label, path in (("results", args.out), ("DAG", args.dag)) if path]

@@ -44,7 +44,7 @@ from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import prompt_judges
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._util.event_loop import run_sync
-from evaldag.errors import EvalDagError, StoreWriteError, error_message
+from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 
 if TYPE_CHECKING:
     import graphviz
@@ -154,8 +154,9 @@ def run_evals(
         cell as JSON text; ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL. It is opened (and its
-        tables checked) before anything runs; a save that fails at the end raises
-        ``StoreWriteError`` carrying the result, ``out`` written first.
+        tables checked) before anything runs. A results file or store that cannot take the
+        finished run (a full disk, a locked database) raises ``ResultNotSavedError`` carrying
+        the result, after writing what can be written.
     :param name: the run's name, beside its generated ``experiment_id``: kept in the result, its
         Parquet file and the store, where ``evaldag compare``, ``store.result`` and the report
         find a run by name as well as by id. Runs may share a name (``"nightly"``); looked up by
@@ -238,7 +239,7 @@ def run_evals(
             cache=cache is not None,
             budget_usd=budget is not None,
         )
-        result = _distributed_run(
+        result, failures = _distributed_run(
             plan,
             dataset,
             executor,
@@ -249,8 +250,9 @@ def run_evals(
             time_limits,
             mapping,
         )
-        return require_trustworthy(_stored(result, store, target, out), max_error_share)
-    result = _local_run(
+        saved = _saved(result, failures, store, target, files=(out,))
+        return require_trustworthy(saved, max_error_share)
+    result, failures = _local_run(
         plan,
         dataset,
         run_inputs={
@@ -266,31 +268,53 @@ def run_evals(
         out=out,
         checkpoint=checkpoint,
     )
-    return require_trustworthy(_stored(result, store, target, out or checkpoint), max_error_share)
+    saved = _saved(result, failures, store, target, files=(out, checkpoint))
+    return require_trustworthy(saved, max_error_share)
 
 
-def _stored(result: EvalResult, store: Any, target: Any, written: Any) -> EvalResult:
-    """``result``, saved in ``store`` first when one is given (before a verdict can raise); a
-    save that fails raises ``StoreWriteError`` carrying the result (``written``, the results
-    file, is written by then)."""
-    if store is None:
+#: What could not be written: the results files it was (none for the store), and why.
+Unsaved = list[tuple[tuple[str, ...], Exception]]
+
+
+def _saved(
+    result: EvalResult,
+    unsaved: Unsaved,
+    store: Any,
+    target: Any,
+    files: tuple[str | os.PathLike[str] | None, ...],
+) -> EvalResult:
+    """``result``, saved in ``store`` when one is given (before a verdict can raise, and even
+    when a results file could not be written: what can be written is); raises
+    ``ResultNotSavedError`` carrying the result when a file (``unsaved``) or the store could
+    not take it."""
+    if store is not None:
+        from evaldag._store.locations import save_result
+
+        try:
+            save_result(store, result, target=target)
+        except Exception as error:
+            unsaved = [*unsaved, ((), error)]
+    if not unsaved:
         return result
-    from evaldag._store.locations import save_result, shown_location
+    from evaldag._store.locations import shown_location
 
-    try:
-        save_result(store, result, target=target)
-    except Exception as error:
-        problem = error.message if isinstance(error, EvalDagError) else error_message(error)
-        kept = f"in {written} and " if written is not None else ""
-        raise StoreWriteError(
-            f"The run finished but was not saved in the score store: {problem}. Nothing is "
-            f"lost: the result is {kept}on this error (error.result); "
-            "save it with ScoreStore(...).save_result(error.result) once the store takes writes",
-            result=result,
-            cause=error,
-            details={"store": shown_location(store), "experimentId": result.experiment_id},
-        ) from error
-    return result
+    failed = {path for paths, _ in unsaved for path in paths}
+    written = [str(f) for f in files if f is not None and str(f) not in failed]
+    problems = [e.message if isinstance(e, EvalDagError) else error_message(e) for _, e in unsaved]
+    kept = f"in {', '.join(written)} and " if written else ""
+    cause = unsaved[0][1]
+    raise ResultNotSavedError(
+        f"The run finished but was not saved: {'; '.join(problems)}. Nothing is lost: the "
+        f"result is {kept}on this error (error.result); save it again once there is room "
+        "(error.result.to_parquet(path), ScoreStore(...).save_result(error.result))",
+        result=result,
+        cause=cause,
+        details={
+            "store": None if store is None else shown_location(store),
+            "experimentId": result.experiment_id,
+            "problems": problems,
+        },
+    ) from cause
 
 
 def _run_inputs(
@@ -327,9 +351,10 @@ def _local_run(
     progress: bool | None,
     out: str | os.PathLike[str] | None,
     checkpoint: str | os.PathLike[str] | None,
-) -> EvalResult:
+) -> tuple[EvalResult, Unsaved]:
     """The eval here: one execute() per batch (the next beside the current one's last rows when
-    items wait on calls), then the aggregation nodes over all items."""
+    items wait on calls), then the aggregation nodes over all items; and the results files that
+    could not be written."""
     saved = None
     if checkpoint is not None and plan.turn_specs:
         raise EvalDagError(
@@ -346,7 +371,7 @@ def _local_run(
         }
         finished = finished_run(checkpoint, definition, dataset)
         if finished is not None:
-            return finished.model_copy(update={"name": run_inputs["experiment_name"]})
+            return finished.model_copy(update={"name": run_inputs["experiment_name"]}), []
         saved = Checkpoint(checkpoint, definition)
         if run_inputs["judge_cache"] is None:
             # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
@@ -398,31 +423,48 @@ def _local_run(
         scored.close()  # a batch run ahead stops with the run
         bar.close()
     parquet = getattr(to, registered_parquet_writer())
-    sinks = [
-        parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=str(path))
+    paths = {
+        name: str(path)
         for name, path in (("results", out), ("checkpoint", checkpoint))
         if path is not None and results_format(path, name) == "parquet"
+    }
+    sinks = [
+        parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=path)
+        for name, path in paths.items()
     ]
-    _, values = dr.materialize(
-        *sinks,
-        additional_vars=["eval_result"],
-        overrides={
+    graph = {
+        "additional_vars": ["eval_result"],
+        "overrides": {
             "items": pd.concat(item_batches) if len(item_batches) > 1 else item_batches[0],
             **({"turns": pd.concat(turn_batches, ignore_index=True)} if turn_batches else {}),
         },
-        inputs={
+        "inputs": {
             "dag_dot": full_picture(dr, plan).source,
             "judge_cache_rows_dropped": dropped_rows() - dropped_before,
             "judge_cache_problems": cache_problems()[problems_before:],
             **run_inputs,
         },
-    )
-    if saved is not None:
-        saved.finish()
+    }
+    unsaved: Unsaved = []
+    try:
+        _, values = dr.materialize(*sinks, **graph)
+    except Exception as error:
+        if not sinks:
+            raise
+        # A results file that could not be written (a full disk): the result is computed
+        # again without it (the aggregation only), to be kept; an error that is not the
+        # file's raises again here.
+        _, values = dr.materialize(**graph)
+        unsaved.append((tuple(paths.values()), error))
+    if saved is not None and not unsaved:
+        saved.finish()  # a checkpoint not written in full keeps its batches: a rerun resumes
     result = values["eval_result"]
     if out is not None and (fmt := results_format(out, "out")) != "parquet":
-        write_flat(result.items, out, fmt)
-    return result
+        try:
+            write_flat(result.items, out, fmt)
+        except EvalDagError as error:
+            unsaved.append(((str(out),), error))
+    return result, unsaved
 
 
 def _require_local_only_options_unset(**used: bool) -> None:
@@ -445,8 +487,9 @@ def _distributed_run(
     experiment: tuple[str, str | None],
     time_limits: dict[str, float | None],
     data_columns: dict[str, str],
-) -> EvalResult:
-    """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them."""
+) -> tuple[EvalResult, Unsaved]:
+    """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them; and
+    the results file, if it could not be written."""
     with task_executor(executor) as remote:
         dr = eval_driver(plan, remote)
         inputs = {
@@ -458,13 +501,17 @@ def _distributed_run(
             **time_limits,
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
+    unsaved: Unsaved = []
     if out is not None:
         fmt = results_format(out, "out")
-        if fmt == "parquet":
-            result.to_parquet(out)
-        else:
-            write_flat(result.items, out, fmt)
-    return result
+        try:
+            if fmt == "parquet":
+                result.to_parquet(out)
+            else:
+                write_flat(result.items, out, fmt)
+        except EvalDagError as error:
+            unsaved.append(((str(out),), error))
+    return result, unsaved
 
 
 def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:

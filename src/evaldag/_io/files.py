@@ -142,7 +142,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
         write(temporary)
         os.replace(temporary, target)
     except OSError as error:
-        raise _path_error(target, error.strerror or str(error), error) from error
+        # os.strerror: pyarrow's own wording of errno 28 buries "No space left on device"
+        problem = os.strerror(error.errno) if error.errno else error.strerror or str(error)
+        raise _path_error(target, problem, error) from error
     finally:
         temporary.unlink(missing_ok=True)
     return target
