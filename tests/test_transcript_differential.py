@@ -19,22 +19,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import evaldag
-from evaldag import ScorerRun, checks
-from evaldag.transcripts import (
-    extract_trajectory,
-    get_assistant_message,
-    get_user_message,
-    is_tool_error,
-    tool_invocations,
+from conversation_cases import (
+    CONVERSATIONS,
+    UNRECORDED_ERRORS,
+    expected,
+    gates,
+    read_answers,
 )
 
+import evaldag
+
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
-CONVERSATIONS = {
-    conversation["id"]: conversation
-    for conversation in json.loads((FIXTURES / "conversations.json").read_text())["conversations"]
-}
 #: Every shape the reader must read, each from its library's own serializer.
 REQUIRED_SHAPES = {
     "ai5_ui",
@@ -59,14 +54,6 @@ REQUIRED_SHAPES = {
     "llama_index_blocks",
     "llama_index_kwargs",
 }
-#: Conversations whose tool error the shape does not record (its manifest says so under
-#: "lossy"): LlamaIndex's agents keep ``ToolOutput.is_error`` out of their messages, so a tool that
-#: raised is its error text, like any result (docs/transcripts.md, "Tool errors").
-UNRECORDED_ERRORS = {
-    ("llama_index_blocks", "thrown_error"),
-    ("llama_index_kwargs", "thrown_error"),
-    ("llama_index_openai", "thrown_error"),
-}
 MEDIA = ("json", "json-text", "csv", "parquet")
 
 
@@ -77,60 +64,6 @@ def fixture_files() -> list[Path]:
 @cache
 def fixture(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
-
-
-def calls(conversation: dict[str, Any]) -> list[dict[str, Any]]:
-    return [call for step in conversation["steps"] for call in step.get("calls", ())]
-
-
-def expected(conversation: dict[str, Any], shape: str) -> dict[str, Any]:
-    """What every reader must say of ``conversation`` written in ``shape``, from its definition
-    alone (and the errors ``shape`` cannot record)."""
-    made = calls(conversation)
-    tools = [call["tool"] for call in made]
-    unrecorded = (shape, conversation["id"]) in UNRECORDED_ERRORS
-    errors = [call["outcome"] != "ok" and not unrecorded for call in made]
-    return {
-        "tools": tools,
-        "errors": errors,
-        "final": [step["text"] for step in conversation["steps"] if "text" in step][-1],
-        "user": conversation["user"],
-        "check-did-not-call": float("delete_db" not in tools),
-        "check-no-tool-errors": float(not any(errors)),
-        "check-max-tool-calls": float(len(tools) <= 1),
-        "check-used-no-tools": float(not tools),
-        "check-called-tool": float("get_weather" in tools),
-        "check-tool-order": 1.0,
-    }
-
-
-def gates(conversation: dict[str, Any]) -> list[evaldag.Scorer]:
-    return [
-        checks.did_not_call("delete_db"),
-        checks.no_tool_errors(),
-        checks.max_tool_calls(1),
-        checks.used_no_tools(),
-        checks.called_tool("get_weather"),
-        checks.tool_order([call["tool"] for call in calls(conversation)]),
-    ]
-
-
-def read_answers(run_input: Any, run_output: Any) -> dict[str, Any]:
-    """What the transcript helpers read from a run made of the fixture."""
-    run = ScorerRun(input=run_input, output=run_output)
-    invocations = [
-        invocation
-        for invocation in tool_invocations(run.output)
-        if invocation.get("state") in ("result", "call", "output-error")
-    ]
-    steps = extract_trajectory(run.output)["steps"]
-    assert [step["success"] for step in steps] == [not is_tool_error(i) for i in invocations]
-    return {
-        "tools": [step["name"] for step in steps],
-        "errors": [is_tool_error(invocation) for invocation in invocations],
-        "final": get_assistant_message(run.output),
-        "user": get_user_message(run.input),
-    }
 
 
 def test_every_shape_has_every_conversation_or_says_why():

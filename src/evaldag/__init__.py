@@ -45,6 +45,7 @@ _EXPORTS = {
     "ScoreRow": "evaldag._store.rows",
     "read_scores": "evaldag._store.locations",
     "read_results": "evaldag._results.files",
+    "read_traces": "evaldag._traces",
     "live": "evaldag._live.wrapper",
     "LiveScoring": "evaldag._live.wrapper",
     "LiveStats": "evaldag._live.wrapper",
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
     from evaldag._store.sql import ScoreStore
     from evaldag._targets.agent import Agent, agent
     from evaldag._targets.workflow import Workflow, workflow
+    from evaldag._traces import read_traces
     from evaldag.errors import (
         EvalDagError,
         ResultNotSavedError,

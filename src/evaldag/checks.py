@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._traces.matching import SpanQuery, checked_query, matching_spans
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
     compare_two_strings,
@@ -263,6 +264,121 @@ def no_tool_errors(*, id: str = "check-no-tool-errors") -> Scorer:
 
     description = "Checks that no tool calls resulted in errors"
     return _check(id, "No Tool Errors Check", description, preprocess, "passed")
+
+
+# --- spans (items read from traces: ``evaldag.read_traces`` gives each its ``spans``) --------
+
+
+def has_span(
+    name: str = "*",
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    parent: str | None = None,
+    child: str | None = None,
+    id: str = "check-has-span",
+) -> Scorer:
+    """Passes when a span of the trace matches: named like ``name`` (a glob such as
+    ``"execute_tool delete_*"``), holding ``attributes`` (values, or functions of the value),
+    under a span named like ``parent``, over one named like ``child``."""
+    query = checked_query("has_span", name, attributes, parent, child)
+    description = f"Checks that there are {query.describe()}"
+    return _span_check(id, "Has Span Check", description, query, lambda found: len(found) > 0)
+
+
+def no_span(
+    name: str,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    parent: str | None = None,
+    child: str | None = None,
+    id: str = "check-no-span",
+) -> Scorer:
+    """Passes when no span of the trace matches (as in :func:`has_span`)."""
+    query = checked_query("no_span", name, attributes, parent, child)
+    description = f"Checks that there are no {query.describe()}"
+    return _span_check(id, "No Span Check", description, query, lambda found: not found)
+
+
+def span_count(
+    name: str = "*",
+    *,
+    min: int = 0,
+    max: int | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    id: str = "check-span-count",
+) -> Scorer:
+    """Passes when between ``min`` and ``max`` spans of the trace match."""
+    query = checked_query("span_count", name, attributes, None, None)
+    _count("span_count", "min", min)
+    if max is not None:
+        _count("span_count", "max", max)
+    bounds = f"{min} to {max}" if max is not None else f"at least {min}"
+
+    def counted(found: list[Mapping[str, Any]]) -> bool:
+        return min <= len(found) and (max is None or len(found) <= max)
+
+    description = f"Checks that {bounds} {query.describe()} exist"
+    return _span_check(id, "Span Count Check", description, query, counted)
+
+
+def no_error_spans(name: str = "*", *, id: str = "check-no-error-spans") -> Scorer:
+    """Passes when no span of the trace named like ``name`` ended in error."""
+    query = checked_query("no_error_spans", name, None, None, None)
+
+    def none_failed(found: list[Mapping[str, Any]]) -> bool:
+        return not any(span.get("status") == "ERROR" for span in found)
+
+    description = f"Checks that no {query.describe()} ended in error"
+    return _span_check(id, "No Error Spans Check", description, query, none_failed)
+
+
+def max_span_duration(
+    max_ms: float, name: str = "*", *, id: str = "check-max-span-duration"
+) -> Scorer:
+    """Passes when every span of the trace named like ``name`` took at most ``max_ms``
+    milliseconds (and there is at least one such span)."""
+    query = checked_query("max_span_duration", name, None, None, None)
+    if isinstance(max_ms, bool) or not isinstance(max_ms, int | float) or not max_ms >= 0:
+        raise _invalid("max_span_duration", "max_ms", f"must be a number >= 0, got {max_ms!r}")
+
+    def fast(found: list[Mapping[str, Any]]) -> bool:
+        return bool(found) and all((s.get("duration_ms") or 0) <= max_ms for s in found)
+
+    description = f"Checks that {query.describe()} take at most {max_ms:g} ms"
+    return _span_check(id, "Max Span Duration Check", description, query, fast)
+
+
+def _span_check(
+    id: str,
+    name: str,
+    description: str,
+    query: SpanQuery,
+    passes: Callable[[list[Mapping[str, Any]]], bool],
+) -> Scorer:
+    def preprocess(run: Any) -> dict[str, Any]:
+        found = matching_spans(getattr(run, "spans", None), query, id)
+        return {
+            "matched": [
+                {
+                    "name": span.get("name"),
+                    "spanId": span.get("span_id"),
+                    "status": span.get("status"),
+                    "durationMs": span.get("duration_ms"),
+                }
+                for span in found
+            ],
+            "count": len(found),
+            "passed": passes(found),
+        }
+
+    def generate_score(preprocess_step_result: dict[str, Any]) -> int:
+        return 1 if preprocess_step_result["passed"] else 0
+
+    return (
+        create_scorer(id, name=name, description=description, type="trajectory", columns=("spans",))
+        .preprocess(preprocess)
+        .generate_score(generate_score)
+    )
 
 
 def _check(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from evaldag._cli.traces import add_trace_options, traced_items
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
 
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the items: a .jsonl, .csv or .parquet file (default: the 'data' EVAL defines, a "
         "path read beside it)",
     )
+    add_trace_options(run)
     run.add_argument(
         "--columns",
         type=_column_entries,
@@ -355,7 +357,11 @@ def _run_command(args: argparse.Namespace) -> int:
         raise EvalDagError("INVALID_CLI_OPTIONS", "--full-dag needs --dag: the file to draw")
     definition = eval_definition(args.eval)
     columns = _columns(definition.columns, args.columns or [])
-    data = args.data if args.data is not None else eval_data(definition)
+    data = traced_items(args) if args.traces else args.data
+    if (args.root or args.since) and not args.traces:
+        raise EvalDagError("INVALID_CLI_OPTIONS", "--root and --since choose among --traces")
+    if data is None:
+        data = eval_data(definition)
     if data is None:
         raise EvalDagError(
             "INVALID_CLI_OPTIONS",
@@ -417,7 +423,10 @@ def _run_command(args: argparse.Namespace) -> int:
 
 def _data_name(data: Any) -> str:
     """The data in a title: a file's name, else what the eval file holds."""
-    return Path(data).name if isinstance(data, str | os.PathLike) else "its data"
+    if isinstance(data, str | os.PathLike):
+        return Path(data).name
+    source = getattr(data, "attrs", {}).get("evaldag_source")
+    return f"the traces of {source}" if source else "its data"
 
 
 def _columns(

@@ -70,6 +70,7 @@ METADATA = frozenset(
         "context_management",
         "phase",
         "images",
+        "finish_reason",
     }
 )
 _KNOWN = _READ | METADATA
@@ -153,6 +154,7 @@ def _content(
     given_parts = message.get("parts")
     if given_parts is not None:
         parts = read_parts(given_parts, f"{at.path}.parts", at)
+        joined = joined or len(parts) < len(given_parts)
     elif text:
         parts.insert(0, text_part(text))
     refusal = message.get("refusal")
@@ -226,15 +228,18 @@ def _openai_call(call: Any, path: str, at: Place) -> dict[str, Any]:
 
 
 def _tool_message(message: Mapping[str, Any], at: Place) -> None:
-    """A ``role: 'tool'`` message: OpenAI's (``tool_call_id`` and the result as its content) or
-    the AI SDK's (``tool-result`` parts)."""
+    """A ``role: 'tool'`` message: OpenAI's (``tool_call_id`` and the result as its content), the
+    AI SDK's (``tool-result`` parts) or OpenTelemetry GenAI's (``tool_call_response`` parts)."""
     content = message.get("content")
     call_id = message.get("tool_call_id")
+    key = "parts" if message.get("parts") is not None else "content"
+    if key == "parts":  # OpenTelemetry GenAI messages: tool_call_response parts
+        content = message["parts"]
     if call_id is None and isinstance(content, list | tuple) and content:
-        if read_parts(content, f"{at.path}.content", at):
+        if read_parts(content, f"{at.path}.{key}", at):
             raise malformed(
-                f"{at.path}.content",
-                "holds text or calls; a tool message's content holds tool-result parts",
+                f"{at.path}.{key}",
+                "holds text or calls; a tool message holds tool results only",
             )
         return
     at.transcript.answer(call_id, None, f"{at.path}.tool_call_id", result=result_value(content))

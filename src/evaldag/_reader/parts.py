@@ -57,6 +57,8 @@ KEPT = frozenset(
         "search_result",
         "text-plain",
         "container_upload",
+        "blob",
+        "uri",
         "error",
     }
 )
@@ -115,7 +117,9 @@ def read_part(part: Any, path: str, at: Place) -> Parts:
 
 
 def _text(part: Mapping[str, Any], path: str, at: Place) -> Parts:
-    return [text_part(text_of(part.get("text"), f"{path}.text"))]
+    """A text part: ``text``, or ``content`` in OpenTelemetry's GenAI messages."""
+    key = "content" if "text" not in part and isinstance(part.get("content"), str) else "text"
+    return [text_part(text_of(part.get(key), f"{path}.{key}"))]
 
 
 def _refusal(part: Mapping[str, Any], path: str, at: Place) -> Parts:
@@ -127,16 +131,18 @@ def _reasoning(part: Mapping[str, Any], path: str, at: Place) -> Parts:
     ``{reasoning}`` read into it."""
     if isinstance(part.get("reasoning"), str) and isinstance(part.get("details"), list):
         return [dict(part)]
-    for key in ("text", "reasoning"):
+    for key in ("text", "reasoning", "content"):
         if isinstance(part.get(key), str):
             return [reasoning_part(part[key])]
     if isinstance(part.get("details"), list):  # redacted: details without text
         return [dict(part)]
-    raise malformed(path, "is a reasoning part without its text ('text' or 'reasoning')")
+    raise malformed(path, "is a reasoning part without its text ('text', 'reasoning' or 'content')")
 
 
 def _thinking(part: Mapping[str, Any], path: str, at: Place) -> Parts:
-    return [reasoning_part(text_of(part.get("thinking"), f"{path}.thinking"))]
+    """Anthropic's ``thinking`` block; pydantic-ai's GenAI messages write ``content``."""
+    key = "content" if "thinking" not in part else "thinking"
+    return [reasoning_part(text_of(part.get(key), f"{path}.{key}"))]
 
 
 # --- tool calls and results ----------------------------------------------------------------
@@ -312,10 +318,11 @@ def _server_result(part: Mapping[str, Any], path: str, at: Place) -> Parts:
 
 
 def _standard_call(part: Mapping[str, Any], path: str, at: Place) -> Parts:
-    """LangChain's standard ``tool_call`` and ``server_tool_call`` blocks (and the OpenAI
-    Responses ``function_call`` a LangChain message may hold)."""
+    """LangChain's standard ``tool_call`` and ``server_tool_call`` blocks, OpenTelemetry GenAI
+    messages' ``tool_call`` / ``server_tool_call`` parts (and the OpenAI Responses
+    ``function_call`` a LangChain message may hold)."""
     name = part.get("name")
-    args = part.get("args", part.get("arguments"))
+    args = part.get("args", part.get("arguments", part.get("server_tool_call")))
     call_id = part.get("call_id") if part["type"] == "function_call" else part.get("id")
     fields = {"providerExecuted": True} if part["type"] == "server_tool_call" else {}
     return [
@@ -353,6 +360,18 @@ def _standard_result(part: Mapping[str, Any], path: str, at: Place) -> Parts:
     return []
 
 
+def _genai_result(part: Mapping[str, Any], path: str, at: Place) -> Parts:
+    """OpenTelemetry GenAI messages' ``tool_call_response`` (``response``; some instrumentations
+    write ``result``) and ``server_tool_call_response`` parts. They carry no error flag: a
+    trace's ``execute_tool`` span says whether the call failed."""
+    result = next(
+        (part[key] for key in ("response", "result", "server_tool_call_response") if key in part),
+        None,
+    )
+    at.transcript.answer(part.get("id"), None, f"{path}.id", result=result_value(result))
+    return []
+
+
 _READERS: dict[str, Reader] = {
     "text": _text,
     "input_text": _text,
@@ -378,4 +397,6 @@ _READERS: dict[str, Reader] = {
     "invalid_tool_call": _standard_unfinished,
     "tool_call_chunk": _standard_unfinished,
     "server_tool_result": _standard_result,
+    "tool_call_response": _genai_result,
+    "server_tool_call_response": _genai_result,
 }

@@ -58,11 +58,18 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
                     source="TEST",
                     experiment_id=result.experiment_id,
                     metadata=metadata,
+                    trace_id=_text(item.get("trace_id")),
+                    span_id=_text(item.get("span_id")),
                     **shared,
                     **_scorer_fields(item, sid),
                 )
             )
     return rows + _turn_score_rows(result, name)
+
+
+def _text(value: Any) -> str | None:
+    """A trace or span id of an item (``read_traces`` gives them), as Mastra's rows keep it."""
+    return value if isinstance(value, str) and value else None
 
 
 def _turn_score_rows(result: EvalResult, entity: str) -> list[ScoreRow]:

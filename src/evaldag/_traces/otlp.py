@@ -1,0 +1,394 @@
+"""OTLP trace data: ``ExportTraceServiceRequest`` as JSON (the Collector's file exporter writes
+one a line) or as protobuf (what OTLP/HTTP exporters send), into :class:`Span` records.
+
+JSON follows the OTLP/JSON rules (hex ids, integers as strings, enums as numbers or names) and
+takes protobuf's own JSON mapping too (base64 ids), as tools write either.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from evaldag._traces.spans import SPAN_KINDS, STATUS_CODES, LogEvent, Span, SpanEvent
+from evaldag.errors import EvalDagError
+
+_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def unreadable(where: str, problem: str) -> EvalDagError:
+    """The error of trace data that cannot be read at ``where``."""
+    return EvalDagError(
+        "EVALDAG_INVALID_TRACE",
+        f"{where}: {problem}; see docs/traces.md for the trace data evaldag reads",
+        details={"where": where},
+    )
+
+
+def json_requests(text: str, name: str) -> Iterator[tuple[Any, str]]:
+    """Each ``ExportTraceServiceRequest`` of OTLP JSON text (one a line, or one document, or a
+    list of them), with where it sits."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        for k, request in enumerate(_loads(stripped, name)):
+            yield request, f"{name} request {k}"
+        return
+    lines = text.splitlines()
+    try:
+        first = next(line for line in lines if line.strip())
+        orjson.loads(first)
+    except StopIteration:
+        return
+    except orjson.JSONDecodeError:
+        yield _loads(text, name), name  # one pretty-printed document
+        return
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            yield _loads(line, f"{name} line {number}"), f"{name} line {number}"
+
+
+def _loads(text: str, where: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise unreadable(where, f"is not JSON ({error})") from None
+
+
+def records_of_json(request: Any, where: str) -> Iterator[Span | LogEvent]:
+    """The spans (``resourceSpans``) and span-bound log events (``resourceLogs``: a Collector
+    writes both kinds of lines into one file) of one OTLP JSON request."""
+    if not isinstance(request, Mapping) or not (
+        isinstance(request.get("resourceSpans"), list)
+        or isinstance(request.get("resourceLogs"), list)
+    ):
+        raise unreadable(
+            where,
+            "is no OTLP ExportTraceServiceRequest or ExportLogsServiceRequest (it has neither "
+            "a 'resourceSpans' nor a 'resourceLogs' list)",
+        )
+    for resource_logs in request.get("resourceLogs") or ():
+        for scope_logs in resource_logs.get("scopeLogs") or ():
+            for record in scope_logs.get("logRecords") or ():
+                event = _json_log(record, where)
+                if event is not None:
+                    yield event
+    for r, resource_spans in enumerate(request.get("resourceSpans") or ()):
+        resource = _attributes(
+            (resource_spans.get("resource") or {}).get("attributes"), f"{where} resource {r}"
+        )
+        for scope_spans in resource_spans.get("scopeSpans") or ():
+            scope = (scope_spans.get("scope") or {}).get("name") or ""
+            for span in scope_spans.get("spans") or ():
+                yield _json_span(span, resource, scope, where)
+
+
+def _json_log(record: Mapping[str, Any], where: str) -> LogEvent | None:
+    """A log record tied to a span, or None (a plain log line, no event of a span)."""
+    trace_id = _id(record.get("traceId"), 16, f"{where}, a log record's traceId")
+    span_id = _id(record.get("spanId"), 8, f"{where}, a log record's spanId")
+    attributes = _attributes(record.get("attributes"), f"{where} log record")
+    name = record.get("eventName") or attributes.get("event.name")
+    if not (trace_id and span_id and name):
+        return None
+    try:
+        body = any_value(record.get("body"))
+    except _UnknownValue as unknown:
+        raise unreadable(
+            f"{where} log record {name!r} body",
+            f"holds a value of kind {unknown.args[0]!r}, which OTLP does not define",
+        ) from None
+    return LogEvent(
+        name=name,
+        time_ns=int(record.get("timeUnixNano") or record.get("observedTimeUnixNano") or 0),
+        trace_id=trace_id,
+        span_id=span_id,
+        body=body,
+        attributes=attributes,
+    )
+
+
+def _json_span(span: Mapping[str, Any], resource: dict[str, Any], scope: str, where: str) -> Span:
+    span_id = _id(span.get("spanId"), 8, f"{where}, a span's spanId")
+    place = f"{where}, span {span_id}"
+    status = span.get("status") or {}
+    return Span(
+        trace_id=_id(span.get("traceId"), 16, f"{place} traceId"),
+        span_id=span_id,
+        parent_span_id=_id(span.get("parentSpanId"), 8, f"{place} parentSpanId") or None,
+        name=span.get("name") or "",
+        start_ns=int(span.get("startTimeUnixNano") or 0),
+        end_ns=int(span.get("endTimeUnixNano") or 0),
+        kind=_enum(span.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
+        attributes=_attributes(span.get("attributes"), place),
+        events=[
+            SpanEvent(
+                event.get("name") or "",
+                int(event.get("timeUnixNano") or 0),
+                _attributes(event.get("attributes"), f"{place} event {event.get('name')!r}"),
+            )
+            for event in span.get("events") or ()
+        ],
+        status=_enum(status.get("code", 0), STATUS_CODES, "STATUS_CODE_"),
+        status_message=status.get("message") or "",
+        resource=resource,
+        scope=scope,
+        source=where,
+    )
+
+
+def _id(value: Any, size: int, where: str) -> str:
+    """A trace or span id as lowercase hex: OTLP/JSON's hex, or protobuf JSON's base64."""
+    if not value:
+        return ""
+    if isinstance(value, str):
+        if len(value) == 2 * size:
+            try:
+                int(value, 16)
+                return value.lower()
+            except ValueError:
+                pass
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) == size:
+            return raw.hex()
+    raise unreadable(where, f"is {value!r}, not a {size}-byte id in hex or base64")
+
+
+def _enum(value: Any, names: tuple[str, ...], prefix: str) -> str:
+    if isinstance(value, int) and 0 <= value < len(names):
+        return names[value]
+    if isinstance(value, str) and value.removeprefix(prefix) in names:
+        return value.removeprefix(prefix)
+    return str(value)
+
+
+def _attributes(attributes: Any, where: str) -> dict[str, Any]:
+    """OTLP ``KeyValue`` list as a dict of Python values (strings, the most of them, first)."""
+    if not attributes:
+        return {}
+    read = {}
+    for kv in attributes:
+        value = kv.get("value")
+        text = value.get("stringValue") if value else None
+        if text is not None:
+            read[kv["key"]] = text
+            continue
+        try:
+            read[kv["key"]] = any_value(value)
+        except _UnknownValue as unknown:
+            raise unreadable(
+                f"{where} attribute {kv['key']!r}",
+                f"holds a value of kind {unknown.args[0]!r}, which OTLP does not define",
+            ) from None
+    return read
+
+
+class _UnknownValue(Exception):
+    """An ``AnyValue`` of a kind OTLP does not define (its key is the argument)."""
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP/JSON ``AnyValue`` as its Python value."""
+    if not value:
+        return None
+    kind, inner = next(iter(value.items()))
+    if kind == "stringValue":
+        return inner
+    if kind == "intValue":
+        return int(inner)
+    if kind == "doubleValue":
+        return _DOUBLES.get(inner, inner) if isinstance(inner, str) else float(inner)
+    if kind == "boolValue":
+        return bool(inner)
+    if kind == "arrayValue":
+        return [any_value(item) for item in (inner or {}).get("values") or ()]
+    if kind == "kvlistValue":
+        return {kv["key"]: any_value(kv.get("value")) for kv in (inner or {}).get("values") or ()}
+    if kind == "bytesValue":
+        return base64.b64decode(inner)
+    raise _UnknownValue(kind)
+
+
+# --- protobuf ----------------------------------------------------------------------------------
+
+
+def protobuf_records(data: bytes, name: str) -> Iterator[Span | LogEvent]:
+    """The spans and span-bound log events of OTLP protobuf bytes: one request (an OTLP/HTTP
+    body), the Collector file exporter's requests each after a 4-byte big-endian length, or
+    requests each after a varint length. A request is a trace or a logs request."""
+    for message, where in _framed(data, name):
+        yield from _proto_records(message, where)
+
+
+def _framed(data: bytes, name: str) -> Iterator[tuple[bytes, str]]:
+    """The request bodies of ``data`` in whichever of the three framings it uses."""
+    for reader in (_fixed_frames, _varint_frames):
+        frames = reader(data)
+        if frames is not None:
+            yield from ((frame, f"{name} message {k}") for k, frame in enumerate(frames))
+            return
+    yield data, name
+
+
+def _fixed_frames(data: bytes) -> list[bytes] | None:
+    frames, position = [], 0
+    while position + 4 <= len(data):
+        size = int.from_bytes(data[position : position + 4], "big")
+        if size == 0 or position + 4 + size > len(data):
+            return None
+        frames.append(data[position + 4 : position + 4 + size])
+        position += 4 + size
+    return frames if frames and position == len(data) and _parses(frames) else None
+
+
+def _varint_frames(data: bytes) -> list[bytes] | None:
+    frames, position = [], 0
+    while position < len(data):
+        size, position = _varint(data, position)
+        if size <= 0 or position + size > len(data):
+            return None
+        frames.append(data[position : position + size])
+        position += size
+    return frames if len(frames) > 1 and _parses(frames) else None
+
+
+def _parses(frames: list[bytes]) -> bool:
+    return all(_message(frame) is not None for frame in frames)
+
+
+def _message(data: bytes) -> Any:
+    """``data`` as the OTLP request it is (traces or logs), or None.
+
+    The two requests are alike on the wire (field 1 a list of resources), so each parse is
+    checked: spans have 16-byte trace ids, log records a body or an event name.
+    """
+    traces, logs = _request_types()
+    for kind, valid in ((traces, _real_spans), (logs, _real_logs)):
+        message = kind()
+        try:
+            message.ParseFromString(data)
+        except Exception:  # noqa: BLE001, S112 - protobuf's DecodeError: try the other kind
+            continue
+        if valid(message):
+            return message
+    return None
+
+
+def _real_spans(message: Any) -> bool:
+    spans = [s for r in message.resource_spans for ss in r.scope_spans for s in ss.spans]
+    return bool(spans) and all(len(span.trace_id) == 16 for span in spans)
+
+
+def _real_logs(message: Any) -> bool:
+    records = [x for r in message.resource_logs for sl in r.scope_logs for x in sl.log_records]
+    return bool(records) and all(x.HasField("body") or x.event_name for x in records)
+
+
+def _proto_records(data: bytes, where: str) -> Iterator[Span | LogEvent]:
+    message = _message(data)
+    if message is None:
+        raise unreadable(where, "is no OTLP protobuf trace or logs request")
+    if hasattr(message, "resource_logs"):
+        for resource_logs in message.resource_logs:
+            for scope_logs in resource_logs.scope_logs:
+                for record in scope_logs.log_records:
+                    event = _proto_log(record)
+                    if event is not None:
+                        yield event
+    else:
+        yield from spans_of_protobuf(message, where)
+
+
+def _proto_log(record: Any) -> LogEvent | None:
+    attributes = _proto_attributes(record.attributes)
+    name = record.event_name or attributes.get("event.name")
+    if not (record.trace_id and record.span_id and name):
+        return None
+    return LogEvent(
+        name=name,
+        time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+        trace_id=record.trace_id.hex(),
+        span_id=record.span_id.hex(),
+        body=_proto_value(record.body),
+        attributes=attributes,
+    )
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while position < len(data) and shift < 64:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+        shift += 7
+    return -1, position
+
+
+def _request_types() -> tuple[Any, Any]:
+    try:
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+            ExportLogsServiceRequest,
+        )
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError:
+        raise EvalDagError(
+            "EVALDAG_MISSING_DEPENDENCY",
+            "reading OTLP protobuf needs the 'opentelemetry-proto' package: "
+            "pip install 'evaldag[otel]' (OTLP JSON needs nothing more)",
+        ) from None
+    return ExportTraceServiceRequest, ExportLogsServiceRequest
+
+
+def spans_of_protobuf(request: Any, where: str) -> Iterator[Span]:
+    """The spans of one OTLP protobuf request."""
+    for resource_spans in request.resource_spans:
+        resource = _proto_attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            for span in scope_spans.spans:
+                status = span.status
+                yield Span(
+                    trace_id=span.trace_id.hex(),
+                    span_id=span.span_id.hex(),
+                    parent_span_id=span.parent_span_id.hex() or None,
+                    name=span.name,
+                    start_ns=span.start_time_unix_nano,
+                    end_ns=span.end_time_unix_nano,
+                    kind=_enum(span.kind, SPAN_KINDS, ""),
+                    attributes=_proto_attributes(span.attributes),
+                    events=[
+                        SpanEvent(e.name, e.time_unix_nano, _proto_attributes(e.attributes))
+                        for e in span.events
+                    ],
+                    status=_enum(status.code, STATUS_CODES, ""),
+                    status_message=status.message,
+                    resource=resource,
+                    scope=scope,
+                    source=where,
+                )
+
+
+def _proto_attributes(attributes: Iterable[Any]) -> dict[str, Any]:
+    return {kv.key: _proto_value(kv.value) for kv in attributes}
+
+
+def _proto_value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_proto_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return _proto_attributes(value.kvlist_value.values)
+    return getattr(value, kind)

@@ -1,0 +1,279 @@
+"""Traces as items (issue 24): the nine conversations, recorded by real instrumentations
+(``fixtures/traces/``: OpenTelemetry's openai-v2 in three content modes, OpenInference,
+pydantic-ai's own, Mastra's span records), read by ``read_traces`` from OTLP JSON and protobuf
+and from a table of spans, give every check the verdict the conversation itself implies — the
+same as the transcripts do (``test_transcript_differential.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conversation_cases import CONVERSATIONS, expected, gates, read_answers
+
+import evaldag
+from evaldag import EvalDagError, ScoreStore, checks, read_traces
+from evaldag._traces.sources import trace_data
+from evaldag._traces.trajectory import mastra_trajectory
+
+TRACES = Path(__file__).parent / "fixtures" / "traces"
+SHAPES = sorted(
+    p.name for p in TRACES.iterdir() if p.is_dir() and not p.name.startswith("generate")
+)
+
+
+def sources(shape: str, conversation: str) -> dict[str, list[Path]]:
+    """The fixture's files by format: OTLP JSON, OTLP protobuf (with their log files), or
+    Mastra's span records."""
+    if shape == "mastra":
+        return {"mastra": [TRACES / shape / f"{conversation}.json"]}
+    found = {}
+    for suffix in (".jsonl", ".pb"):
+        paths = [TRACES / shape / f"{conversation}{suffix}"]
+        logs = TRACES / shape / f"{conversation}.logs{suffix}"
+        found[suffix] = paths + ([logs] if logs.exists() else [])
+    return found
+
+
+CASES = [
+    (shape, conversation, medium, paths)
+    for shape in SHAPES
+    for conversation in CONVERSATIONS
+    for medium, paths in sources(shape, conversation).items()
+]
+
+
+def test_every_instrumentation_has_every_conversation():
+    assert set(SHAPES) >= {
+        "openai_v2_latest",
+        "openai_v2_latest_events",
+        "openai_v2_events",
+        "openinference",
+        "pydantic_ai",
+        "mastra",
+    }
+    for shape, conversation, _, paths in CASES:
+        assert paths[0].exists(), f"{shape}/{conversation}"
+
+
+@pytest.mark.parametrize(
+    ("shape", "conversation", "medium", "paths"),
+    CASES,
+    ids=[f"{s}/{c}{m}" for s, c, m, _ in CASES],
+)
+def test_a_trace_reads_as_its_conversation(shape, conversation, medium, paths):
+    items = read_traces(paths)
+    assert len(items) == 1
+    item = items.iloc[0]
+    want = expected(CONVERSATIONS[conversation], shape)
+    answers = read_answers(item["input"], item["output"])
+    assert answers == {key: want[key] for key in answers}
+    assert item["trace_id"] and item["span_id"] and len(item["spans"]) > 1
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_check_gives_traces_the_transcripts_verdict(shape):
+    for conversation_id, conversation in CONVERSATIONS.items():
+        paths = next(iter(sources(shape, conversation_id).values()))
+        result = evaldag.run_evals(read_traces(paths), gates=gates(conversation), progress=False)
+        item = result.items.iloc[0]
+        want = expected(conversation, shape)
+        got = {check: item[f"{check}.score"] for check in want if check.startswith("check-")}
+        assert got == {k: v for k, v in want.items() if k in got}, conversation_id
+
+
+@pytest.mark.parametrize("conversation", list(CONVERSATIONS))
+def test_mastra_span_records_give_mastras_own_trajectory(conversation):
+    answer = json.loads(
+        (TRACES / "mastra" / f"{conversation}.expected-trajectory.json").read_text()
+    )
+    records = json.loads((TRACES / "mastra" / f"{conversation}.json").read_text())["spans"]
+    assert mastra_trajectory(records, answer["rootSpanId"]) == answer["trajectory"]
+    item = read_traces(TRACES / "mastra" / f"{conversation}.json").iloc[0]
+    assert item["trajectory"] == answer["trajectory"]
+
+
+def _spans_table(paths: list[Path]) -> pd.DataFrame:
+    """The fixture's spans as a table, one row a span, as a tracing backend exports them."""
+    data = trace_data(paths)
+    return pd.DataFrame(
+        [
+            {
+                "trace_id": s.trace_id,
+                "span_id": s.span_id,
+                "parent_span_id": s.parent_span_id,
+                "name": s.name,
+                "start_time": pd.Timestamp(s.start_ns, unit="ns", tz="UTC"),
+                "end_time": pd.Timestamp(s.end_ns, unit="ns", tz="UTC"),
+                "kind": s.kind,
+                "status_code": s.status,
+                "status_message": s.status_message,
+                "attributes": json.dumps(s.attributes),
+                "events": json.dumps(
+                    [
+                        {"name": e.name, "time": e.time_ns, "attributes": e.attributes}
+                        for e in s.events
+                    ]
+                ),
+                "service_name": s.resource.get("service.name"),
+            }
+            for s in data.spans
+        ]
+    )
+
+
+@pytest.mark.parametrize("shape", ["openai_v2_latest", "openinference", "pydantic_ai"])
+def test_a_table_of_spans_reads_as_its_otlp_file(shape, tmp_path):
+    for conversation in CONVERSATIONS:
+        paths = sources(shape, conversation)[".jsonl"]
+        table = _spans_table(paths)
+        path = tmp_path / f"{conversation}.parquet"
+        table.to_parquet(path)
+        from_otlp = read_traces(paths).iloc[0]
+        for given in (table, path):
+            item = read_traces(given).iloc[0]
+            for column in ("trace_id", "span_id", "input", "output", "trajectory", "error"):
+                assert item[column] == from_otlp[column], (conversation, column)
+
+
+def test_items_can_be_chosen_by_root_span_and_time(tmp_path):
+    paths = [p for c in CONVERSATIONS for p in sources("pydantic_ai", c)[".jsonl"]]
+    every = read_traces(paths)
+    assert len(every) == len(CONVERSATIONS)
+    chats = read_traces(paths, root="chat *")
+    assert set(chats["name"]) == {"chat gpt-4o-mini"} and len(chats) > len(every)
+    assert len(read_traces(paths, root=lambda span: span.name.startswith("invoke_agent"))) == 9
+    start = every["started_at"].min()  # the generator's clock starts every run at one time
+    assert len(read_traces(paths, since=start.isoformat())) == 9
+    with pytest.raises(EvalDagError, match="in the time range"):
+        read_traces(paths, until=start)
+    with pytest.raises(EvalDagError, match="no item named 'nothing'"):
+        read_traces(paths, root="nothing")
+
+
+def test_scores_keep_their_trace_and_span_ids(tmp_path):
+    items = read_traces(sources("openinference", "forbidden_tool")[".jsonl"])
+    store = tmp_path / "scores.db"
+    result = evaldag.run_evals(items, gates=[checks.did_not_call("delete_db")], store=store)
+    assert result.verdict == "failed"
+    rows = ScoreStore(store).scores()
+    assert rows["trace_id"].tolist() == [items["trace_id"][0]]
+    assert rows["span_id"].tolist() == [items["span_id"][0]]
+
+
+def _request(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {}, "spans": list(spans)}]}]
+    }
+
+
+def _span(span_id: str, name: str, parent: str = "", **attributes: Any) -> dict[str, Any]:
+    return {
+        "traceId": "0" * 31 + "1",
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+    }
+
+
+def test_a_span_holding_messages_no_convention_reads_is_an_error(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    unknown = _span(
+        "00000000000000a2", "plan", "00000000000000a1",
+        **{"gen_ai.operation.name": "plan_trip", "gen_ai.input.messages": "[]"},
+    )  # fmt: skip
+    path.write_text(json.dumps(_request(_span("00000000000000a1", "root"), unknown)) + "\n")
+    with pytest.raises(EvalDagError) as raised:
+        read_traces(path)
+    assert "span 00000000000000a2 'plan'" in raised.value.message
+    assert "gen_ai.input.messages" in raised.value.message and "'plan_trip'" in raised.value.message
+
+
+def test_an_unreadable_message_in_a_span_is_an_error_naming_span_and_attribute(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    messages = json.dumps([{"role": "assistant", "parts": [{"type": "widget"}]}])
+    chat = _span(
+        "00000000000000b2", "chat m", "00000000000000b1",
+        **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": messages},
+    )  # fmt: skip
+    path.write_text(json.dumps(_request(_span("00000000000000b1", "root"), chat)) + "\n")
+    with pytest.raises(EvalDagError) as raised:
+        read_traces(path)
+    assert "span 00000000000000b2 'chat m'" in raised.value.message
+    assert "gen_ai.output.messages" in raised.value.message and "'widget'" in raised.value.message
+
+
+def test_a_source_without_spans_is_an_error(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(EvalDagError, match="holds no spans"):
+        read_traces(empty)
+    with pytest.raises(EvalDagError, match="does not exist and matches no file"):
+        read_traces(tmp_path / "nothing*.jsonl")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(EvalDagError, match="holds no trace file"):
+        read_traces(tmp_path / "folder")
+
+
+def test_span_checks_gate_on_what_the_trace_did():
+    conversations = ("thrown_error", "one_tool")
+    items = pd.concat(
+        [read_traces(sources("pydantic_ai", c)[".jsonl"]) for c in conversations],
+        ignore_index=True,
+    )
+    result = evaldag.run_evals(
+        items,
+        gates=[
+            checks.no_error_spans(),
+            checks.has_span("execute_tool get_weather", parent="invoke_agent *"),
+            checks.no_span("execute_tool delete_*"),
+            checks.span_count("chat *", min=2, max=2),
+            checks.has_span(
+                "chat *",
+                attributes={"gen_ai.usage.input_tokens": lambda n: n > 10},
+                id="used-tokens",
+            ),
+            checks.max_span_duration(60_000, "execute_tool *"),
+        ],
+        progress=False,
+    )
+    scores = result.items.set_index(pd.Index(conversations))
+    failed, fine = scores.loc["thrown_error"], scores.loc["one_tool"]
+    assert failed["check-no-error-spans.score"] == 0 and fine["check-no-error-spans.score"] == 1
+    assert failed["check-has-span.score"] == 0 and fine["check-has-span.score"] == 1
+    assert failed["check-no-span.score"] == 0 and fine["check-no-span.score"] == 1
+    assert failed["check-span-count.score"] == 1 == fine["check-span-count.score"]
+    assert failed["used-tokens.score"] == 1 == fine["used-tokens.score"]
+    assert failed["check-max-span-duration.score"] == 1 == fine["check-max-span-duration.score"]
+    assert "execute_tool delete_db" in str(failed["check-no-error-spans.steps"])
+
+
+def test_a_span_check_needs_the_spans_column():
+    with pytest.raises(EvalDagError, match="spans"):
+        evaldag.run_evals([{"input": "q", "output": "a"}], gates=[checks.no_error_spans()])
+    with pytest.raises(EvalDagError, match="glob of span names"):
+        checks.has_span(3)
+
+
+def test_a_model_call_without_content_is_an_error_unless_content_is_optional(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    chat = _span(
+        "00000000000000c2", "chat m", "00000000000000c1", **{"gen_ai.operation.name": "chat"}
+    )
+    tool = _span(
+        "00000000000000c3", "execute_tool delete_db", "00000000000000c1",
+        **{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "delete_db"},
+    )  # fmt: skip
+    path.write_text(json.dumps(_request(_span("00000000000000c1", "root"), chat, tool)) + "\n")
+    with pytest.raises(EvalDagError, match="recorded no message content"):
+        read_traces(path)
+    item = read_traces(path, content="optional").iloc[0]
+    assert (
+        checks.did_not_call("delete_db").run(input=item["input"], output=item["output"]).score == 0
+    )
