@@ -178,18 +178,19 @@ def counts(result, data, scorer_ids: list[str]) -> dict:
     """What came back: rows, and scores and errors per scorer."""
     import pandas as pd
 
+    from evaldag._results.item_columns import ScorerColumns, item_states
+
     items = result.items
     per_scorer = {}
     fully_scored = pd.Series(True, index=items.index)
     for sid in scorer_ids:
-        scored = items[f"{sid}.score"].notna() & items[f"{sid}.error"].isna()
-        errored = items[f"{sid}.error"].notna()
-        fully_scored &= scored
+        states = item_states(items, sid)
+        fully_scored &= states.scored
         per_scorer[sid] = {
-            "scored": int(scored.sum()),
-            "errors": int(errored.sum()),
-            "neither": int((~scored & ~errored).sum()),
-            "error_messages": dict(Counter(items[f"{sid}.error"].dropna())),
+            "scored": int(states.scored.sum()),
+            "errors": int(states.failed.sum()),
+            "neither": int((~states.scored & ~states.failed).sum()),
+            "error_messages": dict(Counter(items[ScorerColumns(sid).error].dropna())),
         }
     pairs = len(data) * len(scorer_ids)
     scored_pairs = sum(s["scored"] for s in per_scorer.values())

@@ -179,7 +179,10 @@ def measured(run: Callable[[Any], Any], data: Any) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     result = run(data)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    errors = result.items[[c for c in result.items if c.endswith(".error")]].stack().dropna()
+    from evaldag._results.item_columns import ScorerColumns, scorer_ids
+
+    error_columns = [ScorerColumns(sid).error for sid in scorer_ids(result.items.columns)]
+    errors = result.items[error_columns].stack().dropna()
     return {"wall_s": wall, "cpu_s": cpu, "items_per_s": len(data) / wall,
             "errors": len(errors), "first_error": errors.iloc[0] if len(errors) else None,
             "scores": result.scores, "verdict": result.verdict}  # fmt: skip

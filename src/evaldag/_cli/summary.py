@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaldag._report.failing import bounds, failing_items, ids_source, item_ids, requirements
+from evaldag._report.failing import (
+    bounds,
+    failing_items,
+    ids_source,
+    item_ids,
+    requirements,
+    shortfall_text,
+)
 from evaldag._report.summary import (
     ScorerSummary,
     judge_limit_texts,
@@ -15,7 +22,8 @@ from evaldag._report.summary import (
     turn_summaries,
     verdict_explanation,
 )
-from evaldag._results.eval_result import EvalResult, not_scorable_reason
+from evaldag._results.eval_result import EvalResult
+from evaldag._results.item_columns import first_not_scorable, has_scorer, item_states
 from evaldag._scorer.thresholds import ThresholdSpec
 
 #: How many of a gate's or threshold's failing items are named; the rest are counted.
@@ -77,9 +85,11 @@ def _unscored_texts(result: EvalResult, unscored: list[ScorerSummary]) -> list[s
     items, ids = result.items, item_ids(result.items)
     lines = []
     for s in unscored:
-        label = items[f"{s.id}.not_scorable"].first_valid_index()
-        reason = not_scorable_reason(items.at[label, f"{s.id}.not_scorable"])
-        lines.append(f"{s.id} could score no item; first, on item {ids[label]}: {reason}")
+        first = first_not_scorable(items, s.id)
+        if first is not None:
+            position, reason = first
+            label = ids.iloc[position]
+            lines.append(f"{s.id} could score no item; first, on item {label}: {reason}")
     return [*lines, ""] if lines else []
 
 
@@ -94,7 +104,7 @@ def where_it_failed(result: EvalResult) -> str:
     for requirement in failed:
         sid, rows = requirement.outcome.id, requirement.rows(result)
         parts = [requirement.outcome.reason] if requirement.outcome.reason else []
-        if f"{sid}.score" in rows.columns:
+        if has_scorer(rows, sid):
             failing = failing_items(rows, sid, requirement.required)
             if len(failing):
                 parts.append(
@@ -109,12 +119,8 @@ def _failing_text(
     items: pd.DataFrame, ids: pd.Series, sid: str, requirement: ThresholdSpec, labels: pd.Index
 ) -> str:
     """``3 of 10 items below 1.00 or in error: q7 (error), q2 (0.00), q9 (0.50)``."""
-    errors = items[f"{sid}.error"]
     named = [
-        f"{ids[label]} (error)"
-        if pd.notna(errors[label])
-        else f"{ids[label]} ({items.at[label, f'{sid}.score']:.2f})"
-        for label in labels[:NAMED_ITEMS]
+        f"{ids[label]} ({shortfall_text(items, sid, label)})" for label in labels[:NAMED_ITEMS]
     ]
     more = len(labels) - len(named)
     if more:
@@ -127,6 +133,6 @@ def _failing_text(
         if low is not None
         else f"above {high:.2f}"
     )
-    in_error = " or in error" if errors[labels].notna().any() else ""
+    in_error = " or in error" if item_states(items, sid).failed[labels].any() else ""
     count = f"{len(labels)} of {len(items):,} items"
     return f"{count} {short}{in_error}: {', '.join(named)}"

@@ -69,10 +69,10 @@ def _turn(index: Any, number: int, turn: Any) -> TurnSpec:
             "'scorers'",
             turn=number,
         )
-    where = f"data[{index}].turns[{number}]"
-    gates = checked_gates(turn.get("gates") or (), f"{where}.gates")
-    scorers, thresholds = scorer_entries(turn.get("scorers") or (), f"{where}.scorers")
-    checked_ids([(f"{where}.scorers", scorers), (f"{where}.gates", gates)])
+    where = {key: f"data[{index}].turns[{number}].{key}" for key in ("gates", "scorers")}
+    gates = checked_gates(turn.get("gates") or (), where["gates"])
+    scorers, thresholds = scorer_entries(turn.get("scorers") or (), where["scorers"])
+    checked_ids([(where["scorers"], scorers), (where["gates"], gates)])
     return TurnSpec(turn["input"], tuple(gates), tuple(scorers), thresholds)
 
 

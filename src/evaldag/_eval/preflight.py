@@ -33,7 +33,7 @@ from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._graph.plan import EvalPlan
 from evaldag._reader import looks_like_json, read_transcript, structured_json
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec
@@ -79,7 +79,7 @@ def scorers_and_rows(plan: EvalPlan) -> Iterator[tuple[ScorerSpec, list[Any] | N
 
 def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
     """Data columns must not take the names of the columns the run adds to each item."""
-    added = {"run_id", *(f"{s.id}.{c}" for s in plan.all_scorers for c in SCORER_COLUMNS)}
+    added = {"run_id", *(c for s in plan.all_scorers for c in ScorerColumns(s.id).all)}
     if plan.target is not None:
         added |= {"output", "target_error"}
     clashes = sorted(str(c) for c in dataset.columns if c in added)

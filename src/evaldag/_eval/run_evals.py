@@ -40,6 +40,7 @@ from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import cache_problems, dropped_rows
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
+from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import prompt_judges
 from evaldag._scorer.time_limits import checked_time_limit
@@ -385,7 +386,7 @@ def _local_run(
     turn_batches: list[pd.DataFrame] = []
     dropped_before, problems_before = dropped_rows(), len(cache_problems())
     bar = ProgressBar(len(dataset), enabled=progress)
-    error_columns = [f"{s.id}.error" for s in plan.all_scorers]
+    error_columns = [ScorerColumns(s.id).error for s in plan.all_scorers]
     item_batches: list[pd.DataFrame] = []
 
     def executed(batch: pd.DataFrame) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evaldag._graph.plan import RUNS, step_runs_node
+from evaldag._results.item_columns import grouped_id, step_group
 from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag.errors import EvalDagError
@@ -277,7 +278,7 @@ def scorer_config(scorers: Any, gates: Iterable[Any], *, workflow_target: bool) 
             )
         where = f"scorers['steps'][{step!r}]"
         groups.append(
-            (f"steps.{step}", step_runs_node(step), where, *scorer_entries(entries, where))
+            (step_group(step), step_runs_node(step), where, *scorer_entries(entries, where))
         )
     if "trajectory" in scorers:
         where = "scorers['trajectory']"
@@ -294,7 +295,7 @@ def scorer_config(scorers: Any, gates: Iterable[Any], *, workflow_target: bool) 
     for prefix, runs, where, group_scorers, group_thresholds in groups:
         checked_ids([(where, group_scorers)])
         for scorer in group_scorers:
-            key = f"{prefix}.{scorer.id}"
+            key = grouped_id(prefix, scorer.id)
             keyed.append(_keyed(scorer, key))
             if scorer.id in group_thresholds:
                 thresholds[key] = group_thresholds[scorer.id]

@@ -8,7 +8,13 @@ import math
 
 import pandas as pd
 
-from evaldag._results.eval_result import EvalResult, not_scorable_reason
+from evaldag._results.eval_result import EvalResult
+from evaldag._results.item_columns import (
+    ScorerColumns,
+    first_not_scorable,
+    item_states,
+    scorer_ids,
+)
 from evaldag.errors import EvalDagError, UntrustworthyRunError
 
 
@@ -54,7 +60,7 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
     if not too_many:
         return _require_a_score(result)
     sid, count = too_many[0]
-    label, message = _first(items[f"{sid}.error"])
+    label, message = _first(items[ScorerColumns(sid).error])
     share = "every item" if count == total else f"{count} of {total} items"
     others = [other for other, _ in too_many[1:]]
     also = f" (so did {', '.join(others)})" if others else ""
@@ -73,20 +79,16 @@ def _require_a_score(result: EvalResult) -> EvalResult:
     items, turns = result.items, result.turns
     frames = [(items, [d["id"] for d in result.scorers], items.index)]
     if turns is not None:  # a turn row names its item in its "item" column
-        ids = [c[: -len(".score")] for c in turns.columns if c.endswith(".score")]
-        frames.append((turns, ids, pd.Index(turns["item"])))
+        frames.append((turns, scorer_ids(turns.columns), pd.Index(turns["item"])))
     unscored = []
     for frame, ids, item_labels in frames:
         for sid in ids:
-            if f"{sid}.score" not in frame.columns:
-                continue
-            scored = frame[f"{sid}.score"].notna() & frame[f"{sid}.not_scorable"].isna()
-            if (scored & frame[f"{sid}.error"].isna()).any():
+            if item_states(frame, sid).scored.any():
                 return result
-            found = frame[f"{sid}.not_scorable"].notna().to_numpy().nonzero()[0]
-            if len(found):
-                reason = not_scorable_reason(frame[f"{sid}.not_scorable"].iloc[found[0]])
-                unscored.append(f"'{sid}' on item {item_labels[found[0]]}: {reason}")
+            first = first_not_scorable(frame, sid)
+            if first is not None:
+                position, reason = first
+                unscored.append(f"'{sid}' on item {item_labels[position]}: {reason}")
     if not unscored:  # errors only, below max_error_share: the error check's to judge
         return result
     raise UntrustworthyRunError(

@@ -31,6 +31,7 @@ from evaldag._results.intervals import (
     ConfidenceInterval,
     bootstrap_interval,
 )
+from evaldag._results.item_columns import has_scorer, item_states, scorer_ids
 from evaldag.errors import EvalDagError
 
 Direction = Literal["higher", "lower"]
@@ -216,8 +217,8 @@ def compare_experiments(
                 "INVALID_COMPARE_OPTION",
                 f"directions['{sid}'] must be 'higher' or 'lower', got {chosen[sid]!r}",
             )
-        scores_a = _valid_scores(result_a.items, sid, keys_a)
-        scores_b = _valid_scores(result_b.items, sid, keys_b)
+        scores_a = _keyed_scores(result_a.items, sid, keys_a)
+        scores_b = _keyed_scores(result_b.items, sid, keys_b)
         paired = (
             pd.DataFrame({"a": scores_a, "b": scores_b}).dropna()
             if scores_a is not None and scores_b is not None
@@ -409,14 +410,13 @@ def _key_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _valid_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series | None:
+def _keyed_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series | None:
     """The scorer's score per item key; NaN where it failed or could not score; None when the
     experiment has no such scorer."""
-    if f"{sid}.score" not in items.columns:
+    if not has_scorer(items, sid):
         return None
-    scores = pd.to_numeric(items[f"{sid}.score"], errors="coerce").astype(float)
-    unscored = items[f"{sid}.error"].notna() | items[f"{sid}.not_scorable"].notna()
-    return pd.Series(scores.where(~unscored).to_numpy(), index=keys.to_numpy(), name=sid)
+    scores = item_states(items, sid).counted_scores.to_numpy()
+    return pd.Series(scores, index=keys.to_numpy(), name=sid)
 
 
 def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:
@@ -424,8 +424,7 @@ def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:
     if result.scorers:
         return {d["id"]: "gate" if d.get("role") == "gate" else "scorer" for d in result.scorers}
     gates = {g.id for g in result.gate_results}
-    ids = [c.removesuffix(".score") for c in result.items.columns if c.endswith(".score")]
-    return {sid: "gate" if sid in gates else "scorer" for sid in ids}
+    return {sid: "gate" if sid in gates else "scorer" for sid in scorer_ids(result.items.columns)}
 
 
 def _directions(result: EvalResult) -> dict[str, Direction]:

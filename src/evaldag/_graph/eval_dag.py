@@ -27,7 +27,7 @@ from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._reader import looks_like_json, python_data, read_transcript
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
 from evaldag._scorer.run import ScorerRun
 from evaldag.errors import EvalDagError
 
@@ -163,13 +163,13 @@ def batch_items(
     )
     columns["run_id"] = pd.Series([run.run_id for run in item_runs], index=index, dtype=TEXT)
     for sid, frame in scored.items():
-        frame = frame.reindex(index)
+        frame, own = frame.reindex(index), ScorerColumns(sid)
         for column in SCORER_COLUMNS:
-            columns[f"{sid}.{column}"] = frame[column]
+            columns[own.column(column)] = frame[column]
         if failed.any():
             hit = pd.Series([_fails_with_target(f, reads[sid]) for f in failures], index=index)
-            columns[f"{sid}.error"] = frame["error"].where(~hit, skipped)
-            columns[f"{sid}.failed_step"] = frame["failed_step"].where(~hit, "target")
+            columns[own.error] = frame["error"].where(~hit, skipped)
+            columns[own.failed_step] = frame["failed_step"].where(~hit, "target")
     return pd.DataFrame(columns, index=dataset.index)
 
 

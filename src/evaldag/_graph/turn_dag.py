@@ -26,12 +26,9 @@ from evaldag._graph.plan import TurnSpecs
 from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
 from evaldag._judge.budget import JudgeBudget
 from evaldag._results.eval_result import TurnResult
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import SCORER_COLUMNS, TURN_COLUMNS, ScorerColumns
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import ScorerSpec
-
-#: Columns of a turn row besides its assertions' columns.
-TURN_COLUMNS = ("item", "turn", "input", "output", "run_id", "thread_id")
 
 
 @config.when(has_turns=True)
@@ -95,7 +92,7 @@ def turn_items(
     for sid, frames in columns.items():
         joined = pd.concat(frames).reindex(frame.index)
         for column in SCORER_COLUMNS:
-            frame[f"{sid}.{column}"] = joined[column].astype(
+            frame[ScorerColumns(sid).column(column)] = joined[column].astype(
                 "float64" if column == "score" else object
             )
     return frame

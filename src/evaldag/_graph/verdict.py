@@ -42,6 +42,7 @@ from evaldag._results.eval_result import (
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
+from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 
@@ -62,19 +63,19 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
 
     For a gate (``errors_score_zero``) a failed item counts as 0, as in Mastra.
     """
-    failed = items[f"{scorer_id}.error"].notna()
-    not_scorable = items[f"{scorer_id}.not_scorable"].notna()
-    values = items[f"{scorer_id}.score"][~failed & ~not_scorable].dropna().tolist()
+    states = item_states(items, scorer_id)
+    failed = int(states.failed.sum())
+    values = states.valid_scores.tolist()
     if errors_score_zero:
-        values += [0.0] * int(failed.sum())
+        values += [0.0] * failed
     return ScoreAverage(
         scorer_id=scorer_id,
         # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average
         # of 0.20000000000000004 against 0.2 must come out the same.
         mean=js_total(values) / len(values) if values else None,
         scored=len(values),
-        not_scorable=int(not_scorable.sum()),
-        errors=int(failed.sum()),
+        not_scorable=int(states.not_scorable.sum()),
+        errors=failed,
         interval=bootstrap_interval(values),
     )
 
@@ -336,7 +337,7 @@ def _judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, Sc
     for sid in scorer_ids:
         records = [
             execution
-            for text in items[f"{sid}.judge"].dropna()
+            for text in items[ScorerColumns(sid).judge].dropna()
             for executions in json.loads(text).values()
             for execution in executions
         ]

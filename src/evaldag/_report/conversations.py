@@ -11,6 +11,7 @@ import pandas as pd
 from evaldag._report.items import clipped, input_text, output_text, score_tone, tool_list
 from evaldag._report.text import escaped, number_text, short_id
 from evaldag._results.eval_result import EvalResult
+from evaldag._results.item_columns import ScorerColumns, scorer_ids
 
 #: How many conversations the report shows, those with a failed turn first.
 SHOWN_CONVERSATIONS = 10
@@ -22,7 +23,7 @@ def conversations_section(result: EvalResult) -> str:
     if turns is None or turns.empty:
         return ""
     gates = {(t.index, g.id) for t in result.turn_results for g in t.gate_results}
-    ids = [c.removesuffix(".score") for c in turns.columns if c.endswith(".score")]
+    ids = scorer_ids(turns.columns)
     threads = []
     for item, rows in turns.groupby("item", sort=False):
         chips = [
@@ -65,8 +66,8 @@ def _thread(item: Any, rows: pd.DataFrame, chips: list[list[str]], *, opened: bo
 
 
 def _chip(row: pd.Series, sid: str, gate: bool) -> str:
-    error = row.get(f"{sid}.error")
-    score = row.get(f"{sid}.score")
+    columns = ScorerColumns(sid)
+    error, score = row.get(columns.error), row.get(columns.score)
     if isinstance(error, str):
         return (
             f'<span class="chip chip-bad" title="{escaped(error)}">'

@@ -4,10 +4,12 @@ failed" lines and the report's ranking of items share, with the ids that name it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
+from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag._scorer.thresholds import ThresholdSpec
 
 #: The column that names items. Mastra's dataset items and most eval sets (the demo's too) use
@@ -98,7 +100,7 @@ def bounds(requirement: ThresholdSpec) -> tuple[float | None, float | None]:
 def scorer_scale(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> float:
     """The top of the scorer's scale: 1, unless its bounds or scores go higher."""
     # A result does not record a scorer's max_score; its scores and bounds lie within it.
-    scores = pd.to_numeric(items[f"{scorer_id}.score"], errors="coerce").dropna()
+    scores = item_states(items, scorer_id).scores.dropna()
     return max(1.0, *(b for b in bounds(requirement) if b is not None), *scores.nlargest(1))
 
 
@@ -110,9 +112,8 @@ def requirement_gaps(items: pd.DataFrame, scorer_id: str, requirement: Threshold
     scorer failed on is the whole scale short (for a gate, the same as a score of 0); one it
     could not score is NaN. A gate's requirement is 1.0.
     """
-    score = pd.to_numeric(items[f"{scorer_id}.score"], errors="coerce")
-    failed = items[f"{scorer_id}.error"].notna()
-    score = score.where(items[f"{scorer_id}.not_scorable"].isna() & ~failed)
+    states = item_states(items, scorer_id)
+    score = states.counted_scores
     low, high = bounds(requirement)
     below = low - score if low is not None else None
     above = score - high if high is not None else None
@@ -120,7 +121,7 @@ def requirement_gaps(items: pd.DataFrame, scorer_id: str, requirement: Threshold
         gaps = below.where(below > above, above)
     else:
         gaps = below if below is not None else above
-    return gaps.mask(failed, scorer_scale(items, scorer_id, requirement)).astype(float)
+    return gaps.mask(states.failed, scorer_scale(items, scorer_id, requirement)).astype(float)
 
 
 def failing_items(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> pd.Series:
@@ -128,3 +129,11 @@ def failing_items(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpe
     order), indexed by their row labels."""
     gaps = requirement_gaps(items, scorer_id, requirement)
     return gaps[gaps > 0].sort_values(ascending=False, kind="stable")
+
+
+def shortfall_text(items: pd.DataFrame, scorer_id: str, label: Any) -> str:
+    """What a failing item scored, as its line names it: ``error``, or its score (``0.50``)."""
+    columns = ScorerColumns(scorer_id)
+    if pd.notna(items.at[label, columns.error]):
+        return "error"
+    return f"{items.at[label, columns.score]:.2f}"

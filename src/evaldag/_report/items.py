@@ -14,6 +14,7 @@ from evaldag._reader import read_transcript
 from evaldag._report.failing import id_column, item_ids, requirement_gaps, scorer_scale
 from evaldag._report.summary import ScorerSummary
 from evaldag._report.text import escaped, number_text, short_id
+from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import get_assistant_message, get_user_message, tool_invocations
 
@@ -68,12 +69,12 @@ def worst_first(items: pd.DataFrame, summaries: list[ScorerSummary]) -> list[Any
     gate_ids = [s.id for s in summaries if s.role == "gate"]
     shortfall = gaps.clip(lower=0).sum(axis=1)
     plain = [s.id for s in summaries if s.requirement is None]
-    scores = [items[f"{s}.score"].where(items[f"{s}.error"].isna()) for s in plain]
+    scores = [item_states(items, s).counted_scores for s in plain]
     ranking = pd.DataFrame(
         {
             "gates": (gaps[gate_ids] > 0).sum(axis=1),
             "distance": shortfall.where(shortfall > 0, gaps.sum(axis=1, min_count=1)),
-            "errors": sum(items[f"{s.id}.error"].notna().astype(int) for s in summaries),
+            "errors": sum(item_states(items, s.id).failed.astype(int) for s in summaries),
             "mean": pd.concat(scores, axis=1).mean(axis=1) if plain else float("nan"),
         },
         index=items.index,
@@ -133,13 +134,13 @@ def _item_block(
 
 def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
     sid = summary.id
-    error = row.get(f"{sid}.error")
-    if isinstance(error, str):
+    columns = ScorerColumns(sid)
+    if isinstance(row.get(columns.error), str):
         return (
             f'<span class="chip chip-bad" title="{escaped(sid)}: error">'
             f"{escaped(short_id(sid))} error</span>"
         )
-    if _present(row.get(f"{sid}.not_scorable")):
+    if _present(row.get(columns.not_scorable)):
         return (
             f'<span class="chip chip-none" title="{escaped(sid)}">'
             f"{escaped(short_id(sid))} n/a</span>"
@@ -154,7 +155,7 @@ def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
 
 
 def _score(row: pd.Series, sid: str) -> float | None:
-    value = row.get(f"{sid}.score")
+    value = row.get(ScorerColumns(sid).score)
     return float(value) if _present(value) else None
 
 
@@ -164,13 +165,13 @@ def _present(value: Any) -> bool:
 
 
 def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
-    sid = summary.id
-    error = row.get(f"{sid}.error")
-    reason = _decoded(row.get(f"{sid}.reason"))
-    not_scorable = _decoded(row.get(f"{sid}.not_scorable"))
+    sid, columns = summary.id, ScorerColumns(summary.id)
+    error = row.get(columns.error)
+    reason = _decoded(row.get(columns.reason))
+    not_scorable = _decoded(row.get(columns.not_scorable))
     lines = []
     if isinstance(error, str):
-        failed_step = row.get(f"{sid}.failed_step")
+        failed_step = row.get(columns.failed_step)
         where = f" in step {failed_step}" if isinstance(failed_step, str) else ""
         lines.append(
             f'<p class="error">Failed{escaped(where)}: {escaped(_cut(error, _BLOCK_LIMIT))}</p>'
@@ -179,13 +180,13 @@ def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
         lines.append(f'<p class="muted">Not scorable: {escaped(_plain_text(not_scorable))}</p>')
     if _present(reason):
         lines.append(f'<p class="reason">{escaped(clipped(_plain_text(reason)))}</p>')
-    steps = _decoded(row.get(f"{sid}.steps"))
+    steps = _decoded(row.get(columns.steps))
     if _present(steps) and steps:
         lines.append(
             "<details><summary>Step results</summary>"
             f"<pre>{escaped(_pretty(steps))}</pre></details>"
         )
-    lines.append(_judge_records(_decoded(row.get(f"{sid}.judge"))))
+    lines.append(_judge_records(_decoded(row.get(columns.judge))))
     score_text = number_text(_score(row, sid))
     return (
         f'<div class="scorer-detail"><div class="scorer-detail-head"><code>{escaped(sid)}</code>'

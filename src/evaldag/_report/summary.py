@@ -10,6 +10,7 @@ import pandas as pd
 from evaldag._report.failing import requirements, turn_rows
 from evaldag._results.eval_result import EvalResult, ThresholdResult
 from evaldag._results.intervals import ConfidenceInterval
+from evaldag._results.item_columns import has_scorer, item_states, scorer_ids
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
 
@@ -93,8 +94,8 @@ def turn_summaries(result: EvalResult) -> list[ScorerSummary]:
             ),
         ]
         for sid, role, mean, requirement, passed in outcomes:
-            valid = _valid_scores(rows, sid)
-            counted = rows.get(f"{sid}.not_scorable"), rows.get(f"{sid}.error")
+            states = item_states(rows, sid) if has_scorer(rows, sid) else None
+            valid = [] if states is None else states.valid_scores.tolist()
             summaries.append(
                 ScorerSummary(
                     id=f"turn {turn.index}: {sid}",
@@ -103,8 +104,8 @@ def turn_summaries(result: EvalResult) -> list[ScorerSummary]:
                     role=role,
                     mean=mean,
                     scored=len(valid),
-                    not_scorable=0 if counted[0] is None else int(counted[0].notna().sum()),
-                    errors=0 if counted[1] is None else int(counted[1].notna().sum()),
+                    not_scorable=0 if states is None else int(states.not_scorable.sum()),
+                    errors=0 if states is None else int(states.failed.sum()),
                     requirement=requirement,
                     passed=passed,
                     scores=tuple(valid),
@@ -124,7 +125,7 @@ def scorer_definitions(result: EvalResult) -> list[dict[str, Any]]:
     if result.scorers:
         scorers = [d for d in result.scorers if d.get("role") != "gate"]
         return [*scorers, *(d for d in result.scorers if d.get("role") == "gate")]
-    ids = [c.removesuffix(".score") for c in result.items.columns if c.endswith(".score")]
+    ids = scorer_ids(result.items.columns)
     gate_ids = {g.id for g in result.gate_results}
     return [
         {"id": sid, "role": "gate" if sid in gate_ids else "scorer", "steps": []} for sid in ids
@@ -133,11 +134,9 @@ def scorer_definitions(result: EvalResult) -> list[dict[str, Any]]:
 
 def _valid_scores(items: pd.DataFrame, sid: str) -> list[float]:
     """The scores that entered the average: no error, not 'not scorable', a number."""
-    if f"{sid}.score" not in items:
+    if not has_scorer(items, sid):
         return []
-    frame = items[[f"{sid}.score", f"{sid}.error", f"{sid}.not_scorable"]]
-    ok = frame.iloc[:, 1].isna() & frame.iloc[:, 2].isna() & frame.iloc[:, 0].notna()
-    return [float(v) for v in frame.iloc[:, 0][ok]]
+    return item_states(items, sid).valid_scores.tolist()
 
 
 def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:

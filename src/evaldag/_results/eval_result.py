@@ -13,6 +13,7 @@ from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import json_text
 from evaldag._results.intervals import ConfidenceInterval
+from evaldag._results.item_columns import ScorerColumns, nested_by_group, scorer_ids
 from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
 
@@ -20,25 +21,8 @@ if TYPE_CHECKING:
     import graphviz
 
 Verdict = Literal["passed", "scored", "failed"]
-#: Item columns that hold nested values; Parquet stores them as JSON text.
-NESTED_SUFFIXES = (".reason", ".completed_steps", ".not_scorable", ".steps", ".judge")
-#: How much of a reason a one-line message shows.
-REASON_CHARACTERS = 300
 #: The longest name of a run.
 NAME_CHARACTERS = 200
-
-
-def not_scorable_reason(cell: object) -> str:
-    """The reason in an item's ``<id>.not_scorable`` cell (JSON text, or the dict before it was
-    written), clipped to a line."""
-    if isinstance(cell, str):
-        try:
-            cell = json.loads(cell)
-        except ValueError:
-            pass
-    reason = cell.get("reason") if isinstance(cell, dict) else cell
-    text = str(reason or "no reason given")
-    return text if len(text) <= REASON_CHARACTERS else text[: REASON_CHARACTERS - 1] + "…"
 
 
 def checked_name(name: Any) -> str | None:
@@ -243,7 +227,7 @@ class EvalResult(BaseModel):
             summary["notScorable"] = dict(self.summary.not_scorable)
         if self.summary.errors:
             summary["errors"] = dict(self.summary.errors)
-        data: dict[str, Any] = {"scores": mastra_scores(self.scores), "summary": summary}
+        data: dict[str, Any] = {"scores": nested_by_group(self.scores), "summary": summary}
         if self.gate_results:
             data["gateResults"] = [
                 g.model_dump(by_alias=True, exclude_none=True) for g in self.gate_results
@@ -335,25 +319,9 @@ class EvalResult(BaseModel):
     __str__ = __repr__
 
 
-def mastra_scores(scores: dict[str, float]) -> dict[str, Any]:
-    """Averages nested as Mastra nests them: ``agent.<id>`` under ``agent``, and so on;
-    ``steps.<node>.<id>`` under ``steps`` and the node. Ids never hold a dot."""
-    nested: dict[str, Any] = {}
-    for key, average in scores.items():
-        group, dot, rest = key.partition(".")
-        if not dot:
-            nested[key] = average
-        elif group == "steps":
-            node, _, scorer_id = rest.rpartition(".")
-            nested.setdefault("steps", {}).setdefault(node, {})[scorer_id] = average
-        else:
-            nested.setdefault(group, {})[rest] = average
-    return nested
-
-
 def _turn_rows(text: str) -> pd.DataFrame:
     rows = pd.DataFrame(json.loads(text))
-    return rows.astype({c: "float64" for c in rows.columns if c.endswith(".score")})
+    return rows.astype({ScorerColumns(sid).score: "float64" for sid in scorer_ids(rows.columns)})
 
 
 def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from evaldag._io.flat import csv_text, csv_values, results_format
 from evaldag._io.parquet import parquet_results, unreadable_results
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import ScorerColumns, scorer_ids
 
 #: Item columns the run adds as text, whatever they look like.
 _TEXT_COLUMNS = ("run_id", "target_error")
@@ -33,11 +33,11 @@ def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
         items = csv_text(target) if fmt == "csv" else _jsonl_records(target)
     except (OSError, ValueError, pd.errors.ParserError) as error:
         raise unreadable_results(target, error) from error
-    scorer_ids = [c.removesuffix(".score") for c in items.columns if c.endswith(".score")]
-    own = [f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS]
+    scorers = [ScorerColumns(sid) for sid in scorer_ids(items.columns)]
     if fmt == "csv":
+        own = [column for scorer in scorers for column in scorer.all]
         items = csv_values(items, text={*own, *_TEXT_COLUMNS})
-    scores = {f"{sid}.score": pd.to_numeric(items[f"{sid}.score"]) for sid in scorer_ids}
+    scores = {scorer.score: pd.to_numeric(items[scorer.score]) for scorer in scorers}
     return items.assign(**{column: values.astype(float) for column, values in scores.items()})
 
 

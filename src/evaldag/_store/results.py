@@ -20,7 +20,7 @@ from evaldag._engine.run_state import RESULT_KEYS
 from evaldag._io.parquet import column_name
 from evaldag._reader import is_foreign, plain_data
 from evaldag._results.eval_result import EvalResult
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns, scorer_ids
 from evaldag._store.rows import ScoreRow, request_context_snapshot
 from evaldag._store.values import loaded_json, stored_json
 from evaldag.errors import EvalDagError
@@ -40,7 +40,7 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
     name = entity or _DEFAULT_ENTITY
     scorer_ids = [definition["id"] for definition in result.scorers]
     records = {definition["id"]: _scorer_record(definition) for definition in result.scorers}
-    own = {f"{sid}.{column}" for sid in scorer_ids for column in SCORER_COLUMNS}
+    own = {column for sid in scorer_ids for column in ScorerColumns(sid).all}
     items = result.canonical_items()
     data_columns = [c for c in items.columns if c not in own and c not in _RUN_COLUMNS]
     rows = []
@@ -81,11 +81,11 @@ def _turn_score_rows(result: EvalResult, entity: str) -> list[ScoreRow]:
         return []
     positions = {label: position for position, label in enumerate(result.items.index)}
     gates = {(t.index, g.id) for t in result.turn_results for g in t.gate_results}
-    scorer_ids = [c.removesuffix(".score") for c in turns.columns if c.endswith(".score")]
+    turn_scorers = scorer_ids(turns.columns)
     rows = []
     for turn in turns.to_dict("records"):
         position, index = positions[turn["item"]], int(turn["turn"])
-        for sid in scorer_ids:
+        for sid in turn_scorers:
             fields = _scorer_fields(turn, sid)
             if fields["completed_steps"] is None and fields["error"] is None:
                 continue  # not a scorer of this turn
@@ -204,7 +204,8 @@ def _run_fields(item: dict[str, Any]) -> dict[str, Any]:
 
 def _scorer_fields(item: dict[str, Any], scorer_id: str) -> dict[str, Any]:
     """A row's score fields from an item's ``<scorer_id>.*`` columns."""
-    cell = {column: _cell(item.get(f"{scorer_id}.{column}")) for column in SCORER_COLUMNS}
+    own = ScorerColumns(scorer_id)
+    cell = {column: _cell(item.get(own.column(column))) for column in SCORER_COLUMNS}
     steps = _decoded(cell["steps"]) or {}
     return {
         "score": cell["score"],
@@ -220,18 +221,18 @@ def _scorer_fields(item: dict[str, Any], scorer_id: str) -> dict[str, Any]:
 
 def _item_columns(row: dict[str, Any]) -> dict[str, Any]:
     """An item's ``<scorer_id>.*`` columns from a row, as ``run_evals`` writes them."""
-    sid = row["scorer_id"]
+    own = ScorerColumns(row["scorer_id"])
     steps = {key: row[key] for key in (*RESULT_KEYS, *_PROMPT_KEYS) if row[key] is not None}
     score = row["score"]
     return {
-        f"{sid}.score": math.nan if score is None else score,
-        f"{sid}.reason": row["reason"],
-        f"{sid}.error": row["error"],
-        f"{sid}.failed_step": row["failed_step"],
-        f"{sid}.completed_steps": _steps_text(row["completed_steps"]),
-        f"{sid}.not_scorable": json_text(row["not_scorable"]),
-        f"{sid}.steps": json_text(steps) if steps else None,
-        f"{sid}.judge": json_text(row["judge"]),
+        own.score: math.nan if score is None else score,
+        own.reason: row["reason"],
+        own.error: row["error"],
+        own.failed_step: row["failed_step"],
+        own.completed_steps: _steps_text(row["completed_steps"]),
+        own.not_scorable: json_text(row["not_scorable"]),
+        own.steps: json_text(steps) if steps else None,
+        own.judge: json_text(row["judge"]),
     }
 
 

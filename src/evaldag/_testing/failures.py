@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from evaldag._report.failing import Requirement, failing_items, item_ids
+from evaldag._report.failing import Requirement, failing_items, item_ids, shortfall_text
+from evaldag._results.item_columns import has_scorer
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
 if TYPE_CHECKING:
@@ -63,18 +64,12 @@ def failure(result: EvalResult, requirement: Requirement, min_pass_rate: float =
 def _why(items: pd.DataFrame, sid: str, requirement: ThresholdSpec, reason: str | None) -> str:
     """``; worst items: q7 (error), q2 (0.00) and 4 more`` and the reason, when there are any."""
     parts = [reason] if reason else []
-    if f"{sid}.score" in items.columns:
+    if has_scorer(items, sid):
         short = failing_items(items, sid, requirement).index
         ids = item_ids(items)
-        named = [f"{ids[n]} ({_score_text(items, sid, n)})" for n in short[:NAMED_ITEMS]]
+        named = [f"{ids[n]} ({shortfall_text(items, sid, n)})" for n in short[:NAMED_ITEMS]]
         if len(short) > NAMED_ITEMS:
             named[-1] += f" and {len(short) - NAMED_ITEMS} more"
         if named:
             parts.append(f"worst items: {', '.join(named)}")
     return "".join(f"; {part}" for part in parts)
-
-
-def _score_text(items: pd.DataFrame, sid: str, label: Any) -> str:
-    if pd.notna(items.at[label, f"{sid}.error"]):
-        return "error"
-    return f"{items.at[label, f'{sid}.score']:.2f}"
