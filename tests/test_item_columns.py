@@ -12,6 +12,7 @@ from hamilton.ad_hoc_utils import create_temporary_module
 import evaldag
 from evaldag import (
     checks,
+    compare_experiments,
     create_scorer,
     not_scorable,
     read_results,
@@ -116,6 +117,40 @@ def test_a_step_that_did_not_run_is_skipped_not_failed():
     assert category.failed.tolist() == [False, True, False]  # the node that raised
     assert "steps.shout.check-includes" not in result.summary.errors
     assert result.scores["steps.shout.check-includes"] == 0.5
+
+
+def test_compare_counts_only_the_items_a_scorer_ran_on():
+    # Mastra writes no score for a step that did not run; compare counted such an item as one
+    # without a score (an error) until the states were read in one place.
+    result = _workflow_result()
+    comparison = compare_experiments(result, result)
+    stats = {s.scorer_id: s.a for s in comparison.scorers}
+    shout = stats["steps.shout.check-includes"]
+    assert (shout.items, shout.scored, shout.error_rate) == (2, 2, 0.0)
+    category = stats["steps.category.check-includes"]  # failed on b: a null score, as Mastra's
+    assert (category.items, category.scored) == (3, 2)
+    assert category.error_rate == pytest.approx(1 / 3)
+
+
+def test_a_turn_no_item_reached_says_so():
+    def target(input):
+        if input == "boom":
+            raise RuntimeError("boom")
+        return f"ok {input}"
+
+    polite = checks.includes("ok").with_threshold(0.5)
+    result = run_evals(
+        [
+            {"turns": [{"input": "boom"}, {"input": "again", "scorers": [polite]}]},
+            {"turns": [{"input": "fine", "gates": [checks.includes("ok")]}]},
+        ],
+        target=target,
+        max_error_share=1,
+        progress=False,
+    )
+    missed = result.turn_results[1].threshold_results[0]
+    assert not missed.passed
+    assert missed.reason == "no item could be scored (it ran on none)"
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])

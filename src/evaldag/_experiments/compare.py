@@ -412,11 +412,14 @@ def _key_text(value: Any) -> str | None:
 
 def _keyed_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series | None:
     """The scorer's score per item key; NaN where it failed or could not score; None when the
-    experiment has no such scorer."""
+    experiment has no such scorer. Items it skipped (a workflow node that did not run) are left
+    out, as Mastra writes no score for them."""
     if not has_scorer(items, sid):
         return None
-    scores = item_states(items, sid).counted_scores.to_numpy()
-    return pd.Series(scores, index=keys.to_numpy(), name=sid)
+    states = item_states(items, sid)
+    ran = ~states.skipped.to_numpy()
+    scores = states.counted_scores.to_numpy()[ran]
+    return pd.Series(scores, index=keys.to_numpy()[ran], name=sid)
 
 
 def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:

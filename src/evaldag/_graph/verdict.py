@@ -99,7 +99,8 @@ def _unscored(score_average: ScoreAverage) -> str | None:
         )
         if count
     ]
-    return f"no item could be scored ({', '.join(counts)})"
+    # Neither: the scorer ran on no item (a conversation's turn no item reached).
+    return f"no item could be scored ({', '.join(counts) or 'it ran on none'})"
 
 
 def _gates(plan: EvalPlan) -> parameterize:
