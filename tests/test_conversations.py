@@ -290,3 +290,26 @@ def test_the_report_counts_and_lists_the_turns_gates_and_thresholds():
     table = page[page.index('<section id="requirements">') :]
     table = table[: table.index("</section>")]
     assert "<code>half</code>" in table and "<code>turn 0: check-includes</code>" in table
+
+
+def test_a_conversation_the_target_dropped_fails_its_turn_gates():
+    def target(input, history=(), thread_id=None):
+        if input == "boom":
+            raise RuntimeError("crashed")
+        return f"ok {input}"
+
+    def conversation(id, second):
+        gate = checks.includes("ok")
+        return {
+            "id": id,
+            "turns": [{"input": "a", "gates": [gate]}, {"input": second, "gates": [gate]}],
+        }
+
+    result = run_evals([conversation("good", "b"), conversation("bad", "boom")], target=target)
+    assert result.verdict == "failed"  # the good conversation alone passed the gates
+    assert [g.passed for t in result.turn_results for g in t.gate_results] == [False, False]
+    turns = result.turns
+    assert turns["id"].tolist() == ["good", "good", "bad", "bad"]
+    errors = turns["check-includes.error"].tolist()
+    assert errors[:2] == [None, None] or pd.isna(errors[:2]).all()
+    assert all("the target failed in this conversation: RuntimeError" in e for e in errors[2:])

@@ -20,7 +20,7 @@ import pandas as pd
 from hamilton.function_modifiers import config
 
 from evaldag._engine.stages import advanced_states, prepared_states
-from evaldag._engine.targets import TargetRun
+from evaldag._engine.targets import TargetFailure, TargetRun
 from evaldag._graph import verdict
 from evaldag._graph.plan import TurnSpecs
 from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
@@ -42,17 +42,33 @@ def turn_items(
     step_timeout: float | None = None,
     judge_budget: JudgeBudget | None = None,
 ) -> pd.DataFrame:
-    """One row per turn of the batch's conversations the target held to the end; ``id`` is
-    the item's, when the data has that column. Turn scorers' judge calls spend the run's
+    """One row per turn of the batch's conversations; ``id`` is the item's, when the data has
+    that column. The turns of a conversation the target did not hold to the end fail every
+    gate and scorer of theirs, naming the target's error. Turn scorers' judge calls spend the run's
     ``judge_budget`` as the item scorers' do."""
     rows: list[dict[str, Any]] = []
     # scorer object → [(row, run)]: one engine pass per scorer over all its turns
     scored: dict[int, tuple[ScorerSpec, list[tuple[int, ScorerRun]]]] = {}
-    for label, run in runs.items():
-        specs = turn_specs.get(label)
-        produced = target_runs[label]
-        if not specs or not isinstance(produced, TargetRun):
+    failures: dict[int, list[int]] = {}  # scorer object → rows of failed conversations
+    failed: dict[int, str] = {}  # row → why its conversation's target failed
+    for label, specs in turn_specs.items():
+        produced = target_runs[label] if label in target_runs.index else None
+        if isinstance(produced, TargetFailure) and any(spec.assertions for spec in specs):
+            # Every turn of a conversation the target did not hold to the end fails each of its
+            # gates and scorers: left out, a crashed conversation let the others pass them.
+            for number, spec in enumerate(specs):
+                failed[len(rows)] = (
+                    "the target failed in this conversation: "
+                    f"{produced.error_type}: {produced.message}"
+                )
+                rows.append({"item": label, "turn": number, "input": spec.input, "output": None})
+                for scorer in spec.assertions:
+                    scored.setdefault(id(scorer), (scorer, []))
+                    failures.setdefault(id(scorer), []).append(len(rows) - 1)
             continue
+        if not specs or not isinstance(produced, TargetRun) or label not in runs.index:
+            continue
+        run = runs[label]
         for number, (spec, turn) in enumerate(zip(specs, produced.turns, strict=True)):
             rows.append(
                 {
@@ -71,7 +87,11 @@ def turn_items(
     if "id" in dataset.columns:
         frame.insert(1, "id", dataset["id"].reindex(frame["item"]).tolist())
     columns: dict[str, list[pd.DataFrame]] = {}
-    for scorer, placed in scored.values():
+    for key, (scorer, placed) in scored.items():
+        if key in failures:
+            columns.setdefault(scorer.id, []).append(_failed_rows(failures[key], failed))
+        if not placed:
+            continue
         at, turn_runs = zip(*placed, strict=True)
         states = prepared_states(turn_runs, scorer, concurrency, step_timeout)
         for step in scorer.steps:
@@ -96,6 +116,18 @@ def turn_items(
                 "float64" if column == "score" else object
             )
     return frame
+
+
+def _failed_rows(at: list[int], why: dict[int, str]) -> pd.DataFrame:
+    """The scorer columns of turns whose conversation's target failed: each an error."""
+    return pd.DataFrame(
+        {
+            column: [why[row] if column == "error" else None for row in at]
+            for column in SCORER_COLUMNS
+        },
+        index=at,
+        dtype=object,
+    )
 
 
 @config.when(has_turns=True, distributed=False)
