@@ -23,6 +23,10 @@ _EXPORTS = {
     "JudgeCost": "evaldag._judge.records",
     "Judge": "evaldag._judge.settings",
     "JudgeError": "evaldag._judge.errors",
+    "CallFault": "evaldag._judge.errors",
+    "Transport": "evaldag._judge.transports",
+    "Route": "evaldag._judge.transports",
+    "register_transport": "evaldag._judge.transports",
     "NotScorableInfo": "evaldag._results.scorer_result",
     "PromptStep": "evaldag._scorer.steps",
     "not_scorable": "evaldag._scorer.steps",
@@ -67,9 +71,10 @@ if TYPE_CHECKING:
     from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._experiments.compare import Comparison, compare_experiments
-    from evaldag._judge.errors import JudgeError
+    from evaldag._judge.errors import CallFault, JudgeError
     from evaldag._judge.records import JudgeCost, JudgeExecution, JudgeUsage
     from evaldag._judge.settings import Judge
+    from evaldag._judge.transports import Route, Transport, register_transport
     from evaldag._live.wrapper import LiveScoring, LiveStats, live
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
     from evaldag._results.files import read_results

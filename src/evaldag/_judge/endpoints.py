@@ -1,33 +1,29 @@
 """Where a judge is called and how: its endpoint, transport, structured-output style and prices.
 
-Two transports make the calls. ``http`` posts chat-completions JSON to an OpenAI-compatible
-``api_base`` itself (:mod:`evaldag._judge.via_http`); ``litellm`` goes through
-``litellm.acompletion`` and reaches every provider litellm knows
-(:mod:`evaldag._judge.via_litellm`).
-``Judge(transport="auto")`` picks ``http`` for ``openai/<name>`` and ``hosted_vllm/<name>`` with
-an ``api_base`` (and so for the local judge, which reports such an endpoint) unless the judge
-carries a setting only litellm understands, and ``litellm`` for everything else.
+A judge's ``transport`` names one in the registry (:mod:`evaldag._judge.transports`): ``http``
+posts chat-completions JSON to an OpenAI-compatible ``api_base`` itself
+(:mod:`evaldag._judge.via_http`); ``litellm`` goes through ``litellm.acompletion`` and reaches
+every provider litellm knows (:mod:`evaldag._judge.via_litellm`); a registered one goes its own
+way. ``Judge(transport="auto")`` picks ``http`` for ``openai/<name>`` and ``hosted_vllm/<name>``
+with an ``api_base`` (and so for the local judge, which reports such an endpoint) unless the
+judge carries a setting only litellm understands, and ``litellm`` for everything else.
 
-Prices come from litellm's price table, read once per model. The http transport reads the
-table from the file litellm ships instead of importing litellm, whose import costs ~5 s of CPU.
+Prices come from litellm's price table, read once per model through the transport's
+``price_entry``. The http transport reads the table from the file litellm ships instead of
+importing litellm, whose import costs ~5 s of CPU.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
-import os
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import orjson
-
-from evaldag._judge.errors import JudgeError
 from evaldag._judge.redaction import judge_secrets, url_without_credentials
 from evaldag._judge.settings import LOCAL_MODEL, Judge, call_limit
+from evaldag._judge.transports import AUTO, named_transport
 
 #: Providers whose endpoints speak OpenAI's chat-completions API, and the variable litellm reads
 #: their key from when the judge gives none.
@@ -60,7 +56,6 @@ HTTP_SETTINGS = frozenset(
         "user",
     }
 )
-_PRICE_TABLE = "model_prices_and_context_window_backup.json"
 #: Judges whose endpoints are kept (by the judge's identity; a scorer's judge is one object).
 KNOWN_ENDPOINTS = 256
 _known_endpoints: dict[int, tuple[Judge, Endpoint]] = {}
@@ -112,52 +107,32 @@ async def judge_endpoint(judge: Judge) -> Endpoint:
 
 
 def _endpoint(judge: Judge) -> Endpoint:
-    api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
     transport = _transport(judge.model, judge.api_base, judge.transport, judge.litellm_kwargs)
-    if transport == "http":
-        provider, model_name = judge.model.split("/", 1)
-        api_base = judge.api_base or (OPENAI_URL if provider == "openai" else None)
-        if api_base is None:
-            raise JudgeError(
-                "EVALDAG_INVALID_JUDGE",
-                f"transport='http' needs the api_base of the server for {judge.model!r}",
-                category="USER",
-            )
-        if api_key is None:
-            api_key = os.environ.get(OPENAI_COMPATIBLE[provider]) or None
-    else:
-        api_base = judge.api_base
-        model_name, provider = _litellm_provider(judge.model, api_base)
+    route = named_transport(transport).route(judge)
     style = judge.structured_output
     if style == "auto":
-        style = _default_style(model_name, provider, transport)
+        style = _default_style(route.model_name, route.provider, transport)
     return Endpoint(
         judge.model,
-        api_base,
-        api_key,
-        model_name,
-        provider,
+        route.api_base,
+        route.api_key,
+        route.model_name,
+        route.provider,
         transport,
         style,
         judge.max_concurrency,
-        secrets=judge_secrets(judge, api_key, api_base),
+        secrets=judge_secrets(judge, route.api_key, route.api_base),
     )
 
 
 def _transport(model: str, api_base: str | None, setting: str, extras: dict[str, Any]) -> str:
-    """``http`` or ``litellm`` for a judge's ``transport`` setting."""
-    provider = model.split("/", 1)[0] if "/" in model else None
-    if setting == "auto":
+    """The name of the transport a judge's ``transport`` setting stands for (``auto``: ``http``
+    or ``litellm``); an unregistered name is an error."""
+    if setting == AUTO:
+        provider = model.split("/", 1)[0] if "/" in model else None
         compatible = provider in OPENAI_COMPATIBLE and api_base is not None
         return "http" if compatible and HTTP_SETTINGS.issuperset(extras) else "litellm"
-    if setting == "http" and provider not in OPENAI_COMPATIBLE:
-        raise JudgeError(
-            "EVALDAG_INVALID_JUDGE",
-            f"transport='http' calls OpenAI-compatible endpoints, named 'openai/<name>' or "
-            f"'hosted_vllm/<name>' with api_base=, not {model!r}; use transport='litellm' (or "
-            "'auto') for other providers",
-            category="USER",
-        )
+    named_transport(setting)
     return setting
 
 
@@ -185,64 +160,15 @@ async def _local_endpoint(judge: Judge) -> Endpoint:
     )
 
 
-def _litellm_provider(model: str, api_base: str | None) -> tuple[str, str | None]:
-    # Raised outside the except block: tblib (installed by dask) pickles the context chain, and
-    # litellm's exceptions do not unpickle.
-    try:
-        return _provider(model, api_base)
-    except Exception:
-        pass
-    raise JudgeError(
-        "EVALDAG_INVALID_JUDGE",
-        f"litellm does not know the provider of model {model!r}: prefix it with one, "
-        "e.g. 'openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest', 'ollama/qwen2.5' "
-        "or 'openai/<name>' with api_base= for an OpenAI-compatible server",
-        category="USER",
-    )
-
-
 @functools.lru_cache(maxsize=256)
-def _provider(model: str, api_base: str | None) -> tuple[str, str | None]:
-    """litellm's model name and provider for ``model`` (its key is not kept)."""
-    from evaldag._judge.via_litellm import configured_litellm
-
-    model_name, provider, _, _ = configured_litellm().get_llm_provider(model, api_base=api_base)
-    return model_name, provider
-
-
-@functools.lru_cache(maxsize=256)
-def _model_info(model_name: str, provider: str | None, transport: str) -> dict[str, Any] | None:
-    """The model's entry in litellm's price table, or None."""
-    if transport == "http":
-        table = _price_table()
-        for key in (f"{provider}/{model_name}", model_name):
-            entry = table.get(key)
-            if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
-                return entry
-        return None
-    from evaldag._judge.via_litellm import configured_litellm
-
-    try:
-        return configured_litellm().get_model_info(model=model_name, custom_llm_provider=provider)
-    except Exception:
-        return None
-
-
-@functools.cache
-def _price_table() -> dict[str, Any]:
-    """The price table litellm ships (the one ``configured_litellm`` makes litellm use)."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or spec.origin is None:
-        return {}
-    try:
-        return orjson.loads((Path(spec.origin).parent / _PRICE_TABLE).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
+def _price_entry(model_name: str, provider: str | None, transport: str) -> dict[str, Any] | None:
+    """The model's entry in litellm's price table, as ``transport`` reads it, or None."""
+    return named_transport(transport).price_entry(model_name, provider)
 
 
 def _default_style(model_name: str, provider: str | None, transport: str) -> str:
     """json_schema unless litellm's table says the model cannot take it."""
-    info = _model_info(model_name, provider, transport)
+    info = _price_entry(model_name, provider, transport)
     if info is None:  # not in the table: OpenAI-compatible servers mostly take json_schema
         return "json_schema"
     return "json_schema" if info.get("supports_response_schema") else "prompt"
@@ -250,7 +176,7 @@ def _default_style(model_name: str, provider: str | None, transport: str) -> str
 
 def rates(endpoint: Endpoint) -> tuple[float, float, float] | None:
     """USD per input, output and cache-read input token from litellm's table, if it has them."""
-    info = _model_info(endpoint.model_name, endpoint.provider, endpoint.transport)
+    info = _price_entry(endpoint.model_name, endpoint.provider, endpoint.transport)
     if info is None:
         return None
     input_rate = info.get("input_cost_per_token")

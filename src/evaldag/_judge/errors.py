@@ -71,7 +71,7 @@ class ExecutionFailure(Exception):
 
 
 class CallFault(Exception):
-    """A model call that failed, as either transport reports it.
+    """A model call that failed, as a transport reports it (``Transport.reply`` raises it).
 
     :param name: the error's name as the OpenAI SDK and litellm call it (``RateLimitError``,
         ``Timeout``, ...), shown in messages and judge records.

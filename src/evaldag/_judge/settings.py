@@ -11,15 +11,23 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
+from evaldag._judge.transports import transport_names, unknown_transport
 from evaldag.errors import EvalDagError
 
 #: The model name that selects the bundled local judge (``evaldag.local_judge``).
 LOCAL_MODEL = "local"
 
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
-Transport = Literal["auto", "http", "litellm"]
 MASK = "**********"
 
 # Settings that are credentials or carry them (headers), by name.
@@ -76,19 +84,27 @@ class Judge(BaseModel):
         "schema in the system prompt) or 'auto' (json_schema unless litellm knows the model "
         "lacks it, json_object for the local judge). The fallback attempt always uses 'prompt'.",
     )
-    transport: Transport = Field(
+    transport: str = Field(
         default="auto",
         description="How calls are made: 'http' posts chat-completions JSON to an "
         "OpenAI-compatible api_base over a pooled aiohttp session; 'litellm' calls "
         "litellm.acompletion (every provider, 7-10 ms of CPU per call); 'auto' picks 'http' for "
         "'openai/<name>' and 'hosted_vllm/<name>' with api_base and for the local judge, unless "
-        "the judge has a setting only litellm understands, and 'litellm' otherwise.",
+        "the judge has a setting only litellm understands, and 'litellm' otherwise. Any other "
+        "name is one given to evaldag.register_transport.",
     )
     cache: bool | str | Path | None = Field(
         default=None,
         description="On-disk reply cache: a directory, True for $EVALDAG_CACHE_DIR (else "
         "~/.cache/evaldag), False for none; None uses $EVALDAG_CACHE_DIR when it is set.",
     )
+
+    @field_validator("transport")
+    @classmethod
+    def _registered(cls, transport: str) -> str:
+        if transport not in transport_names():
+            raise ValueError(unknown_transport(transport))
+        return transport
 
     def __init__(self, model: str | None = None, /, **settings: Any) -> None:
         if model is not None:

@@ -11,9 +11,10 @@ the server is pacing calls); 400/401/403/404 are not retried. Calls in flight ar
 (model, api_base, max_concurrency) by a :class:`~evaldag._judge.limiter.SharedLimit`, which
 halves on 429 and grows back as calls succeed (AIMD), never above ``max_concurrency``.
 
-A call goes through one of two transports (chosen in :mod:`evaldag._judge.endpoints`): ``http``
-(:mod:`evaldag._judge.via_http`) or ``litellm`` (:mod:`evaldag._judge.via_litellm`). Everything
-here, from retries to records, is the same for both.
+A call goes through the transport the judge names (:mod:`evaldag._judge.transports`, chosen in
+:mod:`evaldag._judge.endpoints`): ``http`` (:mod:`evaldag._judge.via_http`), ``litellm``
+(:mod:`evaldag._judge.via_litellm`) or a registered one. Everything here, from retries to
+records, is the same for all of them.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from evaldag._judge.limiter import shared_limit
 from evaldag._judge.records import JudgeExecution, Tally, call_cost
 from evaldag._judge.redaction import clipped, url_without_credentials
 from evaldag._judge.settings import Judge, cache_directory, resolved_judge
-from evaldag._judge.via_http import http_reply
-from evaldag.errors import EvalDagError
+from evaldag._judge.transports import named_transport
+from evaldag.errors import EvalDagError, error_message
 
 _logger = logging.getLogger(__name__)
 
@@ -58,6 +59,9 @@ BACKOFF_CAP_SECONDS = 20.0
 RETRY_AFTER_CAP_SECONDS = 120.0
 #: 429s with Retry-After are retried up to this many times max_retries (12 by default).
 PACED_RETRIES_PER_RETRY = 3
+#: A call's bound past the judge's timeout: a transport's own timeout fires first; this one
+#: holds a transport that has none.
+TIMEOUT_SLACK_SECONDS = 1.0
 
 
 async def judged_value(
@@ -306,22 +310,28 @@ async def _called(
 
     :param subject: what the model is called in a failure's message (an agent's is a "model").
     """
-    if endpoint.transport == "http":
-        call = http_reply
-    else:
-        from evaldag._judge.via_litellm import litellm_reply as call
+    call = named_transport(endpoint.transport).reply
     limit = shared_limit((judge.model, judge.api_base), endpoint.max_concurrency)
     retry = paced_retries = 0
     while True:
         async with limit as started:
             try:
-                reply = await call(endpoint, request, judge.timeout)
+                async with asyncio.timeout(judge.timeout + TIMEOUT_SLACK_SECONDS):
+                    reply = await call(endpoint, request, judge.timeout)
+                if not isinstance(reply, dict):
+                    raise TypeError(f"the transport replied {type(reply).__name__}, not a dict")
             except CallFault as fault:
                 failure = fault
                 if fault.status == 429:
                     limit.throttled(started, _retry_after(fault))
+            except TimeoutError:
+                detail = f"no reply within {judge.timeout:g} s"
+                failure = CallFault("Timeout", None, detail, "transient")
+            except Exception as error:  # a registered transport's own error: not retried
+                failure = CallFault(type(error).__name__, None, error_message(error), "failed")
             else:
                 limit.succeeded()
+                reply.setdefault("usage", {})
                 if not endpoint.free:
                     reply["cost"] = call_cost(reply["usage"], rates(endpoint))
                 return reply

@@ -1,4 +1,5 @@
-"""The http transport: chat-completions JSON posted to an OpenAI-compatible endpoint.
+"""The http transport (``TRANSPORT``): chat-completions JSON posted to an OpenAI-compatible
+endpoint.
 
 Each ``api_base`` gets one aiohttp session, a keep-alive connection pool, on the engine loop
 (:func:`evaldag._util.event_loop.engine_loop`), where the engine runs every judge call:
@@ -23,13 +24,16 @@ import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from evaldag._judge.errors import CallFault
+from evaldag._judge.endpoints import OPENAI_COMPATIBLE, OPENAI_URL
+from evaldag._judge.errors import CallFault, JudgeError
 from evaldag._judge.records import token_usage, tool_calls
 from evaldag._judge.redaction import url_without_credentials
+from evaldag._judge.transports import Route, Transport
 from evaldag._util.event_loop import engine_loop, in_engine_thread
 
 if TYPE_CHECKING:
     from evaldag._judge.endpoints import Endpoint
+    from evaldag._judge.settings import Judge
 
 #: How long an idle connection is kept: under the 5 s of uvicorn (vLLM) and httpx, so that a
 #: server rarely closes a connection the client is about to reuse.
@@ -49,6 +53,39 @@ _NOT_BODY = frozenset({"model", "api_base", "extra_headers", "extra_body"})
 
 _sessions: dict[str, aiohttp.ClientSession] = {}
 _sessions_pid = os.getpid()
+
+
+class HttpTransport(Transport):
+    """Calls to OpenAI-compatible endpoints: models named ``openai/<name>`` (``api_base``
+    defaults to OpenAI's) or ``hosted_vllm/<name>`` with ``api_base``."""
+
+    def route(self, judge: Judge) -> Route:
+        provider, _, model_name = (judge.model or "").partition("/")
+        if not model_name or provider not in OPENAI_COMPATIBLE:
+            raise JudgeError(
+                "EVALDAG_INVALID_JUDGE",
+                f"transport='http' calls OpenAI-compatible endpoints, named 'openai/<name>' or "
+                f"'hosted_vllm/<name>' with api_base=, not {judge.model!r}; use "
+                "transport='litellm' (or 'auto') for other providers",
+                category="USER",
+            )
+        api_base = judge.api_base or (OPENAI_URL if provider == "openai" else None)
+        if api_base is None:
+            raise JudgeError(
+                "EVALDAG_INVALID_JUDGE",
+                f"transport='http' needs the api_base of the server for {judge.model!r}",
+                category="USER",
+            )
+        api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
+        if api_key is None:
+            api_key = os.environ.get(OPENAI_COMPATIBLE[provider]) or None
+        return Route(model_name, provider, api_base, api_key)
+
+    async def reply(self, endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:
+        return await http_reply(endpoint, request, timeout)
+
+
+TRANSPORT = HttpTransport()
 
 
 async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:

@@ -1,4 +1,5 @@
-"""The litellm transport: one model call through ``litellm.acompletion``, for every provider.
+"""The litellm transport (``TRANSPORT``): one model call through ``litellm.acompletion``, for
+every provider.
 
 A call costs 7-10 ms of CPU on the 2-core build machine, almost all of it inside
 ``litellm.acompletion``, so this transport tops out at roughly 100-130 calls/s per process;
@@ -14,13 +15,15 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from evaldag._judge.errors import CallFault
+from evaldag._judge.errors import CallFault, JudgeError
 from evaldag._judge.records import token_usage, tool_calls
 from evaldag._judge.redaction import redacting
+from evaldag._judge.transports import Route, Transport
 from evaldag.errors import error_message
 
 if TYPE_CHECKING:
     from evaldag._judge.endpoints import Endpoint
+    from evaldag._judge.settings import Judge
 
 
 @functools.cache
@@ -50,6 +53,53 @@ def configured_litellm() -> Any:
     # Its native chat-completions route is Python-only in litellm 1.110 whatever LITELLM_RUST
     # says.
     return litellm
+
+
+class LitellmTransport(Transport):
+    """Calls through litellm, to every provider it knows; it names the model's provider and
+    reads its prices."""
+
+    def route(self, judge: Judge) -> Route:
+        model_name, provider = _litellm_provider(judge.model, judge.api_base)
+        api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
+        return Route(model_name, provider, judge.api_base, api_key)
+
+    def price_entry(self, model_name: str, provider: str | None) -> dict[str, Any] | None:
+        try:
+            return configured_litellm().get_model_info(
+                model=model_name, custom_llm_provider=provider
+            )
+        except Exception:
+            return None
+
+    async def reply(self, endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:
+        return await litellm_reply(endpoint, request, timeout)
+
+
+TRANSPORT = LitellmTransport()
+
+
+def _litellm_provider(model: str, api_base: str | None) -> tuple[str, str | None]:
+    # Raised outside the except block: tblib (installed by dask) pickles the context chain, and
+    # litellm's exceptions do not unpickle.
+    try:
+        return _provider(model, api_base)
+    except Exception:
+        pass
+    raise JudgeError(
+        "EVALDAG_INVALID_JUDGE",
+        f"litellm does not know the provider of model {model!r}: prefix it with one, "
+        "e.g. 'openai/gpt-4o-mini', 'anthropic/claude-3-5-haiku-latest', 'ollama/qwen2.5' "
+        "or 'openai/<name>' with api_base= for an OpenAI-compatible server",
+        category="USER",
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _provider(model: str, api_base: str | None) -> tuple[str, str | None]:
+    """litellm's model name and provider for ``model`` (its key is not kept)."""
+    model_name, provider, _, _ = configured_litellm().get_llm_provider(model, api_base=api_base)
+    return model_name, provider
 
 
 async def litellm_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:
