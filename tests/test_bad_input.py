@@ -879,7 +879,7 @@ def test_a_temporary_file_a_killed_writer_left_is_removed_by_a_later_write(tmp_p
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_a_results_file_the_disk_cannot_take_loses_no_run(full_disk, tmp_path, capsys, suffix):
-    from evaldag import ResultNotSavedError, ScoreStore
+    from evaldag import ResultNotSavedError, SqlScoreStore
 
     filled(full_disk)
     out, store = full_disk / f"results{suffix}", tmp_path / "scores.db"
@@ -891,7 +891,7 @@ def test_a_results_file_the_disk_cannot_take_loses_no_run(full_disk, tmp_path, c
     assert "Nothing is lost: the result is on this error (error.result)" in error.message
     assert error.result.scores == {"length": pytest.approx(0.015)}
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # no half file, no temp
-    with ScoreStore(store) as opened:  # what could be written was
+    with SqlScoreStore(store) as opened:  # what could be written was
         assert opened.result().experiment_id == error.result.experiment_id
     (tmp_path / "data.jsonl").write_text('{"input": "q", "output": "a"}\n')
     eval_file = tmp_path / "length_eval.py"

@@ -13,7 +13,7 @@ import pytest
 from evaldag import (
     EvalResult,
     ScorerRun,
-    ScoreStore,
+    SqlScoreStore,
     checks,
     create_scorer,
     read_results,
@@ -64,7 +64,7 @@ def test_row_labels_of_a_filtered_frame_are_an_item_column_and_read_back(tmp_pat
     assert "item" not in back.items.columns
     assert item_ids(back.items).tolist() == [0, 2, 3]
     assert ids_source(back.items) == "the data's index label"
-    with ScoreStore(tmp_path / "scores.db") as store:  # a file read back stores as its run
+    with SqlScoreStore(tmp_path / "scores.db") as store:  # a file read back stores as its run
         store.save_result(back)
         assert store.result(back.experiment_id).items["output"].tolist() == ["a", "ccc", "dddd"]
     assert cli(["report", str(path), "--out", str(tmp_path / "report.html")]) == 0
@@ -353,7 +353,7 @@ def test_what_each_format_keeps_of_bytes_dates_sets_and_integer_column_names(tmp
     data = _odd_values()
     if where == "store":
         result = run_evals(data, scorers=[_length()], store=tmp_path / "s.db", progress=False)
-        with ScoreStore(tmp_path / "s.db") as store:
+        with SqlScoreStore(tmp_path / "s.db") as store:
             back = store.result().items
     else:
         path = tmp_path / f"results{where}"

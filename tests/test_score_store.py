@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 import evaldag
-from evaldag import EvalDagError, ScoreRow, ScoreStore, create_scorer, read_scores, run_evals
+from evaldag import EvalDagError, ScoreRow, SqlScoreStore, create_scorer, read_scores, run_evals
 from evaldag._cli.main import main as cli
 from evaldag._store import schema
 
@@ -87,7 +87,7 @@ def test_a_row_has_mastras_fields_in_snake_case_and_takes_its_camel_case_keys():
 
 
 def test_a_new_store_gets_the_schema_and_its_version(store_url):
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         engine = sa.create_engine(store.url)
     with engine.connect() as connection:
         names = set(sa.inspect(connection).get_table_names())
@@ -95,7 +95,7 @@ def test_a_new_store_gets_the_schema_and_its_version(store_url):
     engine.dispose()
     assert {"evaldag_scores", "evaldag_experiments", "evaldag_schema"} <= names
     assert version == schema.SCHEMA_VERSION
-    ScoreStore(store_url).close()  # opening again changes nothing
+    SqlScoreStore(store_url).close()  # opening again changes nothing
 
 
 def test_every_field_round_trips(store_url):
@@ -130,7 +130,7 @@ def test_every_field_round_trips(store_url):
         judge={"analyze": {"executions": []}},
     )
     numbers = _row("r2", input=0, output=2**70, metadata={"ratio": 0.1})
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         assert store.save([row, numbers]) == 2
         frame = store.scores().set_index("id", drop=False)
     assert frame.loc["r2", "input"] == 0 and frame.loc["r2", "output"] == 2**70
@@ -142,7 +142,7 @@ def test_every_field_round_trips(store_url):
 
 
 def test_saving_a_row_again_replaces_it_and_keeps_created_at(store_url):
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         store.save([_row(score=0.1), _row("r2")])
         first = store.scores().set_index("id")
         store.save([_row(score=0.9, reason="again")])
@@ -160,7 +160,7 @@ def test_rows_are_filtered_by_experiment_scorer_and_source(store_url):
         _row("b", source="TEST", experiment_id="e2", scorer_id="t"),
         _row("c", source="LIVE"),
     ]
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         store.save(rows)
         assert list(store.scores(experiment_id="e1").id) == ["a"]
         assert list(store.scores(scorer_id="t").id) == ["b"]
@@ -169,10 +169,10 @@ def test_rows_are_filtered_by_experiment_scorer_and_source(store_url):
 
 
 def test_a_store_written_by_a_newer_evaldag_is_refused(store_url, monkeypatch):
-    ScoreStore(store_url).close()
+    SqlScoreStore(store_url).close()
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION - 1)
     with pytest.raises(EvalDagError) as raised:
-        ScoreStore(store_url)
+        SqlScoreStore(store_url)
     assert raised.value.id == "EVALDAG_STORE_SCHEMA_TOO_NEW"
     assert "upgrade evaldag" in raised.value.message
 
@@ -180,7 +180,7 @@ def test_a_store_written_by_a_newer_evaldag_is_refused(store_url, monkeypatch):
 def test_an_older_store_is_migrated_once_and_a_new_one_created_at_the_current_version(
     store_url, tmp_path, monkeypatch
 ):
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         store.save([_row()])
     applied = []
 
@@ -191,14 +191,14 @@ def test_an_older_store_is_migrated_once_and_a_new_one_created_at_the_current_ve
     monkeypatch.setattr(schema, "SCHEMA_VERSION", schema.SCHEMA_VERSION + 1)
     monkeypatch.setattr(schema, "MIGRATIONS", {schema.SCHEMA_VERSION: add_column})
     for _ in range(2):
-        with ScoreStore(store_url) as store:
+        with SqlScoreStore(store_url) as store:
             assert list(store.scores().id) == ["r1"]
             with store._engine.connect() as connection:
                 columns = {c["name"] for c in sa.inspect(connection).get_columns("evaldag_scores")}
                 versions = connection.scalars(sa.select(schema.versions.c.version)).all()
     assert len(applied) == 1 and "note" in columns
     assert sorted(versions) == [schema.SCHEMA_VERSION - 1, schema.SCHEMA_VERSION]
-    ScoreStore(tmp_path / "fresh.db").close()
+    SqlScoreStore(tmp_path / "fresh.db").close()
     assert len(applied) == 1  # a new store is created at the current version, not migrated
 
 
@@ -207,10 +207,10 @@ def test_an_older_store_is_migrated_once_and_a_new_one_created_at_the_current_ve
 _WRITER = textwrap.dedent(
     """
     import sys
-    from evaldag import ScoreRow, ScoreStore
+    from evaldag import ScoreRow, SqlScoreStore
 
     url, writer = sys.argv[1], sys.argv[2]
-    store = ScoreStore(url)
+    store = SqlScoreStore(url)
     for batch in range(10):
         store.save(
             ScoreRow(id=f"{writer}-{batch}-{n}", scorer_id="s", entity_id="app", run_id="r",
@@ -236,7 +236,7 @@ def test_processes_and_threads_writing_at_once_lose_nothing(store_url):
         )
         for n in range(4)
     ]
-    store = ScoreStore(store_url)
+    store = SqlScoreStore(store_url)
     errors = []
 
     def write(writer):
@@ -263,7 +263,7 @@ def test_processes_and_threads_writing_at_once_lose_nothing(store_url):
 
 @pytest.mark.slow
 def test_processes_opening_a_new_store_at_once_create_it_once(store_url):
-    code = "import sys; from evaldag import ScoreStore; ScoreStore(sys.argv[1]).close()"
+    code = "import sys; from evaldag import SqlScoreStore; SqlScoreStore(sys.argv[1]).close()"
     processes = [
         subprocess.Popen([sys.executable, "-c", code, store_url], stderr=subprocess.PIPE, text=True)
         for _ in range(4)
@@ -271,7 +271,7 @@ def test_processes_opening_a_new_store_at_once_create_it_once(store_url):
     for process in processes:
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
-    with ScoreStore(store_url) as store, store._engine.connect() as connection:
+    with SqlScoreStore(store_url) as store, store._engine.connect() as connection:
         assert connection.scalars(sa.select(schema.versions.c.version)).all() == [
             schema.SCHEMA_VERSION
         ]
@@ -313,7 +313,7 @@ def test_run_evals_saves_every_items_scores_as_test_rows(store_url):
 def test_a_stored_run_reads_back_as_its_result(store_url):
     result = _result(store=store_url)
     again = _result(store=store_url)
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         assert list(store.experiments().id) == [result.experiment_id, again.experiment_id]
         back = store.result(result.experiment_id)
         assert store.result().experiment_id == again.experiment_id
@@ -363,17 +363,17 @@ def test_evaldag_report_reads_a_store(tmp_path, capsys):
 
 def test_store_errors_name_the_store(tmp_path):
     with pytest.raises(EvalDagError) as raised:
-        ScoreStore("mysql://user@127.0.0.1/db")
+        SqlScoreStore("mysql://user@127.0.0.1/db")
     assert raised.value.id == "EVALDAG_STORE_UNSUPPORTED_DATABASE"
     with pytest.raises(EvalDagError) as raised:
-        ScoreStore(tmp_path / "missing" / "scores.db")
+        SqlScoreStore(tmp_path / "missing" / "scores.db")
     assert "is not in an existing folder" in raised.value.message
     with pytest.raises(EvalDagError) as raised:
         run_evals(DATA, scorers=[_length()], store="postgresql://nobody@127.0.0.1:9/none")
     assert raised.value.id == "EVALDAG_STORE_FAILED"
     assert "127.0.0.1:9" in raised.value.message
     with pytest.raises(EvalDagError) as raised:
-        ScoreStore(tmp_path / "empty.db").result()
+        SqlScoreStore(tmp_path / "empty.db").result()
     assert raised.value.id == "EVALDAG_STORE_NO_EXPERIMENT"
 
 
@@ -405,7 +405,7 @@ def test_a_conversations_turn_scores_are_rows_and_read_back(store_url, tmp_path)
     assert turn_rows.thread_id.tolist() == [threads[m["item"]] for m in turn_rows.metadata]
     assert len(set(threads.values())) == 2  # a thread per conversation, as its target got it
     assert turn_rows.scorer.map(lambda s: s["role"]).tolist().count("gate") == 2
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         back = store.result(result.experiment_id)
     assert back.turn_results == result.turn_results and back.verdict == "scored"
     assert list(back.turns.columns) == list(result.turns.columns)
@@ -432,7 +432,7 @@ def test_runs_are_named_and_found_by_name_id_or_the_start_of_an_id(store_url, tm
     candidate = _named(store_url, "candidate", outputs=("", "", "", "one"))
     latest = _named(store_url, "nightly")
     unnamed = _named(store_url, None)
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         listed = store.experiments()
         assert listed.columns.tolist() == ["id", "name", "created_at", "verdict", "total_items"]
         assert listed.name.tolist() == ["nightly", "candidate", "nightly", None]
@@ -462,7 +462,7 @@ def test_an_unknown_name_or_a_shared_start_of_ids_is_an_error_listing_near_match
     _named(store_url, "nightly")
     _named(store_url, "nightly-gpt4")
     result = _named(store_url, "weekly")
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         with pytest.raises(EvalDagError) as raised:
             store.result("nigthly")
         assert raised.value.id == "EVALDAG_STORE_NO_EXPERIMENT"
@@ -502,12 +502,12 @@ def test_a_name_is_checked_before_anything_runs(tmp_path):
 
 def test_a_store_of_schema_version_1_gets_experiment_names(store_url):
     old = _named(store_url, None)
-    with ScoreStore(store_url) as store, store._engine.begin() as connection:
+    with SqlScoreStore(store_url) as store, store._engine.begin() as connection:
         # as evaldag made the store before names: no column, no index, version 1
         connection.execute(sa.text("DROP INDEX ix_evaldag_experiments_name_created_at"))
         connection.execute(sa.text("ALTER TABLE evaldag_experiments DROP COLUMN name"))
         connection.execute(schema.versions.update().values(version=1))
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         with store._engine.connect() as connection:
             inspected = sa.inspect(connection)
             columns = {c["name"] for c in inspected.get_columns("evaldag_experiments")}
@@ -518,7 +518,7 @@ def test_a_store_of_schema_version_1_gets_experiment_names(store_url):
         assert store.result(old.experiment_id).scores == old.scores
         assert store.experiments().name.tolist() == [None]
     named = _named(store_url, "after the migration")
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         assert store.experiment_id("after the migration") == named.experiment_id
 
 
@@ -540,7 +540,7 @@ def test_evaldag_run_stores_a_named_run(tmp_path, capsys):
     store, out = tmp_path / "scores.db", tmp_path / "results.parquet"
     run = ["run", str(eval_file), "--data", str(data), "--store", str(store)]
     assert cli([*run, "--name", "nightly", "--out", str(out)]) == 0
-    with ScoreStore(store) as opened:
+    with SqlScoreStore(store) as opened:
         stored = opened.result("nightly")
     assert f"stored: experiment {stored.experiment_id} 'nightly'" in capsys.readouterr().out
     assert evaldag.EvalResult.read_parquet(out).name == "nightly"
@@ -626,7 +626,7 @@ def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_
     assert f"in {out} and on this error" in error.message
     assert error.result.scores == {"length": pytest.approx(0.325)}
     assert evaldag.EvalResult.read_parquet(out).experiment_id == error.result.experiment_id
-    with ScoreStore(store_url) as store:  # the store free again: the result saves as it was
+    with SqlScoreStore(store_url) as store:  # the store free again: the result saves as it was
         assert store.experiments().empty
         store.save_result(error.result)
         assert store.result().scores == error.result.scores
@@ -670,7 +670,7 @@ def test_nul_characters_lose_no_run_and_no_batch(store_url):
     data = [{"input": "q\x00", "output": "four", "note": {"k\x00": "v\x00"}}]
     result = run_evals(data, scorers=[_length()], store=store_url, progress=False)
     batch = [_row("a"), _row("b", reason="why\x00"), _row("c", output=["x\x00"])]
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         assert store.save(batch) == 3  # the whole batch, the rows with NUL included
         rows = store.scores().set_index("id")
         back = store.result(result.experiment_id)
@@ -704,7 +704,7 @@ def test_non_finite_numbers_and_missing_values_inside_data_are_kept(store_url):
     data = [{"input": "q", "output": "four", "meta": meta, "big": inf, "small": -inf}]
     result = run_evals(data, scorers=[_length()], store=store_url, progress=False)
     live = _row("live", score=inf, metadata={"nan": nan, "inf": inf, "literal": "Infinity"})
-    with ScoreStore(store_url) as store:
+    with SqlScoreStore(store_url) as store:
         store.save([live])
         rows = store.scores().set_index("id")
         back = store.result(result.experiment_id)
@@ -713,7 +713,7 @@ def test_non_finite_numbers_and_missing_values_inside_data_are_kept(store_url):
     assert _same(back.items.at[0, "meta"], meta) and back.items.at[0, "big"] == inf
     assert rows.loc["live", "score"] == inf
     assert _same(rows.loc["live", "metadata"], {"nan": nan, "inf": inf, "literal": "Infinity"})
-    with ScoreStore(store_url) as store, store._engine.connect() as connection:
+    with SqlScoreStore(store_url) as store, store._engine.connect() as connection:
         table = schema.scores
         text = connection.scalar(
             sa.select(sa.cast(table.c.metadata, sa.Text)).where(table.c.id == "live")

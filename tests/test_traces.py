@@ -15,7 +15,7 @@ import pytest
 from conversation_cases import CONVERSATIONS, expected, gates, read_answers
 
 import evaldag
-from evaldag import EvalDagError, ScoreStore, checks, read_traces
+from evaldag import EvalDagError, SqlScoreStore, checks, read_traces
 from evaldag._traces.sources import trace_data
 from evaldag._traces.trajectory import mastra_trajectory
 
@@ -159,7 +159,7 @@ def test_scores_keep_their_trace_and_span_ids(tmp_path):
     store = tmp_path / "scores.db"
     result = evaldag.run_evals(items, gates=[checks.did_not_call("delete_db")], store=store)
     assert result.verdict == "failed"
-    rows = ScoreStore(store).scores()
+    rows = SqlScoreStore(store).scores()
     assert rows["trace_id"].tolist() == [items["trace_id"][0]]
     assert rows["span_id"].tolist() == [items["span_id"][0]]
 

@@ -45,7 +45,9 @@ _EXPORTS = {
     "cost_estimate": "evaldag._eval.estimate",
     "CostEstimate": "evaldag._eval.estimate",
     "Comparison": "evaldag._experiments.compare",
-    "ScoreStore": "evaldag._store.sql",
+    "ScoreStore": "evaldag._store.stores",
+    "SqlScoreStore": "evaldag._store.sql",
+    "register_store": "evaldag._store.stores",
     "ScoreRow": "evaldag._store.rows",
     "read_scores": "evaldag._store.locations",
     "read_results": "evaldag._results.files",
@@ -86,7 +88,8 @@ if TYPE_CHECKING:
     from evaldag._scorer.steps import PromptStep, is_not_scorable, not_scorable
     from evaldag._store.locations import read_scores
     from evaldag._store.rows import ScoreRow
-    from evaldag._store.sql import ScoreStore
+    from evaldag._store.sql import SqlScoreStore
+    from evaldag._store.stores import ScoreStore, register_store
     from evaldag._targets.agent import Agent, agent
     from evaldag._targets.workflow import Workflow, workflow
     from evaldag._traces import read_traces

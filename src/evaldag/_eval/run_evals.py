@@ -50,7 +50,7 @@ from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 if TYPE_CHECKING:
     import graphviz
 
-    from evaldag._store.sql import ScoreStore
+    from evaldag._store.stores import ScoreStore
 
 _FUNCTION_BATCH = 20_000
 
@@ -154,7 +154,8 @@ def run_evals(
         of the DAG), or ``.csv`` / ``.jsonl`` (the items; lists and dicts as JSON, in a CSV
         cell as JSON text; ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
-        store: a ``ScoreStore``, a SQLite file path or a database URL. It is opened (and its
+        store: a ``ScoreStore``, a SQLite file path or a database URL (``postgresql://...``, or
+        the scheme of a store ``evaldag.register_store`` added). It is opened (and its
         tables checked) before anything runs. A results file or store that cannot take the
         finished run (a full disk, a locked database) raises ``ResultNotSavedError`` carrying
         the result, after writing what can be written.
@@ -307,7 +308,7 @@ def _saved(
     raise ResultNotSavedError(
         f"The run finished but was not saved: {'; '.join(problems)}. Nothing is lost: the "
         f"result is {kept}on this error (error.result); save it again once there is room "
-        "(error.result.to_parquet(path), ScoreStore(...).save_result(error.result))",
+        "(error.result.to_parquet(path), store.save_result(error.result))",
         result=result,
         cause=cause,
         details={

@@ -34,7 +34,7 @@ from typing import Any
 
 from evaldag._live.worker import BatchScoring, Call, Progress, Tally, copied_call
 from evaldag._scorer.builder import Scorer
-from evaldag._store.sql import ScoreStore
+from evaldag._store.stores import ScoreStore
 from evaldag.errors import EvalDagError
 
 logger = logging.getLogger("evaldag.live")
@@ -99,7 +99,7 @@ class ProcessWorker:
     ) -> None:
         self._arguments = (
             _pickled_scorers(scorers),
-            store.url.render_as_string(hide_password=False),
+            _pickled_store(store),
             entity,
             batch_size,
             concurrency,
@@ -295,9 +295,23 @@ def _pickled_scorers(scorers: Sequence[Scorer]) -> bytes:
         ) from error
 
 
+def _pickled_store(store: ScoreStore) -> bytes:
+    """The store as the scoring process gets it, to open connections of its own."""
+    try:
+        return pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:
+        raise EvalDagError(
+            "EVALDAG_LIVE_STORE_NOT_PICKLABLE",
+            f"worker='process' sends the store to another process, and {store.location} cannot "
+            f"be pickled ({error}); give the store a __reduce__ that reopens it, or use "
+            "worker='thread'",
+            details={"store": store.location},
+        ) from error
+
+
 def _serve(
     scorers_pickle: bytes,
-    store_url: str,
+    store_pickle: bytes,
     entity: dict[str, str],
     batch_size: int,
     concurrency: int,
@@ -311,7 +325,7 @@ def _serve(
     except (AttributeError, OSError):  # not on this system, or not allowed
         pass
     scorers = pickle.loads(scorers_pickle)
-    store = ScoreStore(store_url)
+    store = pickle.loads(store_pickle)
     scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
     counts[_READY] = 1
     parent = multiprocessing.parent_process()

@@ -30,7 +30,7 @@ from evaldag._results.scorer_result import ScorerResult
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.run import ScorerRun
 from evaldag._store.rows import ScoreRow
-from evaldag._store.sql import ScoreStore
+from evaldag._store.stores import ScoreStore
 from evaldag.errors import EvalDagError, ScorerRunError, error_message
 
 logger = logging.getLogger("evaldag.live")

@@ -42,7 +42,7 @@ from evaldag._live.worker import (
 )
 from evaldag._scorer.builder import Scorer
 from evaldag._store.rows import request_context_snapshot
-from evaldag._store.sql import ScoreStore
+from evaldag._store.stores import ScoreStore, opened_store
 from evaldag.errors import EvalDagError
 
 logger = logging.getLogger("evaldag.live")
@@ -172,7 +172,7 @@ class LiveScoring:
         self._stream_output = stream_output
         self._entity_name = entity
         self._owns_store = not isinstance(store, ScoreStore)
-        self._store = ScoreStore(store) if self._owns_store else store
+        self._store = opened_store(store)
         self._options = {"queue_size": queue_size, "batch_size": batch_size}
         self._concurrency = concurrency
         self._worker_kind = ProcessWorker if worker == "process" else Worker

@@ -1,12 +1,11 @@
-"""Where scores are read from: a score store (a ``ScoreStore``, a database URL, a SQLite file)
-or a results Parquet file, told apart by what the location is."""
+"""Where scores are read from: a score store (a ``ScoreStore``, a database URL, a store file)
+or a results Parquet file, told apart by what the location is (``_store.stores``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -15,27 +14,20 @@ import sqlalchemy as sa
 from evaldag._results.eval_result import EvalResult
 from evaldag._store.results import entity_name, result_rows
 from evaldag._store.rows import ROW_FIELDS, Source
-from evaldag._store.sql import ScoreStore
+from evaldag._store.stores import ScoreStore, opened_store, store_file_scheme, url_scheme
 from evaldag.errors import EvalDagError
 
-_SQLITE_HEADER = b"SQLite format 3\x00"
 Location = ScoreStore | str | os.PathLike[str]
 
 
 def is_store(location: Any) -> bool:
     """Whether ``location`` names a score store rather than a results file: a ``ScoreStore``,
-    a URL, or a SQLite file."""
+    a URL, or a store file (a SQLite file, or one of a kind ``register_store`` added)."""
     if isinstance(location, ScoreStore):
         return True
     if not isinstance(location, str | os.PathLike):
         return False
-    if "://" in os.fspath(location):
-        return True
-    path = Path(location)
-    if not path.is_file():
-        return False
-    with path.open("rb") as file:
-        return file.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER
+    return url_scheme(os.fspath(location)) is not None or store_file_scheme(location) is not None
 
 
 def shown_location(location: Location) -> str:
@@ -57,7 +49,7 @@ def open_store(location: Location) -> Iterator[ScoreStore]:
     if isinstance(location, ScoreStore):
         yield location
         return
-    store = ScoreStore(location)
+    store = opened_store(location)
     try:
         yield store
     finally:

@@ -1,4 +1,5 @@
-"""``ScoreStore``: score rows in SQLite (a file) or any database SQLAlchemy reaches by URL.
+"""``SqlScoreStore``: score rows in SQLite (a file) or PostgreSQL, reached by URL through
+SQLAlchemy; the ``ScoreStore`` evaldag opens for ``sqlite`` and ``postgresql`` locations.
 
 Writes are upserts by row id (``INSERT ... ON CONFLICT (id) DO UPDATE``), so saving a row again
 replaces it and keeps its ``created_at``. Concurrent writers are safe: on SQLite every write
@@ -42,8 +43,10 @@ _WRITE = "evaldag_write"
 _ROWS_PER_STATEMENT = 500
 
 
-class ScoreStore:
+class SqlScoreStore:
     """A score store: Mastra's score rows in a SQL database that evaldag creates and migrates.
+
+    It pickles as its URL: unpickled (in a scoring process), it opens connections of its own.
 
     :param location: a file path for SQLite (created if missing), or a SQLAlchemy URL such as
         ``"postgresql://user:password@host/db"`` (PostgreSQL needs ``evaldag[postgres]``).
@@ -201,14 +204,17 @@ class ScoreStore:
         """Close the store's connections."""
         self._engine.dispose()
 
-    def __enter__(self) -> ScoreStore:
+    def __enter__(self) -> SqlScoreStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ScoreStore({self.location!r})"
+        return f"SqlScoreStore({self.location!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (SqlScoreStore, (self.url.render_as_string(hide_password=False),))
 
     def _record(self, row: ScoreRow | Mapping[str, Any], now: datetime) -> dict[str, Any]:
         """A row's fields as written: timestamps set; on PostgreSQL, which cannot hold NUL
@@ -231,7 +237,7 @@ class ScoreStore:
             raise _store_error(self.location, action, error) from error
 
 
-def _forked(store: weakref.ref[ScoreStore]) -> None:
+def _forked(store: weakref.ref[SqlScoreStore]) -> None:
     opened = store()
     if opened is not None:
         opened._engine.dispose(close=False)
