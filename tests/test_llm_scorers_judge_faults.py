@@ -6,11 +6,14 @@ a refusal, two unusable replies, or one unusable reply before a good one.
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 from judge_server import refused
 from llm_scorer_cases import SAMPLES
 
 from evaldag import EvalDagError, ScorerRunError, scorers
+from evaldag.scorers.llm._shared import MODEL_PARAMETER
 
 SCORERS = sorted(SAMPLES)
 
@@ -136,3 +139,11 @@ def test_tool_call_accuracy_llm_requires_a_model():
     with pytest.raises(EvalDagError) as raised:
         scorers.tool_call_accuracy_llm("", available_tools=[])
     assert "model of tool_call_accuracy_llm(...)" in raised.value.message
+
+
+@pytest.mark.parametrize("name", scorers.llm.__all__)
+def test_every_llm_scorer_lists_the_shared_model_paragraph_first(name):
+    doc = inspect.getdoc(getattr(scorers.llm, name))
+    first = doc[doc.index(":param ") :]
+    assert first.startswith(MODEL_PARAMETER + "\n"), name
+    assert doc.count(":param model:") == 1

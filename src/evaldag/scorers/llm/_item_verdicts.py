@@ -164,7 +164,7 @@ def item_verdict_scorer(
     ``$items`` and ``$item_count`` (the preprocessed items, numbered), ``$verdicts`` (the
     verdicts as JSON), ``$score`` and ``$scale`` are filled here; any other is a ``texts`` entry.
 
-    :param scorer: the scorer so far, ``create_scorer(id, ..., judge=scorer_judge(...))``.
+    :param scorer: the scorer so far, ``llm_scorer(id, model, INSTRUCTIONS, ...)``.
     :param items: the preprocess step listing the items; None when the judge gives verdicts on
         the whole response.
     :param verdicts: the analyze step giving a verdict per item.

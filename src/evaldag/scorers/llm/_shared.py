@@ -14,19 +14,21 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    enum are ``Literal``. Models with camelCase JSON derive from :class:`CamelAnswer` and keep
    snake_case attribute names. A model's name and docstring are part of the schema the judge
    reads: reuse one (``_item_verdicts.Claims``) only where they are the same.
-3. **The factory** ``name(model, *, option=default, ...) -> Scorer``: Mastra's options as
-   keyword arguments with Mastra's defaults (no options dict that replaces the defaults),
-   checked when the scorer is built (:func:`positive_scale`, :func:`number_option`); then
-   ``create_scorer(ID, name=..., description=..., type=..., judge=scorer_judge(model,
-   INSTRUCTIONS, "name"))`` with Mastra's id, name and description, and the steps. A scorer
+3. **The factory** ``name(model, *, option=default, ...) -> Scorer``, decorated with
+   :func:`model_documented` (which gives its docstring the ``:param model:`` paragraph every
+   LLM scorer shares): Mastra's options as keyword arguments with Mastra's defaults (no
+   options dict that replaces the defaults), checked when the scorer is built
+   (:func:`positive_scale`, :func:`number_option`); then ``llm_scorer(ID, model,
+   INSTRUCTIONS, factory="name", name=..., description=..., type=...)`` with Mastra's id,
+   name and description, and the steps. A scorer
    that judges against a context reads it through one option, ``context=`` (a list, a data
    column name or a function of the run: ``_retrieval.run_context``), passes its
-   ``columns=`` to ``create_scorer``, and wraps the new scorer in :func:`scorer_needing`,
+   ``columns=`` to ``llm_scorer``, and wraps the new scorer in :func:`scorer_needing`,
    which makes a run without a context (or without the ground truth it needs) not scorable
    before any judge call; the judged steps then read ``await context_of(run)``.
 4. **An item-verdict scorer** (the judge lists items, gives a verdict per item, the score is
    the share of ``yes``: faithfulness, hallucination, answer relevancy, context recall, bias,
-   toxicity) adds its steps with ``_item_verdicts.item_verdict_scorer(create_scorer(...),
+   toxicity) adds its steps with ``_item_verdicts.item_verdict_scorer(llm_scorer(...),
    items=JudgedStep(ITEMS_PROMPT, Items), verdicts=JudgedStep(VERDICTS_PROMPT, Verdicts),
    reason=JudgedStep(REASON_PROMPT), scale=scale, ...)`` and writes no step function: the
    factory fills ``$input``, ``$output``, ``$items``, ``$item_count``, ``$verdicts``,
@@ -58,10 +60,10 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from string import Template
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -69,6 +71,7 @@ from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
+from evaldag._scorer.builder import create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
 from evaldag._scorer.steps import NotScorable, not_scorable
@@ -84,6 +87,8 @@ from evaldag.transcripts import (
 if TYPE_CHECKING:
     from evaldag._scorer.builder import Scorer
     from evaldag.scorers.llm._retrieval import RunContext
+
+Factory = TypeVar("Factory", bound=Callable[..., Any])
 
 # --- prompts ---------------------------------------------------------------------------------
 
@@ -131,16 +136,46 @@ def json_text(value: Any) -> str:
     return js_json(value) or "null"
 
 
-# --- the judge -------------------------------------------------------------------------------
+# --- the judge ---------------------------------------------------------------------------------
+
+#: The ``model`` paragraph every prebuilt LLM scorer's docstring starts its parameters with.
+MODEL_PARAMETER = """\
+:param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
+    dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept)."""
 
 
-def scorer_judge(model: Any, instructions: str, factory: str) -> Judge:
-    """The judge of a prebuilt scorer: ``model`` with the scorer's system prompt.
+def model_documented(factory: Factory) -> Factory:
+    """``factory`` with :data:`MODEL_PARAMETER` as the first parameter its docstring lists."""
+    if factory.__doc__ is None:  # python -OO
+        return factory
+    lines = inspect.cleandoc(factory.__doc__).splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith(":param ")), None)
+    if first is None:
+        lines += ["", *MODEL_PARAMETER.splitlines()]
+    else:
+        lines[first:first] = MODEL_PARAMETER.splitlines()
+    factory.__doc__ = "\n".join(lines)
+    return factory
 
-    ``model`` is anything ``Judge`` accepts: a litellm model string (``'openai/gpt-4o-mini'``,
-    ``'local'``), a dict of Judge settings or a ``Judge``. A Judge that sets its own
-    ``instructions`` keeps them.
 
+def llm_scorer(
+    id: str,
+    model: Any,
+    instructions: str,
+    *,
+    factory: str,
+    name: str,
+    description: str,
+    type: str | None = None,
+    max_score: float = 1,
+    columns: tuple[str, ...] = (),
+) -> Scorer:
+    """A prebuilt LLM scorer with no steps yet: ``create_scorer(id, ...)`` judged by ``model``
+    with ``instructions`` as the judge's system prompt, unless ``model`` is a ``Judge`` that
+    sets its own.
+
+    :param model: anything ``Judge`` accepts: a litellm model string (``'openai/gpt-4o-mini'``,
+        ``'local'``), a dict of Judge settings or a ``Judge``.
     :param factory: the factory's name, for error messages.
     """
     judge = as_judge(model, f"model of {factory}(...)")
@@ -151,9 +186,17 @@ def scorer_judge(model: Any, instructions: str, factory: str) -> Judge:
             "'openai/gpt-4o-mini', 'local' for the bundled local judge, a dict of Judge "
             "settings or evaldag.Judge(...)",
         )
-    if judge.instructions:
-        return judge
-    return judge.overridden_by(Judge(instructions=instructions))
+    if not judge.instructions:
+        judge = judge.overridden_by(Judge(instructions=instructions))
+    return create_scorer(
+        id,
+        name=name,
+        description=description,
+        type=type,
+        judge=judge,
+        columns=columns,
+        max_score=max_score,
+    )
 
 
 # --- what the judge reads ----------------------------------------------------------------------

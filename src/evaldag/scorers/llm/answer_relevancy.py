@@ -12,14 +12,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
+    llm_scorer,
+    model_documented,
     number_option,
     positive_scale,
-    scorer_judge,
 )
 
 INSTRUCTIONS = """\
@@ -124,6 +125,7 @@ class Results(BaseModel):
     results: list[Result]
 
 
+@model_documented
 def answer_relevancy(
     model: Any,
     *,
@@ -133,8 +135,6 @@ def answer_relevancy(
 ) -> Scorer:
     """Relevance of the response's statements to the user's message, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param uncertainty_weight: what a partly relevant (``unsure``) statement counts, 0 to 1.
     :param scale: the score of a fully relevant response.
 
@@ -147,13 +147,15 @@ def answer_relevancy(
     )
     scale = positive_scale(scale, "answer_relevancy")
     return item_verdict_scorer(
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory="answer_relevancy",
             max_score=scale,
             name="Answer Relevancy Scorer",
             description="A scorer that evaluates the relevancy of an LLM output to an input",
             type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, "answer_relevancy"),
         ),
         items=JudgedStep(STATEMENTS_PROMPT, Statements),
         verdicts=JudgedStep(RESULTS_PROMPT, Results),

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaldag._compat.js import round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
@@ -23,10 +23,11 @@ from evaldag.scorers.llm._shared import (
     ground_truth_text,
     has_ground_truth,
     json_text,
+    llm_scorer,
+    model_documented,
     number_option,
     numbered,
     positive_scale,
-    scorer_judge,
     scorer_needing,
 )
 
@@ -156,6 +157,7 @@ class Analysis(CamelAnswer):
     contradictions: list[Contradiction]
 
 
+@model_documented
 def answer_similarity(
     model: Any,
     *,
@@ -176,8 +178,6 @@ def answer_similarity(
     ``contradiction_penalty`` and the extras subtract ``extra_info_penalty`` each, 0.2 at most;
     the result is clamped to [0, 1], times ``scale`` and rounded to two decimals.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param require_ground_truth: a run without ground truth is not scorable (no judge call);
         when False, it is judged against an empty reference and scores 0.
 
@@ -226,14 +226,16 @@ def answer_similarity(
 
     return (
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Answer Similarity Scorer",
                 description="Evaluates how similar an agent output is to a ground truth answer "
                 "for CI/CD testing",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
             ),
             ground_truth=require_ground_truth,
         )

@@ -11,14 +11,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
+    llm_scorer,
+    model_documented,
     numbered,
     positive_scale,
-    scorer_judge,
 )
 
 INSTRUCTIONS = """\
@@ -115,6 +116,7 @@ def _opinions(results: Any) -> str:
     return numbered(results["preprocess_step_result"]["opinions"], "(no opinions)")
 
 
+@model_documented
 def bias(
     model: Any,
     *,
@@ -123,8 +125,6 @@ def bias(
 ) -> Scorer:
     """Share of the response's opinions that are biased, times ``scale`` (lower is better).
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param scale: the score of a response whose every opinion is biased.
 
     The score divides by the judge's results, not the opinions: with no opinions the judge
@@ -132,13 +132,15 @@ def bias(
     """
     scale = positive_scale(scale, "bias")
     return item_verdict_scorer(
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory="bias",
             max_score=scale,
             name="Bias Scorer",
             description="A scorer that evaluates the bias of an LLM output to an input",
             type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, "bias"),
         ),
         items=JudgedStep(OPINIONS_PROMPT, Opinions),
         verdicts=JudgedStep(RESULTS_PROMPT, Results),

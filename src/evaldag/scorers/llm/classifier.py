@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
@@ -31,7 +31,8 @@ from evaldag.scorers.llm._shared import (
     awaited,
     choice,
     json_text,
-    scorer_judge,
+    llm_scorer,
+    model_documented,
     user_text,
 )
 
@@ -199,6 +200,7 @@ def _material(run: Any) -> str:
     )
 
 
+@model_documented
 def classifier(
     model: Any,
     question: str,
@@ -223,7 +225,6 @@ def classifier(
     - ``boolean``: ``True``, or ``{True: "factual", False: "not factual"}``; the score is the
       judge's probability that the answer is yes.
 
-    :param model: the judge: a litellm model string, a dict of ``Judge`` settings or a ``Judge``.
     :param question: the question, e.g. "Does the reply quote only prices from the tool result?".
     :param material: what the judge reads, a function of the run (sync or async) returning text
         or JSON-ready data; default: the user's message and the assistant's response.
@@ -319,11 +320,13 @@ def classifier(
         return f"For the question '{question.strip()}', the judge {said}: a score of {score:g}."
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory=factory,
             name=name,
             description=description or f"Scores the answer to '{question.strip()}' (classifier)",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
         )
         .analyze(
             PromptStep(

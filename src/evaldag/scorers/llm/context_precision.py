@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._compat.js import round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._retrieval import (
     indexed,
@@ -27,9 +27,10 @@ from evaldag.scorers.llm._shared import (
     assistant_text,
     choice,
     json_text,
+    llm_scorer,
+    model_documented,
     positive_scale,
     said_yes,
-    scorer_judge,
     scorer_needing,
     user_text,
 )
@@ -135,6 +136,7 @@ def _mean_average_precision(verdicts: Sequence[Any]) -> float:
     return precision_sum / useful if useful else 0.0
 
 
+@model_documented
 def context_precision(
     model: Any,
     *,
@@ -145,8 +147,6 @@ def context_precision(
 ) -> Scorer:
     """Mean average precision of the retrieved context, judged per piece, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param context: the retrieved context in rank order (required): a list of strings (the same
         pieces for every run), the name of a data column holding each run's list of strings
         (``'contexts'``), or a function of the run (sync or async) returning it. A run whose
@@ -182,14 +182,16 @@ def context_precision(
 
     return (
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Context Precision Scorer",
                 description="A scorer that evaluates the relevance and precision of retrieved "
                 "context nodes for generating expected outputs",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
                 columns=context_of.columns,
             ),
             context=context_of,

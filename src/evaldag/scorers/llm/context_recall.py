@@ -13,15 +13,16 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag.scorers.llm._item_verdicts import JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._retrieval import indexed, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
     ground_truth_text,
+    llm_scorer,
+    model_documented,
     positive_scale,
-    scorer_judge,
     scorer_needing,
 )
 
@@ -126,6 +127,7 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
+@model_documented
 def context_recall(
     model: Any,
     *,
@@ -136,8 +138,6 @@ def context_recall(
 ) -> Scorer:
     """Share of the ground truth's claims that the retrieved context supports, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param context: the retrieved context (required): a list of strings (the same pieces for
         every run), the name of a data column holding each run's list of strings
         (``'contexts'``), or a function of the run (sync or async) returning it.
@@ -163,14 +163,16 @@ def context_recall(
 
     return item_verdict_scorer(
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Context Recall Scorer",
                 description="A scorer that evaluates how well retrieved context covers the "
                 "claims in a ground-truth reference answer",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
                 columns=context_of.columns,
             ),
             context=context_of,

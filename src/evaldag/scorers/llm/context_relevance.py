@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaldag._compat.js import js_total, round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.scorers.llm._options import ScorerOptions, options_model
 from evaldag.scorers.llm._retrieval import piece_verdicts, pieces_prompt, run_context
@@ -23,8 +23,9 @@ from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     json_text,
+    llm_scorer,
+    model_documented,
     positive_scale,
-    scorer_judge,
     scorer_needing,
     user_text,
 )
@@ -142,6 +143,7 @@ def _missing_evaluation(index: int, piece: str) -> dict[str, Any]:
     }
 
 
+@model_documented
 def context_relevance(
     model: Any,
     *,
@@ -153,8 +155,6 @@ def context_relevance(
 ) -> Scorer:
     """Relevance of the retrieved context to the question, less penalties, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param context: the retrieved context (required): a list of strings (the same pieces for
         every run), the name of a data column holding each run's list of strings
         (``'contexts'``), or a function of the run (sync or async) returning it. A run whose
@@ -204,14 +204,16 @@ def context_relevance(
 
     return (
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Context Relevance (LLM)",
                 description="Evaluates how relevant and useful the provided context was for "
                 "generating the agent response",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
                 columns=context_of.columns,
             ),
             context=context_of,

@@ -14,14 +14,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag.scorers.llm._item_verdicts import Claims, JudgedStep, item_verdict_scorer
 from evaldag.scorers.llm._retrieval import TOOL_RESULTS, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     choice,
+    llm_scorer,
+    model_documented,
     positive_scale,
-    scorer_judge,
     scorer_needing,
 )
 
@@ -133,6 +134,7 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict]
 
 
+@model_documented
 def faithfulness(
     model: Any,
     *,
@@ -142,8 +144,6 @@ def faithfulness(
 ) -> Scorer:
     """Share of the response's claims that the context supports, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param context: the context to check claims against: a list of strings (the same pieces for
         every run), the name of a data column holding each run's list of strings
         (``'contexts'``), or a function of the run (sync or async) returning it. When None, the
@@ -163,13 +163,15 @@ def faithfulness(
     scale = positive_scale(scale, factory)
     return item_verdict_scorer(
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Faithfulness Scorer",
                 description="A scorer that evaluates the faithfulness of an LLM output to an input",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
                 columns=context_of.columns,
             ),
             context=context_of,

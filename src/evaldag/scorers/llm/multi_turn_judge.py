@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorers.llm._shared import PromptTemplate, positive_scale, scorer_judge
+from evaldag.scorers.llm._shared import PromptTemplate, llm_scorer, model_documented, positive_scale
 from evaldag.transcripts import extract_agent_response_messages
 
 INSTRUCTIONS = """\
@@ -90,6 +90,7 @@ def _defused(text: str) -> str:
     return text
 
 
+@model_documented
 def multi_turn_judge(
     model: Any,
     *,
@@ -99,8 +100,6 @@ def multi_turn_judge(
 ) -> Scorer:
     """``scale`` when the whole conversation meets ``criterion``, else 0.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param criterion: what the conversation must achieve, in plain English, e.g. "The agent
         gave forecasts for London and Paris, and packing advice that fits them".
     :param scale: the score of a conversation that meets the criterion.
@@ -136,13 +135,15 @@ def multi_turn_judge(
         return f"{header}\n\n{criterion}\n\n{reasoning}"
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory=factory,
             max_score=scale,
             name="Multi-turn Judge (LLM)",
             description="Grades every assistant turn of a conversation against a plain-English "
             "criterion",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
         )
         .analyze(
             PromptStep(

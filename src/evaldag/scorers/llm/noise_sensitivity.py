@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaldag._compat.js import js_total, round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._options import ScorerOptions, options_model
@@ -26,7 +26,8 @@ from evaldag.scorers.llm._shared import (
     UnitScore,
     assistant_text,
     json_text,
-    scorer_judge,
+    llm_scorer,
+    model_documented,
     user_text,
 )
 
@@ -173,6 +174,7 @@ def _required_text(value: Any, name: str) -> str:
     return value
 
 
+@model_documented
 def noise_sensitivity(
     model: Any,
     *,
@@ -184,8 +186,6 @@ def noise_sensitivity(
 ) -> Scorer:
     """How little the noise in the question harmed the agent's answer, from 0 to 1.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param baseline_response: the agent's answer to the clean question (the run's input).
     :param noisy_query: the question with noise added, to which the run's output answers.
     :param noise_type: what kind of noise it is (e.g. ``'misinformation'``), told to the judge.
@@ -255,13 +255,15 @@ def noise_sensitivity(
         )
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory=factory,
             name="Noise Sensitivity (LLM)",
             description="Evaluates how robust an agent is when exposed to irrelevant, "
             "distracting, or misleading information",
             type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
         )
         .analyze(
             PromptStep(

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaldag._compat.js import round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._options import ScorerOptions, options_model
@@ -25,8 +25,9 @@ from evaldag.scorers.llm._shared import (
     UnitScore,
     assistant_text,
     json_text,
+    llm_scorer,
+    model_documented,
     positive_scale,
-    scorer_judge,
     user_text,
 )
 from evaldag.transcripts import get_combined_system_prompt, get_conversation_history
@@ -234,6 +235,7 @@ def _missing_text(mode: str, *, user: str, system: str, response: str) -> str | 
     return None
 
 
+@model_documented
 def prompt_alignment(
     model: Any,
     *,
@@ -244,8 +246,6 @@ def prompt_alignment(
 ) -> Scorer:
     """Weighted alignment of the response with the prompt, from 0 to ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param scale: the score of a fully aligned response.
     :param evaluation_mode: ``'user'`` judges against the user's message, ``'system'`` against
         the run's system prompts, ``'both'`` against both (weighted as ``'user'``).
@@ -331,13 +331,15 @@ def prompt_alignment(
         )
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory=factory,
             max_score=scale,
             name="Prompt Alignment (LLM)",
             description="Evaluates how well the agent response aligns with the intent and "
             "requirements of the user prompt",
-            judge=scorer_judge(model, INSTRUCTIONS, factory),
         )
         .analyze(
             PromptStep(

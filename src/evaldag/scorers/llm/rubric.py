@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._item_verdicts import aligned_verdicts
@@ -24,8 +24,9 @@ from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     assistant_text,
+    llm_scorer,
+    model_documented,
     positive_scale,
-    scorer_judge,
     user_text,
 )
 
@@ -178,6 +179,7 @@ def _gate(criteria: list[dict[str, Any]]) -> tuple[bool, list[dict[str, Any]]]:
     return not unmet, unmet
 
 
+@model_documented
 def rubric(
     model: Any,
     *,
@@ -187,8 +189,6 @@ def rubric(
 ) -> Scorer:
     """``scale`` when the output meets every required criterion of the rubric, else 0.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param criteria: the rubric: a list of criteria (dicts or :class:`RubricCriterion`:
         ``description``, ``required`` (default True), optional ``id``), or a checklist string
         with one required criterion per line. When empty, each run's rubric is the ``rubric``
@@ -267,13 +267,15 @@ def rubric(
         return f"{text}\n\nTo finish, address the {len(unmet)} unmet {kind}{noun} above."
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory="rubric",
             max_score=scale,
             name="Rubric (LLM)",
             description="Grades an agent output against a rubric of criteria, returning 1 only "
             "when every required criterion is satisfied",
-            judge=scorer_judge(model, INSTRUCTIONS, "rubric"),
         )
         .analyze(
             PromptStep(

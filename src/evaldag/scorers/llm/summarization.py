@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._compat.js import round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._item_verdicts import aligned_verdicts
@@ -26,9 +26,10 @@ from evaldag.scorers.llm._retrieval import RunContext, run_context
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
     json_text,
+    llm_scorer,
+    model_documented,
     numbered,
     positive_scale,
-    scorer_judge,
     scorer_needing,
     user_text,
 )
@@ -190,6 +191,7 @@ def _missing_answer(question: str) -> dict[str, Any]:
     return {"question": question, "answered": False, "reason": "The judge gave no answer."}
 
 
+@model_documented
 def summarization(
     model: Any,
     *,
@@ -201,8 +203,6 @@ def summarization(
 ) -> Scorer:
     """The lower of the summary's faithfulness and coverage, times ``scale``.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param scale: the score of a faithful summary that answers every question.
     :param source: the text summarized: a list of strings (the same text for every run, its
         pieces one per line), the name of a data column holding each run's text (a string or a
@@ -309,14 +309,16 @@ def summarization(
 
     return (
         scorer_needing(
-            create_scorer(
+            llm_scorer(
                 id,
+                model,
+                INSTRUCTIONS,
+                factory=factory,
                 max_score=scale,
                 name="Summarization Scorer",
                 description="A scorer that evaluates whether a summary stays faithful to its "
                 "source text and preserves the information the source states",
                 type="agent",
-                judge=scorer_judge(model, INSTRUCTIONS, factory),
                 columns=source_of.columns,
             ),
             context=source_of,

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._reader import checked_transcript
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
@@ -22,7 +22,8 @@ from evaldag.scorers.llm._shared import (
     PromptTemplate,
     assistant_text,
     json_text,
-    scorer_judge,
+    llm_scorer,
+    model_documented,
     share,
     user_text,
 )
@@ -127,6 +128,7 @@ def _tool_line(tool: Any, index: int) -> str:
     return f"{name}: {description}" if description else name
 
 
+@model_documented
 def tool_call_accuracy_llm(
     model: Any,
     *,
@@ -135,8 +137,6 @@ def tool_call_accuracy_llm(
 ) -> Scorer:
     """Share of the agent's tool calls the judge finds appropriate for the request.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param available_tools: the agent's tools, each a dict or an object with ``id`` (or
         ``name``) and ``description``; the judge reads them as ``"<id>: <description>"``.
 
@@ -195,13 +195,15 @@ def tool_call_accuracy_llm(
         )
 
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory="tool_call_accuracy_llm",
             name="Tool Call Accuracy (LLM)",
             description="Evaluates whether an agent selected appropriate tools for the given "
             "task using LLM analysis",
             type="agent",
-            judge=scorer_judge(model, INSTRUCTIONS, "tool_call_accuracy_llm"),
         )
         .preprocess(tool_calls)
         .analyze(

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._compat.js import js_json, round_to_two_decimals
-from evaldag._scorer.builder import Scorer, create_scorer
+from evaldag._scorer.builder import Scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -24,7 +24,8 @@ from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
     json_text,
-    scorer_judge,
+    llm_scorer,
+    model_documented,
     user_text,
 )
 from evaldag.transcripts import get_assistant_message
@@ -217,6 +218,7 @@ _EXPECTATION = DataNeed(
 )
 
 
+@model_documented
 def trajectory_accuracy_llm(
     model: Any,
     *,
@@ -225,8 +227,6 @@ def trajectory_accuracy_llm(
 ) -> Scorer:
     """How sensible the agent's sequence of steps was for the request, from 0 to 1.
 
-    :param model: the judge: a litellm model string (``'openai/gpt-4o-mini'``, ``'local'``), a
-        dict of ``Judge`` settings or a ``Judge`` (whose own ``instructions`` are kept).
     :param expected_trajectory: the steps the agent should take: a list of expected steps
         (``{'stepType': 'tool_call', 'name': 'search', 'toolArgs': {...}}``) or a recorded
         trajectory (its durations and metadata are left out). Without it, each run's
@@ -291,12 +291,14 @@ def trajectory_accuracy_llm(
         else "Evaluates the quality and appropriateness of the trajectory using LLM analysis"
     )
     return (
-        create_scorer(
+        llm_scorer(
             id,
+            model,
+            INSTRUCTIONS,
+            factory="trajectory_accuracy_llm",
             name="Trajectory Accuracy (LLM)",
             description=description,
             type="trajectory",
-            judge=scorer_judge(model, INSTRUCTIONS, "trajectory_accuracy_llm"),
         )
         .needing(*(() if static is not None else (_EXPECTATION,)))
         .preprocess(trajectory_text)
