@@ -247,7 +247,7 @@ def _advanced_sync(
     # The hot loop of a columnar run: the common case (a plain value) is inlined, with the
     # completed-steps tuples shared between rows; anything else goes through RunState.advanced.
     fn = definition.fn
-    getters = tuple((name, STEP_INPUTS[name]) for name in definition.parameters)
+    getters = tuple((name, STEP_INPUTS[name]) for name in step.inputs)
     stage, key, scores = step.stage, step.result_key, step.stage == "generate_score"
     scorer_id, max_score = scorer.id, scorer.max_score
     completed_after: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -291,7 +291,7 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
         if isinstance(definition, PromptStep):
             if budget is not None and budget.spent:
                 return state.advanced(scorer, step, NotScorable(budget.refusal()))
-            inputs = state.inputs(definition.parameters)
+            inputs = state.inputs(step.inputs)
             prompt = await limited_call(
                 definition.create_prompt, (), inputs, row.seconds, row.overrun
             )
@@ -312,7 +312,7 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
                 if budget is not None:
                     budget.spend(execution)
             return state.advanced(scorer, step, value, prompt=prompt, execution=execution)
-        inputs = state.inputs(definition.parameters)
+        inputs = state.inputs(step.inputs)
         value = await limited_call(definition.fn, (), inputs, row.seconds, row.overrun)
         return state.advanced(scorer, step, value)
     except Exception as error:

@@ -155,7 +155,8 @@ def _scorer_estimate(scorer: ScorerSpec, runs: pd.Series) -> JudgeCallEstimate |
     states = prepared_states(runs.tolist(), scorer, 8)
     for step in scorer.steps[: judged[0]]:
         states = advanced_states(states, scorer, step, 8)
-    first = scorer.steps[judged[0]].definition
+    first_step = scorer.steps[judged[0]]
+    first = first_step.definition
     judges = [
         resolved_judge(scorer.steps[i].definition.judge, scorer.judge, scorer.steps[i].stage)
         for i in judged
@@ -172,7 +173,7 @@ def _scorer_estimate(scorer: ScorerSpec, runs: pd.Series) -> JudgeCallEstimate |
             ] += 1
             continue
         try:
-            prompt = first.create_prompt(**state.inputs(first.parameters))
+            prompt = first.create_prompt(**state.inputs(first_step.inputs))
             if hasattr(prompt, "__await__"):
                 prompt = run_sync(_awaited(prompt))
         except Exception as error:  # the step fails the item before calling its judge

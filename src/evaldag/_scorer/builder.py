@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from evaldag._compat.js import camel
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.steps import FunctionStep, PromptStep, StageName, Step, step_definition
+from evaldag._scorer.steps import (
+    FunctionStep,
+    PromptStep,
+    StageName,
+    Step,
+    step_definition,
+    step_inputs,
+)
 from evaldag._scorer.thresholds import ThresholdSpec, validated_threshold
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag.errors import EvalDagError
@@ -113,7 +120,8 @@ class Scorer:
         checked = step_definition(definition, stage)
         repeats = sum(1 for step in self._steps if step.stage == stage)
         node_name = stage if repeats == 0 else f"{stage}_{repeats + 1}"
-        return self._copy(steps=(*self._steps, Step(stage, node_name, checked)))
+        step = Step(stage, node_name, checked, step_inputs(checked, self._steps))
+        return self._copy(steps=(*self._steps, step))
 
     def _copy(self, **changes: Any) -> Scorer:
         fields = {

@@ -8,6 +8,7 @@ another scorer. A checkpointed run resumes only when the scorers and the rows ma
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Callable
@@ -56,6 +57,9 @@ def code_fingerprint(fn: Callable[..., Any], seen: set[int] | None = None) -> An
     seen.add(id(fn))
     if isinstance(fn, MethodType):
         return [code_fingerprint(fn.__func__, seen), _value(fn.__self__, seen)]
+    if isinstance(fn, functools.partial):  # the function and the values bound to it
+        bound = [_value(list(fn.args), seen), _value(dict(fn.keywords), seen)]
+        return ["partial", code_fingerprint(fn.func, seen), bound]
     if not isinstance(fn, FunctionType):
         call = getattr(type(fn), "__call__", None)  # noqa: B004 - a callable object
         state = getattr(fn, "__dict__", {})

@@ -1,13 +1,17 @@
 """Scorer steps: a Python function or an LLM-judge prompt, and what each may consume.
 
 A step says what it consumes through its parameter names, as a Hamilton node does:
-``def generate_score(analyze_step_result): ...`` receives the analyze step's result.
+``def generate_score(analyze_step_result): ...`` receives the analyze step's result. As in
+Hamilton, a parameter with a default is optional: it receives the value of its name when the
+run or an earlier step gives one, and keeps its default otherwise. So a parameter of any other
+name may configure a step if it has a default, and a module function bound with
+``functools.partial(fn, threshold=0.7)`` is a step.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -33,6 +37,14 @@ INJECTABLE = {
     "analyze_step_result": "the analyze step's result",
     "score": "the generate_score step's result",
 }
+#: The values an earlier step gives, by the stage of that step; the run and the results dict
+#: are there for every step.
+STAGE_RESULTS: dict[str, str] = {
+    "preprocess": "preprocess_step_result",
+    "analyze": "analyze_step_result",
+    "generate_score": "score",
+}
+_ALWAYS_GIVEN = frozenset({"run", "results"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +64,12 @@ def is_not_scorable(value: object) -> bool:
     return isinstance(value, NotScorable)
 
 
-def consumed_parameters(fn: Callable[..., Any], what: str) -> tuple[str, ...]:
-    """The names ``fn`` consumes; an unknown name is an error that lists the allowed ones."""
+def consumed_parameters(
+    fn: Callable[..., Any], what: str
+) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The value names ``fn`` consumes, in order, and those of them with a default (given only
+    when there is a value: :func:`step_inputs`). A parameter of another name must have a
+    default, which it keeps; one with neither is an error that lists the allowed names."""
     if not callable(fn):
         raise EvalDagError(
             "EVALDAG_INVALID_STEP",
@@ -65,7 +81,7 @@ def consumed_parameters(fn: Callable[..., Any], what: str) -> tuple[str, ...]:
         raise EvalDagError(
             "EVALDAG_INVALID_STEP", f"{what}: cannot read the parameters of {fn!r}: {error}"
         ) from error
-    names = []
+    names, optional = [], set()
     for parameter in parameters:
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             raise EvalDagError(
@@ -73,11 +89,15 @@ def consumed_parameters(fn: Callable[..., Any], what: str) -> tuple[str, ...]:
                 f"{what}: parameter '{parameter.name}' must be named; steps receive values by "
                 f"name. Allowed names: {', '.join(INJECTABLE)}",
             )
+        has_default = parameter.default is not parameter.empty
         if parameter.name not in INJECTABLE:
+            if has_default:
+                continue  # a setting of the step: it keeps its default
             raise EvalDagError(
                 "EVALDAG_INVALID_STEP",
                 f"{what}: unknown parameter '{parameter.name}'. A step's parameters say what it "
-                f"consumes; allowed names: {', '.join(INJECTABLE)}",
+                f"consumes; allowed names: {', '.join(INJECTABLE)}. A parameter of another "
+                "name needs a default (or a value bound with functools.partial)",
                 details={"parameter": parameter.name, "allowed": list(INJECTABLE)},
             )
         if parameter.kind is parameter.POSITIONAL_ONLY:
@@ -87,7 +107,19 @@ def consumed_parameters(fn: Callable[..., Any], what: str) -> tuple[str, ...]:
                 "by name",
             )
         names.append(parameter.name)
-    return tuple(names)
+        if has_default:
+            optional.add(parameter.name)
+    return tuple(names), frozenset(optional)
+
+
+def step_inputs(definition: FunctionStep | PromptStep, earlier: Iterable[Step]) -> tuple[str, ...]:
+    """The values a step is given by name after the ``earlier`` steps: every value it consumes,
+    except one it has a default for that neither the run nor an earlier step gives (it keeps its
+    default)."""
+    given = _ALWAYS_GIVEN | {STAGE_RESULTS[s.stage] for s in earlier if s.stage in STAGE_RESULTS}
+    return tuple(
+        name for name in definition.parameters if name not in definition.optional or name in given
+    )
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -115,14 +147,16 @@ class PromptStep:
     output_schema: Any = None
     judge: Any = None
     parameters: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    optional: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.description, str) or not self.description.strip():
             raise EvalDagError(
                 "EVALDAG_INVALID_STEP", "PromptStep needs a non-empty description string"
             )
-        parameters = consumed_parameters(self.create_prompt, "PromptStep.create_prompt")
+        parameters, optional = consumed_parameters(self.create_prompt, "PromptStep.create_prompt")
         object.__setattr__(self, "parameters", parameters)
+        object.__setattr__(self, "optional", optional)
         if self.judge is not None:
             object.__setattr__(
                 self, "judge", as_judge(self.judge, f"judge= of PromptStep '{self.description}'")
@@ -136,6 +170,8 @@ class FunctionStep:
     fn: Callable[..., Any]
     parameters: tuple[str, ...]
     is_async: bool
+    #: The parameters of ``parameters`` with a default.
+    optional: frozenset[str] = frozenset()
 
     @property
     def description(self) -> str | None:
@@ -144,11 +180,13 @@ class FunctionStep:
 
 @dataclass(frozen=True)
 class Step:
-    """A stage of a scorer: which stage it is, its node name and its definition."""
+    """A stage of a scorer: which stage it is, its node name, its definition and the values it
+    is given by name (:func:`step_inputs`)."""
 
     stage: StageName
     node_name: str
     definition: FunctionStep | PromptStep
+    inputs: tuple[str, ...]
     result_key: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -213,5 +251,5 @@ def step_definition(definition: Any, stage: StageName) -> FunctionStep | PromptS
     """A function or a PromptStep, checked: its parameters must be ones a step can consume."""
     if isinstance(definition, PromptStep):
         return definition
-    parameters = consumed_parameters(definition, f"{stage} step")
-    return FunctionStep(definition, parameters, is_async_callable(definition))
+    parameters, optional = consumed_parameters(definition, f"{stage} step")
+    return FunctionStep(definition, parameters, is_async_callable(definition), optional)
