@@ -153,11 +153,12 @@ def test_a_registration_is_checked(scheme, factory, options, problem):
     assert problem in raised.value.message
 
 
-def test_the_protocol_is_not_a_store_itself_and_says_which_to_open():
-    with pytest.raises(EvalDagError) as raised:
-        ScoreStore("scores.db")
-    assert raised.value.id == "EVALDAG_STORE_IS_A_PROTOCOL"
-    assert "evaldag.SqlScoreStore(location)" in raised.value.message
+def test_calling_the_protocol_opens_the_store_at_a_location(tmp_path):
+    # evaldag.ScoreStore("scores.db") opened a store before the protocol took the name
+    with ScoreStore(tmp_path / "scores.db") as store:
+        assert isinstance(store, SqlScoreStore) and isinstance(store, ScoreStore)
+    with pytest.raises(EvalDagError, match="opens the store at one location"):
+        ScoreStore()
 
     class Half(ScoreStore):
         def save(self, rows):

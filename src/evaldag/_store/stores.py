@@ -33,13 +33,32 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 _SCHEME = re.compile(r"[a-z][a-z0-9.-]*")
 
 
+class _OpensStores(type(Protocol)):  # type: ignore[misc]
+    """Calling the protocol opens the store at a location, as ``evaldag.ScoreStore(...)`` did
+    before it became the protocol's name."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is ScoreStore:
+            if kwargs or len(args) != 1:
+                raise EvalDagError(
+                    "EVALDAG_STORE_INVALID_URL",
+                    "evaldag.ScoreStore(location) opens the store at one location: a database "
+                    "URL or a file path",
+                    domain="STORAGE",
+                )
+            return opened_store(args[0])
+        return super().__call__(*args, **kwargs)
+
+
 @runtime_checkable
-class ScoreStore(Protocol):
+class ScoreStore(Protocol, metaclass=_OpensStores):
     """What evaldag asks of a score store: ``run_evals(store=...)`` saves results in it,
     ``evaldag.live`` saves rows, and ``read_scores``, ``evaldag compare`` and ``evaldag report``
     read them back. ``SqlScoreStore`` is evaldag's.
 
-    A store of your own subclasses it, sets ``location`` and writes ``save`` and ``scores``
+    ``evaldag.ScoreStore(location)`` opens the store at a location (``"scores.db"``,
+    ``"postgresql://..."``, a registered scheme). A store of your own subclasses it, sets
+    ``location`` and writes ``save`` and ``scores``
     (rows in, rows out); ``save_result``, ``result`` and ``close`` have defaults it inherits.
     ``evaldag.register_store`` then opens it for its URL scheme. A store given to
     ``evaldag.live(..., worker="process")`` is pickled to the scoring process, where it must
@@ -48,18 +67,6 @@ class ScoreStore(Protocol):
 
     #: Where the store is, as output may show it (no password).
     location: str
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> ScoreStore:
-        # evaldag.ScoreStore(location) opened the SQL store before the protocol took the name.
-        if cls is ScoreStore:
-            raise EvalDagError(
-                "EVALDAG_STORE_IS_A_PROTOCOL",
-                "evaldag.ScoreStore is the protocol score stores follow; open the SQL store "
-                "with evaldag.SqlScoreStore(location), or pass the location itself "
-                "(store='scores.db' or a database URL)",
-                domain="STORAGE",
-            )
-        return super().__new__(cls)
 
     @abstractmethod
     def save(self, rows: Iterable[ScoreRow | Mapping[str, Any]]) -> int:
