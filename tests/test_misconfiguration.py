@@ -275,10 +275,13 @@ def _length(scale):
 @pytest.mark.parametrize(
     "changed, says",
     [
-        (lambda: (_length(5), DATA), "scorer 'length' changed"),  # another option
-        (
+        (  # another option
+            lambda: (_length(5), DATA),
+            "step 'generate_score' of scorer 'length': closure value 'scale' changed",
+        ),
+        (  # other step code
             lambda: (create_scorer("length").generate_score(lambda run: 0.5), DATA),
-            "scorer 'length' changed",  # other step code
+            "step 'generate_score' of scorer 'length': its code changed",
         ),
         (lambda: (_length(10), DATA.assign(ground_truth=["x", "y", "z"])), "data of rows 0–0"),
     ],
@@ -297,7 +300,7 @@ def test_resuming_with_other_judge_settings_is_refused(tmp_path, judge_server):
     first = judge_server.judge(instructions="Grade.", temperature=0)
     checkpoint = _interrupted(tmp_path, _judged(first))
     other = judge_server.judge(instructions="Grade.", temperature=0.7)
-    with pytest.raises(EvalDagError, match="scorer 'judged' changed"):
+    with pytest.raises(EvalDagError, match="scorer 'judged': its judge settings changed"):
         _resumed(checkpoint, _judged(other))
 
 

@@ -253,23 +253,22 @@ def test_time_limits_are_not_part_of_a_scorers_fingerprint():
 
 
 #: Calls of the resumed scorer's step: a global, as a closure's values are in its fingerprint.
-RESUMED_CALLS: list[str] = []
-
-
 async def _resumed_score(run):
-    RESUMED_CALLS.append(run.output)
     await asyncio.sleep(30 if run.output == "hang" else 0)
     return 1.0
 
 
 def test_a_checkpoint_resumes_under_another_limit(tmp_path):
     scorer = create_scorer("resumed").generate_score(_resumed_score)
-    checkpoint = tmp_path / "run.parquet"
-    first = run_evals(
-        DATA, scorers=[scorer], step_timeout=LIMIT, checkpoint=checkpoint, progress=False
-    )
-    again = run_evals(DATA, scorers=[scorer], step_timeout=30, checkpoint=checkpoint)
-    assert len(RESUMED_CALLS) == len(DATA)  # the finished run was read back, not scored again
+    completed = []
+    options = {
+        "checkpoint": tmp_path / "run.parquet",
+        "progress": False,
+        "on_item_complete": lambda item, *_: completed.append(item["output"]),
+    }
+    first = run_evals(DATA, scorers=[scorer], step_timeout=LIMIT, **options)
+    again = run_evals(DATA, scorers=[scorer], step_timeout=30, **options)
+    assert len(completed) == len(DATA)  # the finished run was read back, not scored again
     assert again.items["resumed.error"].tolist() == first.items["resumed.error"].tolist()
 
 

@@ -50,14 +50,14 @@ class _Ahead:
 def batches(
     dataset: pd.DataFrame,
     size: int,
-    execute: Callable[[pd.DataFrame], Values],
+    execute: Callable[[int, pd.DataFrame], Values],
     *,
     saved_items: Callable[[int, pd.DataFrame], pd.DataFrame | None] | None = None,
     slots: RowSlots | None = None,
 ) -> Iterator[Batch]:
     """Each batch of ``size`` rows of ``dataset``, in order, with its saved items or values.
 
-    :param execute: the graph's ``execute()`` of a batch's rows.
+    :param execute: the graph's ``execute()`` of a batch's rows (given its first row's position).
     :param saved_items: a checkpoint's items of the batch at a row, or None to execute it.
     :param slots: the run's slots for rows waiting on a call: the next batch then runs while the
         current one's last rows are in flight; None runs one batch after another, here.
@@ -74,7 +74,7 @@ def batches(
     if slots is None:
         while (batch := next_batch()) is not None:
             if batch.items is None:
-                batch.values = execute(batch.rows)
+                batch.values = execute(batch.start, batch.rows)
             yield batch
         return
     queue: deque[_Ahead] = deque()
@@ -89,9 +89,7 @@ def batches(
                 if batch.items is None:
                     ahead.slots = BatchSlots(slots, batch.start)
                     context = contextvars.copy_context()  # the caller's context variables
-                    ahead.values = pool.submit(
-                        context.run, _executed, execute, batch.rows, ahead.slots
-                    )
+                    ahead.values = pool.submit(context.run, _executed, execute, batch, ahead.slots)
                 queue.append(ahead)
             if not queue:
                 return
@@ -108,7 +106,7 @@ def batches(
 
 
 def _executed(
-    execute: Callable[[pd.DataFrame], Values], rows: pd.DataFrame, slots: BatchSlots
+    execute: Callable[[int, pd.DataFrame], Values], batch: Batch, slots: BatchSlots
 ) -> Values:
     with batch_running(slots):
-        return execute(rows)
+        return execute(batch.start, batch.rows)

@@ -1,65 +1,145 @@
-"""Resumable runs: each finished batch of items is saved as it completes.
+"""Resumable runs: each finished batch of items is saved as it completes, with what made it.
 
 ``run_evals(..., checkpoint="run.parquet")`` keeps finished batches in ``run.parquet.partial/``
 (one Parquet file per batch, each written atomically, so a killed process leaves only whole
 files), and every judge reply as it arrives (a reply cache in ``judge-replies/``, for judges that
-set no cache of their own). A second run with the same data and scorers loads the finished
+set no cache of their own). ``run.json`` there says what made the run: the scorers' definitions,
+the batch size and the run's fingerprint (evaldag's and Python's versions, and the named parts
+of the target and of each scorer: ``evaldag._targets.fingerprint``,
+``evaldag._scorer.fingerprint``); each batch file keeps the digests of its rows, of the target
+and of each scorer it was scored with. At the end the results are written to ``run.parquet``
+(the fingerprint in its metadata) and the folder is removed.
+
+A second run with the same data, target and scorers (``resume=True``) loads the finished
 batches instead of scoring them again and takes the journaled replies of the unfinished one, so
-no judge call that had completed is made again; at the end it writes ``run.parquet`` and removes
-the folder.
+no judge call that had completed is made again. When anything that decides a result changed,
+it is refused, naming each part that changed. ``resume="refresh"`` recomputes what is stale
+instead: the items of changed or new scorers are scored again on the saved outputs, and a batch
+whose rows or target changed is run again whole. ``resume=False`` starts afresh.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import platform
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
 from evaldag._io.files import atomic_write_text
-from evaldag._io.parquet import parquet_results, write_results
+from evaldag._io.parquet import parquet_results, results_metadata, write_results
 from evaldag._results.eval_result import EvalResult
-from evaldag._scorer.fingerprint import rows_fingerprint
+from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._scorer.fingerprint import Parts, digest, rows_fingerprint
+from evaldag._targets.fingerprint import target_parts
+from evaldag._version import __version__
 from evaldag.errors import EvalDagError
 
+if TYPE_CHECKING:
+    from evaldag._graph.plan import EvalPlan
 
-def _fingerprint(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=repr).encode()).hexdigest()
+#: ``run_evals(resume=...)``: go on from a checkpoint, refuse a stale one (True); recompute what
+#: is stale ("refresh"); or start afresh (False).
+Resume = bool | Literal["refresh"]
+#: The key of a finished run's manifest in its results file's metadata.
+_MANIFEST = "checkpoint"
 
 
-def _differences(saved: dict[str, Any], definition: dict[str, Any]) -> list[str]:
-    """What differs between the run that saved a checkpoint and this one, in words."""
-    before = {d["id"]: d for d in saved.get("scorers", [])}
-    now = {d["id"]: d for d in definition["scorers"]}
-    found = [f"scorer '{sid}' is new" for sid in now if sid not in before]
-    found += [f"scorer '{sid}' is no longer given" for sid in before if sid not in now]
-    for sid in now.keys() & before.keys():
-        old, new = before[sid], now[sid]
-        if old.get("fingerprint") != new.get("fingerprint"):
-            found.append(f"scorer '{sid}' changed (its options, judge settings or step code)")
-        elif old != new:
-            found.append(f"scorer '{sid}' has another threshold or role")
-    if saved.get("columns", {}) != definition.get("columns", {}):
-        found.append(
-            f"the data's columns were mapped as {saved.get('columns', {})}, now "
-            f"{definition.get('columns', {})} (columns=)"
+def checked_resume(resume: Any, checkpoint: Any) -> Resume:
+    """``resume`` checked: True, False or "refresh" (which needs a checkpoint)."""
+    if resume not in (True, False, "refresh") or not isinstance(resume, bool | str):
+        raise EvalDagError(
+            "INVALID_RESUME", f"resume must be True, False or 'refresh', got {resume!r}"
         )
-    if saved.get("batch_size") != definition["batch_size"]:
+    if resume == "refresh" and checkpoint is None:
+        raise EvalDagError(
+            "INVALID_RESUME", "resume='refresh' needs checkpoint=: the checkpoint to refresh"
+        )
+    return resume
+
+
+def run_fingerprint(plan: EvalPlan) -> dict[str, Any]:
+    """What decides the run's results, in named parts: ``run`` (evaldag's and Python's
+    versions: a step's bytecode is Python's), ``target`` and ``scorers`` (by id)."""
+    python = ".".join(platform.python_version_tuple()[:2])
+    return {
+        "run": {"the run": {"evaldag version": digest(__version__), "Python": digest(python)}},
+        "target": target_parts(plan.target),
+        "scorers": plan.fingerprints,
+    }
+
+
+def _changes(before: Parts, after: Parts) -> list[str]:
+    """The parts that differ, in words: ``step 'x' of scorer 'y': helper 'f' (m) changed``."""
+    found = []
+    for where in [*after, *(w for w in before if w not in after)]:
+        old, new = before.get(where), after.get(where)
+        if old is None or new is None:
+            found.append(f"{where} is {'new' if old is None else 'gone'}")
+            continue
+        for label in [*new, *(p for p in old if p not in new)]:
+            if old.get(label) != new.get(label):
+                change = "is new" if label not in old else "is gone" if label not in new else None
+                found.append(f"{where}: {label} {change or 'changed'}")
+    return found
+
+
+def _differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """What differs between the run that saved a checkpoint and this one, in words."""
+    if "fingerprint" not in saved:
+        return ["it was made by an earlier evaldag, which did not record what its steps reach"]
+    before, after = saved["fingerprint"], now["fingerprint"]
+    found = _changes(before["run"], after["run"]) + _changes(before["target"], after["target"])
+    definitions = {d["id"]: d for d in saved.get("scorers", [])}
+    for sid, parts in after["scorers"].items():
+        if sid not in before["scorers"]:
+            found.append(f"scorer '{sid}' is new")
+        else:
+            found += _changes(before["scorers"][sid], parts)
+    found += [
+        f"scorer '{sid}' is no longer given"
+        for sid in before["scorers"]
+        if sid not in after["scorers"]
+    ]
+    for definition in now["scorers"]:
+        old = definitions.get(definition["id"])
+        if (
+            old is not None
+            and old["fingerprint"] == definition["fingerprint"]
+            and old != definition
+        ):
+            found.append(f"scorer '{definition['id']}' has another threshold or role")
+    if saved.get("columns", {}) != now.get("columns", {}):
         found.append(
-            f"the batch size was {saved.get('batch_size')}, now {definition['batch_size']} "
+            f"the data's columns were mapped otherwise: {saved.get('columns', {})}, now "
+            f"{now.get('columns', {})} (columns=)"
+        )
+    if saved.get("batch_size") != now["batch_size"]:
+        found.append(
+            f"the batch size was {saved.get('batch_size')}, now {now['batch_size']} "
             "(run with the same batch_size=, or the same concurrency when it is not set)"
         )
-    return found or ["its definition"]
+    return found
+
+
+def _mismatch(where: Path, made: str, differences: list[str]) -> EvalDagError:
+    return EvalDagError(
+        "CHECKPOINT_MISMATCH",
+        f"The checkpoint '{where}' {made}: {'; '.join(differences)}. Resume with "
+        "resume='refresh' to recompute what changed (the items of changed scorers; everything "
+        "when the target changed), or start afresh with resume=False",
+        details={"checkpoint": str(where), "differences": differences},
+    )
 
 
 def _manifest(path: Path) -> dict[str, Any]:
     """The saved run's definition, or an error naming the file when it cannot be read."""
     try:
         saved = json.loads(path.read_text())
-        if isinstance(saved, dict) and "definition" in saved:
+        if isinstance(saved, dict) and "batch_size" in saved:
             return saved
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         pass
@@ -75,33 +155,58 @@ def _manifest(path: Path) -> dict[str, Any]:
 PARTS_SUFFIX = ".partial"
 
 
+@dataclass(frozen=True)
+class SavedBatch:
+    """A batch's saved items (without the columns of scorers no longer given), and the scorers
+    whose columns in them are stale: changed or new since it was saved."""
+
+    items: pd.DataFrame
+    stale: tuple[str, ...]
+
+
+def _made_by(manifest: dict[str, Any]) -> dict[str, Any]:
+    """What a batch file keeps of what made it: the target's digest (with the run's: evaldag's
+    and Python's versions) and each scorer's."""
+    fingerprint = manifest["fingerprint"]
+    return {
+        "target": digest([fingerprint["run"], fingerprint["target"]]),
+        "scorers": {d["id"]: d["fingerprint"] for d in manifest["scorers"]},
+    }
+
+
 class Checkpoint:
     """The saved batches of one eval run.
 
     :param path: where the finished run's results go; batches wait in ``<path>.partial/``.
     :param definition: what makes two runs the same run: ``scorers`` (their definitions, with
-        thresholds and fingerprints), ``batch_size`` and, when the data names run fields
-        otherwise, ``columns`` (run field → data column).
+        thresholds and fingerprint digests), ``batch_size``, ``fingerprint`` (its parts:
+        :func:`run_fingerprint`) and, when the data names run fields otherwise, ``columns``
+        (run field → data column).
+    :param resume: go on from a checkpoint there, refusing a stale one (True); recompute what is
+        stale ("refresh"); or start afresh (False).
     """
 
-    def __init__(self, path: str | Path, definition: dict[str, Any]) -> None:
+    def __init__(self, path: str | Path, definition: dict[str, Any], resume: Resume) -> None:
         self.path = Path(path)
         self.parts = self.path.with_name(self.path.name + PARTS_SUFFIX)
-        self.definition = _fingerprint(definition)
+        self.manifest = definition
+        self.refresh = resume == "refresh"
+        self._made_by = _made_by(definition)
         manifest = self.parts / "run.json"
-        if manifest.exists():
+        if resume is False:
+            shutil.rmtree(self.parts, ignore_errors=True)
+        elif manifest.exists():
             saved = _manifest(manifest)
-            if saved["definition"] != self.definition:
-                differences = _differences(saved, definition)
-                raise EvalDagError(
-                    "CHECKPOINT_MISMATCH",
-                    f"The checkpoint in '{self.parts}' was made by another run: "
-                    f"{'; '.join(differences)}. Run it as it was, or delete it or use another "
-                    "checkpoint path to start again",
-                    details={"checkpoint": str(self.path), "differences": differences},
-                )
-        else:
-            atomic_write_text(manifest, json.dumps({"definition": self.definition, **definition}))
+            differences = _differences(saved, definition)
+            if not differences:
+                return
+            if not self.refresh:
+                raise _mismatch(self.parts, "was made by another run", differences)
+            if saved.get("batch_size") != definition["batch_size"]:
+                for part in self.parts.glob("batch-*.parquet"):
+                    part.unlink()  # batches of another size: their rows are not these
+        # What each batch holds is in its own file: a refresh stopped halfway goes on later.
+        atomic_write_text(manifest, json.dumps(definition))
 
     @property
     def replies(self) -> Path:
@@ -111,59 +216,100 @@ class Checkpoint:
     def _part(self, start: int) -> Path:
         return self.parts / f"batch-{start:012d}.parquet"
 
-    def saved_items(self, start: int, batch: pd.DataFrame) -> pd.DataFrame | None:
-        """The items of the batch at ``start`` if a previous run finished it, else None."""
+    def saved_batch(self, start: int, batch: pd.DataFrame) -> SavedBatch | None:
+        """The items of the batch at ``start`` if a previous run finished it, with the scorers
+        whose columns are stale; None when it is to be run whole: not saved, or its target
+        changed (or its rows, with ``refresh``)."""
         part = self._part(start)
         if not part.exists():
             return None
         items, metadata = parquet_results(part)
         if metadata["data"] != rows_fingerprint(batch):
+            if self.refresh:
+                return None
+            end = start + len(batch) - 1
             raise EvalDagError(
                 "CHECKPOINT_MISMATCH",
-                f"The data of rows {start}–{start + len(batch) - 1} (some column of them) "
-                f"differs from the checkpoint '{self.parts}'; run with the data it was made "
-                "with, or delete it or use another checkpoint path to start again",
-                details={"checkpoint": str(self.path), "row": start},
+                f"The data of rows {start}–{end} (some column of them) differs from the "
+                f"checkpoint '{self.parts}'; run with the data it was made with, resume with "
+                "resume='refresh' to score the rows that changed again, or start afresh with "
+                "resume=False",
+                details={
+                    "checkpoint": str(self.path),
+                    "row": start,
+                    "differences": [f"the data of rows {start}–{end} differs"],
+                },
             )
-        return items
+        if metadata.get("target") != self._made_by["target"]:
+            return None
+        scored = metadata["scorers"]
+        now = self._made_by["scorers"]
+        gone = [f"{sid}.{c}" for sid in scored if sid not in now for c in SCORER_COLUMNS]
+        stale = tuple(sid for sid, fingerprint in now.items() if scored.get(sid) != fingerprint)
+        return SavedBatch(items.drop(columns=[c for c in gone if c in items.columns]), stale)
 
     def save(self, start: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
-        """Keep a finished batch's items."""
-        write_results(items, {"data": rows_fingerprint(batch)}, self._part(start))
+        """Keep a finished batch's items, with what made them."""
+        write_results(items, {"data": rows_fingerprint(batch), **self._made_by}, self._part(start))
 
-    def finish(self) -> None:
-        """The run is written in full: the saved batches are no longer needed."""
+    def finish(self, result: EvalResult) -> None:
+        """The run is written in full, what made it kept with it; the saved batches are no
+        longer needed."""
+        result.to_parquet(self.path, extra={_MANIFEST: self.manifest})
         shutil.rmtree(self.parts, ignore_errors=True)
 
 
 def finished_run(
-    path: str | Path, definition: dict[str, Any], dataset: pd.DataFrame
+    path: str | Path, definition: dict[str, Any], dataset: pd.DataFrame, resume: Resume
 ) -> EvalResult | None:
-    """The results at ``path`` if an earlier run with this data and these scorers finished;
-    None when there are none yet (or the run is still partial)."""
+    """The results at ``path`` if an earlier run with this data, target and scorers finished;
+    None when there are none yet (or the run is still partial). A finished run that is stale
+    is refused, or with ``refresh`` reopened: its items become saved batches again, so that
+    only what is stale is computed."""
     target = Path(path)
-    if not target.exists() or target.with_name(target.name + PARTS_SUFFIX).exists():
+    if (
+        resume is False
+        or not target.exists()
+        or target.with_name(target.name + PARTS_SUFFIX).exists()
+    ):
         return None
+    manifest = results_metadata(target).get(_MANIFEST) or {}
+    # every item is scored: the batches it was scored in do not matter any more
+    differences = _differences({**manifest, "batch_size": definition["batch_size"]}, definition)
     result = EvalResult.read_parquet(target)
-    differences = []
-    if result.scorers != definition["scorers"]:
-        differences = [
-            d for d in _differences({"scorers": result.scorers}, definition) if "batch" not in d
-        ]
     mapping = definition.get("columns", {})
-    if result.columns != mapping:
-        differences.append("the data's columns were mapped otherwise (columns=)")
-    data = dataset.rename(columns=mapping)  # the results keep the data's names
-    columns = [c for c in data.columns if c in result.items.columns]
-    if columns != list(data.columns) or rows_fingerprint(
-        result.items[columns].reset_index(drop=True)
-    ) != rows_fingerprint(data.reset_index(drop=True)):
+    items = result.items.rename(columns={c: f for f, c in mapping.items()})  # the run's names
+    has_columns = result.columns == mapping and all(c in items.columns for c in dataset.columns)
+    rows = items[list(dataset.columns)] if has_columns else None
+    if rows is None or rows_fingerprint(rows) != rows_fingerprint(dataset):
         differences.append("the data differs")
-    if differences:
-        raise EvalDagError(
-            "CHECKPOINT_MISMATCH",
-            f"'{target}' holds the finished results of another run: {'; '.join(differences)}; "
-            "delete it or use another checkpoint path to run again",
-            details={"checkpoint": str(target), "differences": differences},
+    if not differences:
+        return result
+    if resume is True:
+        raise _mismatch(target, "holds the finished results of another run", differences)
+    if manifest:
+        _reopened(target, manifest, rows, items, definition["batch_size"])
+    return None
+
+
+def _reopened(
+    path: Path,
+    manifest: dict[str, Any],
+    rows: pd.DataFrame | None,
+    items: pd.DataFrame,
+    size: int,
+) -> None:
+    """A finished run's items as the saved batches of ``size`` items of an unfinished one, each
+    with the digest of its ``rows`` (the data columns of its items; None when the data has
+    other columns)."""
+    made_by = _made_by(manifest)
+    manifest = {**manifest, "batch_size": size}
+    parts = path.with_name(path.name + PARTS_SUFFIX)
+    for start in range(0, len(items), size):
+        data = "" if rows is None else rows_fingerprint(rows.iloc[start : start + size])
+        write_results(
+            items.iloc[start : start + size],
+            {"data": data, **made_by},
+            parts / f"batch-{start:012d}.parquet",
         )
-    return result
+    atomic_write_text(parts / "run.json", json.dumps(manifest))

@@ -22,11 +22,20 @@ from hamilton.io.materialization import to
 from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
-from evaldag._eval.checkpoint import PARTS_SUFFIX, Checkpoint, finished_run
+from evaldag._eval.checkpoint import (
+    PARTS_SUFFIX,
+    Checkpoint,
+    Resume,
+    SavedBatch,
+    checked_resume,
+    finished_run,
+    run_fingerprint,
+)
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.preflight import checked_data, scorers_and_rows
 from evaldag._eval.progress import ProgressBar
+from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
@@ -110,6 +119,7 @@ def run_evals(
     store: ScoreStore | str | os.PathLike[str] | None = None,
     name: str | None = None,
     checkpoint: str | os.PathLike[str] | None = None,
+    resume: bool | Literal["refresh"] = True,
     executor: Any = None,
     cache: bool | str | os.PathLike[str] | None = None,
     max_error_share: float = 1.0,
@@ -165,7 +175,12 @@ def run_evals(
         it, the latest one is meant.
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
         saved as they complete, a rerun after a crash scores only what is missing, and the
-        finished results are written there.
+        finished results are written there; used only when nothing that decides a result
+        changed: the data, the target and each scorer, with the code they reach in your modules.
+    :param resume: with ``checkpoint``: True goes on from it, refusing a stale one with an error
+        naming what changed; ``"refresh"`` recomputes what is stale instead (the items of
+        changed or new scorers on the saved outputs; everything when the target changed); False
+        starts afresh. Saved batches call no ``on_item_complete``.
     :param cache: judge reply cache for judges that set none: a directory, True for
         ``$EVALDAG_CACHE_DIR`` (else ``~/.cache/evaldag``), False for none.
     :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),
@@ -205,6 +220,7 @@ def run_evals(
         raise EvalDagError(
             "INVALID_ON_ERROR", f"on_error must be 'record' or 'raise', got {on_error!r}"
         )
+    resume = checked_resume(resume, checkpoint)
     for option, path in (("out", out), ("checkpoint", checkpoint)):
         if path is not None:
             writable_path(path, option, len(PARTS_SUFFIX) if option == "checkpoint" else 0)
@@ -269,6 +285,7 @@ def run_evals(
         progress=progress,
         out=out,
         checkpoint=checkpoint,
+        resume=resume,
     )
     saved = _saved(result, failures, store, target, files=(out, checkpoint))
     return require_trustworthy(saved, max_error_share)
@@ -353,6 +370,7 @@ def _local_run(
     progress: bool | None,
     out: str | os.PathLike[str] | None,
     checkpoint: str | os.PathLike[str] | None,
+    resume: Resume,
 ) -> tuple[EvalResult, Unsaved]:
     """The eval here: one execute() per batch (the next beside the current one's last rows when
     items wait on calls), then the aggregation nodes over all items; and the results files that
@@ -369,12 +387,14 @@ def _local_run(
         definition = {
             "scorers": plan.definitions(),
             "batch_size": batch_size,
-            **({"columns": mapping} if mapping else {}),  # earlier checkpoints hold none
+            "fingerprint": run_fingerprint(plan),
+            **({"columns": mapping} if mapping else {}),
         }
-        finished = finished_run(checkpoint, definition, dataset)
+        finished = finished_run(checkpoint, definition, dataset, resume)
         if finished is not None:
-            return finished.model_copy(update={"name": run_inputs["experiment_name"]}), []
-        saved = Checkpoint(checkpoint, definition)
+            finished = finished.model_copy(update={"name": run_inputs["experiment_name"]})
+            return finished, _out_written(finished, out)
+        saved = Checkpoint(checkpoint, definition, resume)
         if run_inputs["judge_cache"] is None:
             # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
             run_inputs = {**run_inputs, "judge_cache": saved.replies}
@@ -390,16 +410,29 @@ def _local_run(
     error_columns = [ScorerColumns(s.id).error for s in plan.all_scorers]
     item_batches: list[pd.DataFrame] = []
 
-    def executed(batch: pd.DataFrame) -> dict[str, Any]:
-        return dr.execute(
-            wanted, inputs={"dataset": batch, "concurrency": concurrency, **run_inputs}
-        )
+    rescoring = Rescoring(plan)
+    stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
+
+    def saved_items(start: int, rows: pd.DataFrame) -> pd.DataFrame | None:
+        found = None if saved is None else saved.saved_batch(start, rows)
+        if found is None or (found.stale and plan.workflow):  # a workflow's runs are not saved
+            return None
+        if found.stale:
+            stale[start] = found
+            return None
+        return ordered_items(found.items, plan)
+
+    def executed(start: int, rows: pd.DataFrame) -> dict[str, Any]:
+        inputs = {"concurrency": concurrency, **run_inputs}
+        if start in stale:
+            return rescoring.values(stale.pop(start), rows, inputs, on_error == "raise")
+        return dr.execute(wanted, inputs={"dataset": rows, **inputs})
 
     scored = batches(
         dataset,
         batch_size,
         executed,
-        saved_items=None if saved is None else saved.saved_items,
+        saved_items=saved_items,
         slots=RowSlots(concurrency) if _waits(plan) else None,
     )
     try:
@@ -414,7 +447,7 @@ def _local_run(
                     turn_batches.append(values["turn_items"])
                 if saved is not None:
                     saved.save(batch.start, batch.rows, items)
-                if on_item_complete is not None:
+                if on_item_complete is not None and RESCORED not in values:
                     _item_callbacks(
                         on_item_complete, batch.rows, values, plan, run_inputs["data_columns"]
                     )
@@ -424,16 +457,11 @@ def _local_run(
     finally:
         scored.close()  # a batch run ahead stops with the run
         bar.close()
-    parquet = getattr(to, registered_parquet_writer())
-    paths = {
-        name: str(path)
-        for name, path in (("results", out), ("checkpoint", checkpoint))
-        if path is not None and results_format(path, name) == "parquet"
-    }
-    sinks = [
-        parquet(id=f"{name}_parquet", dependencies=["eval_result"], path=path)
-        for name, path in paths.items()
-    ]
+    sinks, paths = [], {}
+    if out is not None and results_format(out, "out") == "parquet":
+        parquet = getattr(to, registered_parquet_writer())
+        paths["results"] = str(out)
+        sinks.append(parquet(id="results_parquet", dependencies=["eval_result"], path=str(out)))
     graph = {
         "additional_vars": ["eval_result"],
         "overrides": {
@@ -458,15 +486,30 @@ def _local_run(
         # file's raises again here.
         _, values = dr.materialize(**graph)
         unsaved.append((tuple(paths.values()), error))
-    if saved is not None and not unsaved:
-        saved.finish()  # a checkpoint not written in full keeps its batches: a rerun resumes
     result = values["eval_result"]
-    if out is not None and (fmt := results_format(out, "out")) != "parquet":
+    if saved is not None:
         try:
-            write_flat(result.items, out, fmt)
-        except EvalDagError as error:
-            unsaved.append(((str(out),), error))
+            saved.finish(result)
+        except EvalDagError as error:  # its batches are kept: a rerun resumes from them
+            unsaved.append(((str(checkpoint),), error))
+    if out is not None and results_format(out, "out") != "parquet":
+        unsaved += _out_written(result, out)
     return result, unsaved
+
+
+def _out_written(result: EvalResult, out: str | os.PathLike[str] | None) -> Unsaved:
+    """Write ``result`` to ``out`` (Parquet, or the items as CSV or JSON lines); what could not
+    be written."""
+    if out is None:
+        return []
+    try:
+        if (fmt := results_format(out, "out")) == "parquet":
+            result.to_parquet(out)
+        else:
+            write_flat(result.items, out, fmt)
+    except EvalDagError as error:
+        return [((str(out),), error)]
+    return []
 
 
 def _require_local_only_options_unset(**used: bool) -> None:
@@ -503,22 +546,12 @@ def _distributed_run(
             **time_limits,
         }
         result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
-    unsaved: Unsaved = []
-    if out is not None:
-        fmt = results_format(out, "out")
-        try:
-            if fmt == "parquet":
-                result.to_parquet(out)
-            else:
-                write_flat(result.items, out, fmt)
-        except EvalDagError as error:
-            unsaved.append(((str(out),), error))
-    return result, unsaved
+    return result, _out_written(result, out)
 
 
 def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
     """Mastra's fail-fast: the first target or scorer failure of the batch stops the run."""
-    for label, output in values["outputs"].items():
+    for label, output in values.get("outputs", {}).items():
         if isinstance(output, TargetFailure):
             raise EvalDagError(
                 "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT",
@@ -527,7 +560,7 @@ def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int)
                 details={"item": str(label), "completedItems": completed},
             )
     for scorer in plan.scorers:
-        for label, state in values[last_node(scorer)].items():
+        for label, state in values.get(last_node(scorer), {}).items():
             if state.error is not None:
                 raise EvalDagError(
                     "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",

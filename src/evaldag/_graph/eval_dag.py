@@ -71,13 +71,14 @@ def _read_columns(plan: EvalPlan) -> inject:
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_read_columns)
 def item_runs(dataset: pd.DataFrame, outputs: pd.Series, read_columns: list[str]) -> pd.Series:
-    """One ScorerRun per item, with a fresh run_id and the dataset columns the scorers read; an
+    """One ScorerRun per item, with a fresh run_id (or the one a ``run_id`` column gives: an item
+    of a checkpoint scored again keeps its own) and the dataset columns the scorers read; an
     item the target failed on has no output (a workflow's step and trajectory scorers score
     what ran before the failure)."""
     present = [field for field in (*_RUN_FIELDS, *read_columns) if field in dataset.columns]
     columns = [dataset[field].tolist() for field in present]
     values = []
-    ids = _run_ids(len(dataset))
+    ids = iter(dataset["run_id"].tolist()) if "run_id" in dataset else _run_ids(len(dataset))
     with gc_paused():
         for input, output, *cells in zip(
             dataset["input"].tolist(), outputs.tolist(), *columns, strict=True

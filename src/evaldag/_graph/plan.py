@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from evaldag._scorer.fingerprint import scorer_fingerprint
+from evaldag._scorer.fingerprint import Parts, digest, scorer_parts
+from evaldag._scorer.reach import Memo
 from evaldag._scorer.steps import ScorerSpec
 from evaldag._scorer.thresholds import ThresholdSpec
 
@@ -90,6 +92,13 @@ class EvalPlan:
         """The node of runs ``scorer`` reads."""
         return self.sources.get(scorer.id, RUNS)
 
+    @cached_property
+    def fingerprints(self) -> dict[str, Parts]:
+        """Scorer and gate id → what decides its scores, in named parts (found once per plan:
+        the plan of a run is made anew for each run, as the code it reaches may have changed)."""
+        memo = Memo()  # a constant many steps read is described once
+        return {s.id: scorer_parts(s, memo) for s in self.all_scorers}
+
     def definitions(self) -> list[dict[str, Any]]:
         """JSON-ready description of every scorer and gate, kept with the results."""
         gate_ids = set(self.gate_ids)
@@ -101,7 +110,7 @@ class EvalPlan:
                 "role": "gate" if s.id in gate_ids else "scorer",
                 "threshold": self.thresholds.get(s.id),
                 "steps": [{"name": st.stage, "type": st.kind} for st in s.steps],
-                "fingerprint": scorer_fingerprint(s),
+                "fingerprint": digest(self.fingerprints[s.id]),
             }
             for s in self.all_scorers
         ]

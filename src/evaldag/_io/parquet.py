@@ -191,6 +191,12 @@ def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     return items, metadata
 
 
+def results_metadata(path: Path) -> dict[str, Any]:
+    """The metadata ``write_results`` kept in ``path``, without reading its rows."""
+    raw = (pq.read_schema(path).metadata or {}).get(_METADATA_KEY)
+    return {} if raw is None else json.loads(raw)
+
+
 def _decoded(value: Any, is_json: bool) -> Any:
     if not isinstance(value, str):
         return None if value is None or (isinstance(value, float) and math.isnan(value)) else value

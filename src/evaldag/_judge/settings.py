@@ -220,6 +220,26 @@ def call_limit(judge: Judge) -> int:
     return judge.max_concurrency
 
 
+#: Judge settings that say how a call travels, not what the judge answers: a checkpoint made
+#: with one transport, time limit, retry count, concurrency or cache resumes with another.
+_HOW_CALLED = frozenset(
+    {"transport", "timeout", "max_retries", "num_retries", "max_concurrency", "cache"}
+)
+
+
+def reply_settings(judge: Judge | None) -> dict[str, Any] | None:
+    """The settings that decide a judge's replies: no keys, header values or URL credentials,
+    nor how calls travel (``http`` and ``litellm`` ask the same endpoint the same question, and
+    a lower ``max_concurrency`` after a storm of 429s asks it the same questions more slowly)."""
+    if judge is None:
+        return None
+    settings = judge.model_dump(exclude_none=True)
+    kept = {k: v for k, v in settings.items() if k not in _HOW_CALLED and not is_secret_setting(k)}
+    if isinstance(kept.get("extra_headers"), dict):
+        kept["extra_headers"] = sorted(kept["extra_headers"])
+    return kept
+
+
 def cache_directory(setting: bool | str | Path | None) -> Path | None:
     """Where a judge's reply cache lives, or None when caching is off."""
     if setting is False:

@@ -263,11 +263,14 @@ class EvalResult(BaseModel):
             "columns": self.columns,
         }
 
-    def to_parquet(self, path: str | Path) -> Path:
-        """Write the items, with everything else in the file's metadata; see ``read_parquet``."""
+    def to_parquet(self, path: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
+        """Write the items, with everything else in the file's metadata; see ``read_parquet``.
+
+        :param extra: more metadata to keep in the file (JSON-ready; ``read_parquet`` leaves it).
+        """
         from evaldag._io.parquet import write_results
 
-        return write_results(self.items, self._metadata(), Path(path))
+        return write_results(self.items, {**self._metadata(), **(extra or {})}, Path(path))
 
     @classmethod
     def read_parquet(cls, path: str | Path) -> EvalResult:
