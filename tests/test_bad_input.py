@@ -901,7 +901,10 @@ def test_a_results_file_the_disk_cannot_take_loses_no_run(full_disk, tmp_path, c
         ["run", str(eval_file), "--data", str(tmp_path / "data.jsonl"), "--out", str(out)]
     )
     captured = capsys.readouterr()
-    _cli_refused(code, captured.err, "No space left on device", "error.result")
+    # its checkpoint (.evaldag/ beside --out) cannot be kept either: the run goes on, saying so
+    note, _, refused = captured.err.partition("\n")
+    assert note.endswith("No space left on device; this run keeps no checkpoint"), note
+    _cli_refused(code, refused, "No space left on device", "error.result")
     assert "verdict:" in captured.out  # the run's summary, before the error
 
 

@@ -249,3 +249,33 @@ def test_a_run_checkpointed_on_one_transport_resumes_on_the_other(tmp_path, judg
     before = len(judge_server.requests)
     cached = run_evals(data, scorers=[scorer("http")], **cache)  # the same reply keys
     assert len(judge_server.requests) == before and cached.scores == {"judged": 1.0}
+
+
+def test_a_disk_that_fills_mid_run_loses_no_item(full_disk):
+    """The batches are saved until the disk is full; the run goes on without saving more, and
+    ends in ResultNotSavedError carrying the whole result; the saved batches stay for a rerun."""
+    from small_disks import filled
+
+    from evaldag import ResultNotSavedError
+
+    data = pd.DataFrame(
+        {"input": [str(i) for i in range(6)], "output": ["o" * i for i in range(6)]}
+    )
+
+    def fill_after_the_first_batch(item, output, scorer_results):
+        if item["input"] == "1" and not (full_disk / "filler").exists():
+            filled(full_disk)
+
+    with pytest.raises(ResultNotSavedError) as raised:
+        run_evals(
+            data,
+            scorers=[_scorer()],
+            checkpoint=full_disk / "run.parquet",
+            batch_size=2,
+            on_item_complete=fill_after_the_first_batch,
+            progress=False,
+        )
+    assert "No space left on device" in raised.value.message
+    assert raised.value.result.items["s.score"].tolist() == [i / 10 for i in range(6)]
+    saved = sorted(p.name for p in (full_disk / "run.parquet.partial").glob("batch-*"))
+    assert saved == ["batch-000000000000.parquet"]

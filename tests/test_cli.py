@@ -3,10 +3,13 @@ error messages without tracebacks, the summary table, ``--out`` and ``--dag``.""
 
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -456,29 +459,37 @@ scorers = [evaldag.create_scorer("slow").analyze(judged).generate_score(lambda: 
 """
 
 
+def _checkpoint_parts(out: Path) -> Path:
+    """Where ``evaldag run --out OUT`` keeps its finished batches while it runs."""
+    return out.parent / ".evaldag" / f"{out.name}.checkpoint.parquet.partial"
+
+
+def _wait_for_batches(job: subprocess.Popen, parts: Path, count: int) -> None:
+    deadline = time.monotonic() + 120
+    while len(list(parts.glob("batch-*.parquet"))) < count and time.monotonic() < deadline:
+        assert job.poll() is None, "the run ended before it could be stopped"
+        time.sleep(0.02)
+
+
 @pytest.mark.slow
 def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path):
-    import signal
-    import time
-
     eval_file = tmp_path / "slow_eval.py"
     eval_file.write_text(SLOW_EVAL)
     data = _write_data(tmp_path, [{"input": str(i), "output": "o"} for i in range(200)])
     log, out = tmp_path / "calls.log", tmp_path / "run.parquet"
-    args = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", str(out), "--resume"]
+    args = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", str(out)]
     args += ["--concurrency", "1"]  # batches of 64 items
     env = {**os.environ, "CALLS_LOG": str(log), "DELAY": "0.01"}
     job = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
-    parts = tmp_path / "run.parquet.partial"
-    deadline = time.monotonic() + 120
-    while len(list(parts.glob("batch-*.parquet"))) < 2 and time.monotonic() < deadline:
-        assert job.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.02)
+    parts = _checkpoint_parts(out)  # every run keeps a checkpoint
+    _wait_for_batches(job, parts, 2)
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     saved = {row for part in parts.glob("batch-*.parquet") for row in _inputs(part)}
     before = log.read_text().split()
-    again = subprocess.run(args, cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True)
+    again = subprocess.run(
+        [*args, "--resume"], cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True
+    )
     assert again.returncode == 0, again.stderr
     after = log.read_text().split()[len(before) :]
     assert saved and saved.isdisjoint(after)
@@ -486,6 +497,7 @@ def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path):
     result = EvalResult.read_parquet(out)
     assert result.items["input"].tolist() == [str(i) for i in range(200)]
     assert result.scores == {"slow": 1.0}
+    assert (out.parent / ".evaldag" / ".gitignore").read_text().endswith("*\n")
 
 
 def _inputs(part: Path) -> list[str]:
@@ -494,9 +506,134 @@ def _inputs(part: Path) -> list[str]:
     return pd.read_parquet(part)["input"].tolist()
 
 
-def test_run_resume_needs_out(tmp_path, capsys):
-    eval_file = _write_eval(tmp_path, scorers="exact")
-    code, _, err = _main(
-        capsys, "run", str(eval_file), "--data", str(_write_data(tmp_path)), "--resume"
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_a_stopped_run_says_how_to_go_on_and_going_on_gives_the_whole_run(
+    tmp_path, stop, code, said
+):
+    """Ctrl-C or SIGTERM mid-run: the conventional exit code, the batches scored so far kept,
+    and the command line that goes on from them; run, it gives what an uninterrupted run
+    gives, scoring no saved item again."""
+    eval_file = tmp_path / "slow_eval.py"
+    eval_file.write_text(SLOW_EVAL.replace("return 1.0", "return int(run.input) % 3 / 2"))
+    data = _write_data(tmp_path, [{"input": str(i), "output": "o"} for i in range(200)])
+    log = tmp_path / "calls.log"
+    args = ["run", "slow_eval.py", "--data", "items.jsonl", "--out", "run.parquet"]
+    args += ["--concurrency", "1"]
+    env = {**os.environ, "CALLS_LOG": str(log), "DELAY": "0.01", "PYTHONUNBUFFERED": "1"}
+    job = subprocess.Popen(
+        [*COMMAND, *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a shell may start background jobs with SIGINT ignored; Ctrl-C reaches a foreground one
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    assert code == 3 and "--resume needs --out" in err
+    parts = _checkpoint_parts(tmp_path / "run.parquet")
+    _wait_for_batches(job, parts, 1)
+    job.send_signal(stop)
+    _, stderr = job.communicate(timeout=60)
+    assert job.returncode == code, stderr
+    saved = {row for part in parts.glob("batch-*.parquet") for row in _inputs(part)}
+    kept = f"{len(saved)} items scored so far are kept in {parts.relative_to(tmp_path)}"
+    assert f"evaldag: {said}; {kept}. To go on from there:" in stderr
+    go_on = stderr.strip().splitlines()[-1].strip()
+    assert go_on == shlex.join(["evaldag", *args, "--resume"])
+    assert saved
+    before = log.read_text().split()
+    again = subprocess.run(
+        [*COMMAND, *shlex.split(go_on)[1:]],
+        cwd=tmp_path,
+        env={**env, "DELAY": "0"},
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stderr
+    assert saved.isdisjoint(log.read_text().split()[len(before) :])
+    whole = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", "whole.parquet"]
+    done = subprocess.run(
+        [*whole, "--no-checkpoint"], cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    resumed = EvalResult.read_parquet(tmp_path / "run.parquet")
+    uninterrupted = EvalResult.read_parquet(tmp_path / "whole.parquet")
+    assert resumed.to_dict() == uninterrupted.to_dict()
+    columns = ["input", "slow.score", "slow.error"]
+    assert resumed.items[columns].equals(uninterrupted.items[columns])
+    assert not parts.exists()
+
+
+def test_the_command_that_goes_on_replaces_any_resume_option():
+    from evaldag._cli.resume import resume_command
+
+    start = ["run", "e.py", "--data", "d.jsonl"]
+    assert resume_command(start) == "evaldag run e.py --data d.jsonl --resume"
+    assert resume_command([*start, "--resume=refresh"]) == resume_command(start)
+    assert resume_command(["run", "e.py", "--resume", "refresh", "--data", "d.jsonl"]) == (
+        resume_command(start)
+    )
+    assert resume_command(["run", "e.py", "--res", "--data", "d.jsonl"]) == resume_command(start)
+    assert resume_command(["run", "my eval.py"]) == "evaldag run 'my eval.py' --resume"
+
+
+def test_run_keeps_a_checkpoint_beside_out_and_resume_reads_a_finished_run_back(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    data = _write_data(tmp_path)
+    out = tmp_path / "results.csv"
+    code, _, err = _main(capsys, "run", eval_file, "--data", data, "--out", out)
+    assert (code, err) == (0, "")
+    checkpoint = tmp_path / ".evaldag" / "results.csv.checkpoint.parquet"
+    assert EvalResult.read_parquet(checkpoint).scores == {"exact": 2 / 3}
+    out.unlink()
+    code, _, err = _main(capsys, "run", eval_file, "--data", data, "--out", out, "--resume")
+    assert code == 0 and "its results were read back from" in err
+    assert out.read_text().count("\n") == 4  # written again: a header and three items
+
+
+def test_a_changed_eval_is_refused_naming_the_change_and_refreshed_on_demand(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    data = _write_data(tmp_path)
+    assert _main(capsys, "run", eval_file, "--data", data)[0] == 0
+    eval_file.write_text(eval_file.read_text().replace("1.0 if", "0.5 if"))
+    code, _, err = _main(capsys, "run", eval_file, "--data", data, "--resume")
+    assert code == 3
+    assert "step 'generate_score' of scorer 'exact': its code changed" in err
+    assert "--resume=refresh" in err and "without --resume" in err
+    code, out, _ = _main(capsys, "run", eval_file, "--data", data, "--resume=refresh")
+    assert code == 0 and "0.33" in out  # two of three at 0.5
+
+
+def test_run_without_out_keeps_its_checkpoint_here(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    data = _write_data(tmp_path)
+    code, _, err = _main(capsys, "run", "eval.py", "--data", "items.jsonl", "--resume")
+    assert code == 0 and "no checkpoint in .evaldag to resume; scoring every item" in err
+    assert (tmp_path / ".evaldag" / "eval.py-items.jsonl.checkpoint.parquet").exists()
+    code, _, err = _main(capsys, "run", eval_file, "--data", data, "--no-checkpoint")
+    assert (code, err) == (0, "")
+
+
+def test_no_checkpoint_keeps_none_and_cannot_be_resumed(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    data = _write_data(tmp_path)
+    args = ["run", eval_file, "--data", data, "--out", tmp_path / "r.parquet"]
+    assert _main(capsys, *args, "--no-checkpoint")[0] == 0
+    assert not (tmp_path / ".evaldag").exists()
+    code, _, err = _main(capsys, *args, "--no-checkpoint", "--resume")
+    assert code == 3 and "--resume goes on from a checkpoint: drop --no-checkpoint" in err
+
+
+def test_a_long_out_name_gives_a_checkpoint_name_that_fits(tmp_path, capsys):
+    eval_file = _write_eval(tmp_path, scorers="exact")
+    out = tmp_path / ("r" * 240 + ".parquet")  # 248 bytes: with the suffixes, too long
+    assert _main(capsys, "run", eval_file, "--data", _write_data(tmp_path), "--out", out)[0] == 0
+    (checkpoint,) = (tmp_path / ".evaldag").glob("*.checkpoint.parquet")
+    assert checkpoint.name.startswith("r" * 100) and len(checkpoint.name) < 220
+    assert EvalResult.read_parquet(checkpoint).scores == EvalResult.read_parquet(out).scores

@@ -117,7 +117,11 @@ def test_a_function_target_holding_conversations(tmp_path, capsys):
         [{"inputs": ["hello", "and again"]}, {"inputs": ["once"]}],
     )
     assert main(["run", str(source), "--data", str(data)]) == 0
-    assert "check-includes" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "check-includes" in printed.out
+    assert "cannot be resumed yet; this run keeps no checkpoint" in printed.err
+    assert main(["run", str(source), "--data", str(data), "--resume"]) == 3
+    assert "cannot be resumed yet: run without --resume" in capsys.readouterr().err
 
 
 def test_an_unknown_config_key_is_a_configuration_error(tmp_path, capsys):

@@ -3,10 +3,11 @@
 Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
 or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
 configuration or input error (the message goes to stderr), or for a run a results file or the
-score store could not take (its summary is printed first). ``evaldag demo`` and ``evaldag report``
-exit 0 once their files are written, whatever the verdict, and 3 on an error; ``evaldag compare``
-exits 1 on a regression or when B lacks scorers or items of A, else 0. Every command exits 4 on
-an unexpected error (a bug in evaldag: the traceback is printed).
+score store could not take (its summary is printed first), 130 when interrupted (Ctrl-C) and 143
+when terminated (SIGTERM), with the command that goes on from its checkpoint. ``evaldag demo``
+and ``evaldag report`` exit 0 once their files are written, whatever the verdict, and 3 on an
+error; ``evaldag compare`` exits 1 on a regression or when B lacks scorers or items of A, else 0.
+Every command exits 4 on an unexpected error (a bug in evaldag: the traceback is printed).
 """
 
 from __future__ import annotations
@@ -21,6 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from evaldag._cli.resume import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    Terminated,
+    add_resume_options,
+    checkpoint_path,
+    checkpointed_run,
+    how_to_go_on,
+    terminated_as_interrupted,
+)
 from evaldag._cli.traces import add_trace_options, traced_items
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
@@ -42,7 +53,8 @@ _VERDICT_EXITS = {
 
 _EPILOG = """\
 exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
-2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug).
+2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
 'demo' and 'report' exit 0 once their files are written, whatever the verdict;
 'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0."""
 
@@ -134,12 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="judge, async-step and target calls in flight at once (default: 8)",
     )
-    run.add_argument(
-        "--resume",
-        action="store_true",
-        help="save finished batches beside --out as they complete, and after a crash score "
-        "only what is missing (needs --out)",
-    )
+    add_resume_options(run)
     run.add_argument(
         "--max-error-share",
         type=_share,
@@ -314,10 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``evaldag`` command line with ``argv`` (default: ``sys.argv[1:]``)."""
     # litellm would fetch its price table from the network at import; its bundled copy will do.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     command: Callable[[argparse.Namespace], int] = args.command
     try:
-        return command(args)
+        with terminated_as_interrupted():
+            return command(args)
     except UntrustworthyRunError as error:
         print(f"evaldag: error: {error.message}", file=sys.stderr)
         out = getattr(args, "out", None)
@@ -329,9 +338,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalDagError as error:
         print(f"evaldag: error: {error.message}", file=sys.stderr)
         return EXIT_CONFIG
-    except KeyboardInterrupt:
-        print("evaldag: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        said = "terminated" if isinstance(stop, Terminated) else "interrupted"
+        hint = ""
+        if command is _run_command and not args.estimate:
+            hint = how_to_go_on(getattr(args, "checkpoint", None), args.no_checkpoint, argv)
+        print(f"evaldag: {said}{hint}", file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
     except Exception:
         traceback.print_exc()
         print(
@@ -347,11 +360,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     from evaldag._eval.eval_file import eval_data, eval_definition
-    from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._eval.run_evals import visualize
 
-    if args.resume and not args.out:
+    if args.resume and args.no_checkpoint:
         raise EvalDagError(
-            "INVALID_CLI_OPTIONS", "--resume needs --out: the results file it resumes into"
+            "INVALID_CLI_OPTIONS", "--resume goes on from a checkpoint: drop --no-checkpoint"
         )
     if args.full_dag and not args.dag:
         raise EvalDagError("INVALID_CLI_OPTIONS", "--full-dag needs --dag: the file to draw")
@@ -391,16 +404,18 @@ def _run_command(args: argparse.Namespace) -> int:
         )
         print(estimate_text(estimate, title))
         return EXIT_PASSED
+    args.checkpoint = None if args.no_checkpoint else checkpoint_path(args.out, args.eval, data)
     try:
-        result = run_evals(
+        result = checkpointed_run(
             data,
+            args.checkpoint,
+            args.resume,
             scorers=definition.scorers,
             gates=definition.gates,
             target=definition.target,
             columns=columns,
             concurrency=args.concurrency,
-            out=None if args.resume else args.out,
-            checkpoint=args.out if args.resume else None,
+            out=args.out,
             store=args.store,
             name=args.name,
             max_error_share=args.max_error_share,

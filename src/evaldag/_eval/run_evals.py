@@ -376,6 +376,7 @@ def _local_run(
     items wait on calls), then the aggregation nodes over all items; and the results files that
     could not be written."""
     saved = None
+    unsaved: Unsaved = []  # the results files that could not be written, and why
     if checkpoint is not None and plan.turn_specs:
         raise EvalDagError(
             "INVALID_CHECKPOINT_OPTIONS",
@@ -445,8 +446,11 @@ def _local_run(
                 items = values["batch_items"]
                 if plan.turn_specs:
                     turn_batches.append(values["turn_items"])
-                if saved is not None:
-                    saved.save(batch.start, batch.rows, items)
+                if saved is not None and not unsaved:
+                    try:
+                        saved.save(batch.start, batch.rows, items)
+                    except EvalDagError as error:  # a full disk: the run goes on without
+                        unsaved.append(((str(checkpoint),), error))
                 if on_item_complete is not None and RESCORED not in values:
                     _item_callbacks(
                         on_item_complete, batch.rows, values, plan, run_inputs["data_columns"]
@@ -475,7 +479,6 @@ def _local_run(
             **run_inputs,
         },
     }
-    unsaved: Unsaved = []
     try:
         _, values = dr.materialize(*sinks, **graph)
     except Exception as error:
@@ -487,7 +490,7 @@ def _local_run(
         _, values = dr.materialize(**graph)
         unsaved.append((tuple(paths.values()), error))
     result = values["eval_result"]
-    if saved is not None:
+    if saved is not None and not unsaved:
         try:
             saved.finish(result)
         except EvalDagError as error:  # its batches are kept: a rerun resumes from them
