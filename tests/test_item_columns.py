@@ -132,7 +132,8 @@ def test_compare_counts_only_the_items_a_scorer_ran_on():
     assert category.error_rate == pytest.approx(1 / 3)
 
 
-def test_a_turn_no_item_reached_says_so():
+def test_a_turn_a_dropped_conversation_never_reached_fails_its_threshold():
+    # The conversation crashed at turn 0, so its turn 1 counts as failed (12d2439), not absent.
     def target(input):
         if input == "boom":
             raise RuntimeError("boom")
@@ -150,7 +151,7 @@ def test_a_turn_no_item_reached_says_so():
     )
     missed = result.turn_results[1].threshold_results[0]
     assert not missed.passed
-    assert missed.reason == "no item could be scored (it ran on none)"
+    assert missed.reason == "no item could be scored (1 failed)"
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
