@@ -70,6 +70,9 @@ class Reply:
     :param model: the model name the response reports (default: the requested one).
     :param tool_calls: tool calls the assistant makes, ``{"name": ..., "arguments": {...}}`` each
         (``id`` optional); the finish reason becomes ``tool_calls`` unless given.
+    :param drip: seconds between the body's bytes, sent one at a time (a server that holds a
+        call open with a trickle of bytes); None sends the body at once.
+    :param chunked: send the body in chunked transfer encoding, without a Content-Length.
     """
 
     content: Any = ""
@@ -81,6 +84,8 @@ class Reply:
     body: str | None = None
     model: str | None = None
     tool_calls: tuple[Mapping[str, Any], ...] = ()
+    drip: float | None = None
+    chunked: bool = False
 
     @property
     def text(self) -> str:
@@ -140,6 +145,8 @@ class ReceivedRequest:
     headers: Mapping[str, str]
     body: Any
     client: tuple[str, int] | None = None
+    #: The URL's query string, without the ``?``.
+    query: str = ""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -303,7 +310,12 @@ class JudgeServer:
             body = None
         peer = request.transport.get_extra_info("peername") if request.transport else None
         received = ReceivedRequest(
-            time.monotonic(), request.path, dict(request.headers), body, peer and tuple(peer[:2])
+            time.monotonic(),
+            request.path,
+            dict(request.headers),
+            body,
+            peer and tuple(peer[:2]),
+            request.query_string,
         )
         with self._lock:
             self._requests.append(received)
@@ -311,7 +323,10 @@ class JudgeServer:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
-            return await self._answer(received, reply)
+            response = await self._answer(received, reply)
+            if reply is not None and (reply.drip is not None or reply.chunked):
+                return await _streamed(request, response, reply)
+            return response
         finally:
             with self._lock:
                 self._in_flight -= 1
@@ -414,6 +429,28 @@ class JudgeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+async def _streamed(
+    request: web.Request, response: web.Response, reply: Reply
+) -> web.StreamResponse:
+    """``response``'s body sent a byte every ``reply.drip`` seconds, or in chunks."""
+    body = response.body or b""
+    stream = web.StreamResponse(
+        status=response.status, headers={"Content-Type": response.content_type, **reply.headers}
+    )
+    if reply.chunked:
+        stream.enable_chunked_encoding()
+    else:
+        stream.content_length = len(body)
+    await stream.prepare(request)
+    size = 1 if reply.drip is not None else 65_536
+    for start in range(0, len(body), size):
+        await stream.write(body[start : start + size])
+        if reply.drip is not None:
+            await asyncio.sleep(reply.drip)
+    await stream.write_eof()
+    return stream
 
 
 def _error_response(status: int, message: str | None, headers: Mapping[str, str]) -> web.Response:

@@ -67,7 +67,12 @@ class Judge(BaseModel):
         default=0, description="Sampling temperature; None leaves it to the provider."
     )
     max_tokens: int | None = Field(default=None, ge=1, description="Cap on the reply's tokens.")
-    timeout: float = Field(default=60, gt=0, description="Seconds per model call.")
+    timeout: float = Field(
+        default=60,
+        gt=0,
+        description="Seconds a model call may take, from sending it to the last byte of the "
+        "reply: a deadline, however slowly the server sends.",
+    )
     max_retries: int = Field(
         default=4, ge=0, description="Retries of a call after 429, 5xx, timeouts, lost connections."
     )

@@ -10,6 +10,7 @@ litellm setting is changed to cut the cost is in :func:`configured_litellm`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -106,9 +107,13 @@ async def litellm_reply(endpoint: Endpoint, request: dict[str, Any], timeout: fl
     """The reply to ``request`` (litellm's arguments) through litellm, or a CallFault."""
     litellm = configured_litellm()
     try:
-        response = await litellm.acompletion(
-            **request, api_key=endpoint.api_key, timeout=timeout, max_retries=0
-        )
+        # litellm's timeout bounds each read: a server trickling bytes would hold the call.
+        async with asyncio.timeout(timeout):
+            response = await litellm.acompletion(
+                **request, api_key=endpoint.api_key, timeout=timeout, max_retries=0
+            )
+    except TimeoutError:
+        fault = CallFault("Timeout", None, f"no reply within {timeout:g} s", "transient")
     except Exception as error:
         fault = _fault(error, litellm)
     else:
