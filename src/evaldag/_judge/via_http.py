@@ -18,6 +18,7 @@ import atexit
 import functools
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import orjson
@@ -99,7 +100,7 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     body = {"model": endpoint.model_name}
     body.update((key, value) for key, value in request.items() if key not in _NOT_BODY)
     body.update(request.get("extra_body") or {})
-    url = f"{endpoint.api_base.rstrip('/')}/chat/completions"
+    url = completions_url(endpoint.api_base)
     _require_one_authorization(endpoint, headers)
     proxy, proxy_auth = _proxy(url)
     session = _pooled_session(endpoint.api_base)
@@ -134,6 +135,14 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     if status != 200:
         raise _status_fault(status, raw, retry_after)
     return _reply(raw)
+
+
+def completions_url(api_base: str) -> str:
+    """The chat-completions URL of ``api_base``: ``/chat/completions`` after its path, before its
+    query (``https://host/v1?api-version=1`` gives ``https://host/v1/chat/completions?api-version=1``)."""
+    parts = urlsplit(api_base)
+    path = f"{parts.path.rstrip('/')}/chat/completions"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def _require_one_authorization(endpoint: Endpoint, headers: dict[str, str]) -> None:

@@ -17,6 +17,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from evaldag._judge.errors import CallFault, JudgeError
+from evaldag._judge.litellm_requests import (
+    CallRules,
+    base_without_query,
+    call_rules,
+    guarded_transports,
+)
 from evaldag._judge.records import token_usage, tool_calls
 from evaldag._judge.redaction import redacting
 from evaldag._judge.transports import Route, Transport
@@ -33,7 +39,9 @@ def configured_litellm() -> Any:
     # The price table bundled with litellm: no download (and no retries when offline) at import.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
+    guarded_transports(AsyncHTTPHandler)
     # litellm prints a "Give Feedback / Get Help" banner before raising; evaldag's errors say
     # what went wrong instead.
     litellm.suppress_debug_info = True
@@ -106,12 +114,16 @@ def _provider(model: str, api_base: str | None) -> tuple[str, str | None]:
 async def litellm_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:
     """The reply to ``request`` (litellm's arguments) through litellm, or a CallFault."""
     litellm = configured_litellm()
+    base, query = base_without_query(endpoint.api_base)
+    if query:  # litellm would put its path after the query; the rules add it to the request
+        request = {**request, "api_base": base}
     try:
         # litellm's timeout bounds each read: a server trickling bytes would hold the call.
         async with asyncio.timeout(timeout):
-            response = await litellm.acompletion(
-                **request, api_key=endpoint.api_key, timeout=timeout, max_retries=0
-            )
+            with call_rules(CallRules(base, query)):
+                response = await litellm.acompletion(
+                    **request, api_key=endpoint.api_key, timeout=timeout, max_retries=0
+                )
     except TimeoutError:
         fault = CallFault("Timeout", None, f"no reply within {timeout:g} s", "transient")
     except Exception as error:
