@@ -21,12 +21,20 @@ import traceback
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qsl, quote
 
 import litellm
 import pytest
-from judge_server import TRANSPORTS, JudgeServer, Reply
+from judge_server import TRANSPORTS, JudgeServer, Reply, rate_limited
 
-from evaldag import EvalDagError, EvalResult, Judge, UntrustworthyRunError, run_evals
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    Judge,
+    UntrustworthyRunError,
+    create_scorer,
+    run_evals,
+)
 from evaldag._cli.main import main as cli_main
 from evaldag._report.html import report_html, write_report
 from evaldag.scorers import faithfulness
@@ -51,18 +59,18 @@ scorers = [faithfulness(judge, context={context!r})]
 """
 
 
-def _clean(where: str, content: str | bytes) -> None:
-    """``content`` holds neither key (nor the random part of either)."""
+def _clean(where: str, content: str | bytes, secrets: tuple[str, ...] = SECRETS) -> None:
+    """``content`` holds none of ``secrets`` (nor the random part of any)."""
     text = content.decode("latin-1") if isinstance(content, bytes) else content
-    for secret in SECRETS:
+    for secret in secrets:
         for part in (secret, secret.rsplit("-", 1)[1]):
             assert part not in text, f"a key leaked into {where}"
 
 
-def _clean_files(folder: Path) -> None:
+def _clean_files(folder: Path, secrets: tuple[str, ...] = SECRETS) -> None:
     for path in folder.rglob("*"):
         if path.is_file():
-            _clean(str(path), path.read_bytes())
+            _clean(str(path), path.read_bytes(), secrets)
 
 
 def _clean_result(where: str, result: EvalResult) -> None:
@@ -356,3 +364,106 @@ def test_url_credentials_beside_an_authorization_header_are_named_on_http(model,
     assert "Cannot combine" not in message
     for secret in (URL_PASSWORD, JUDGE_KEY, HEADER_TOKEN):
         _no_part("the error", _error_text(raised.value), secret)
+
+
+QUERY_KEY = f"qk-{uuid.uuid4().hex}"
+AZURE_CODE = f"code-{uuid.uuid4().hex}"
+AZURE_SIG = f"sig-{uuid.uuid4().hex}+/="  # percent-encoded in the URL
+QUERY_SECRETS = (QUERY_KEY, AZURE_CODE, AZURE_SIG, quote(AZURE_SIG, safe=""))
+QUERY_EVAL_FILE = """\
+from evaldag import Judge
+from evaldag.scorers import faithfulness
+
+judge = Judge(
+    "openai/mock-judge", api_base={api_base!r}, api_key="sk-anything-long", cache=False,
+    transport={transport!r},
+)
+scorers = [faithfulness(judge, context={context!r})]
+"""
+
+
+def _with_secret_query(url: str) -> str:
+    return f"{url}?api-key={QUERY_KEY}&code={AZURE_CODE}&sig={quote(AZURE_SIG, safe='')}"
+
+
+def test_an_api_base_query_stays_out_of_every_output(server, tmp_path, capfd):
+    """The endpoint the adaptive limit names (usage.judge_limits) once held the raw api_base:
+    results, checkpoint, store, evaldag run's output and the reports."""
+    given, written = tmp_path / "given", tmp_path / "written"
+    given.mkdir()
+    written.mkdir()
+    eval_file, data = given / "judged.py", given / "data.jsonl"
+    api_base = _with_secret_query(server.url)
+    eval_file.write_text(
+        QUERY_EVAL_FILE.format(api_base=api_base, context=CONTEXT, transport=server.transport)
+    )
+    data.write_text("".join(json.dumps(item) + "\n" for item in DATA))
+    out, store = written / "results.parquet", written / "scores.db"
+    server.script(rate_limited(retry_after=0.05))  # the limit halves: the summary names it
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        run = ["run", str(eval_file), "--data", str(data), "--out", str(out), "--resume"]
+        assert cli_main([*run, "--store", str(store)]) == 0, stderr.getvalue()
+        assert cli_main(["report", str(out), "--out", str(written / "report.html")]) == 0
+        assert cli_main(["report", str(store), "--out", str(written / "stored.html")]) == 0
+    sent = {tuple(parse_qsl(r.query)) for r in server.requests}
+    assert sent == {tuple(parse_qsl(api_base.split("?", 1)[1]))}  # the query was used
+    (limit,) = EvalResult.read_parquet(out).usage["total"].judge_limits
+    assert limit.endpoint == (
+        f"openai/mock-judge at {server.url}?api-key=**********&code=**********&sig=**********"
+    )
+    assert "judge limit for openai/mock-judge at" in stdout.getvalue()
+    _clean("evaldag's output", stdout.getvalue() + stderr.getvalue(), QUERY_SECRETS)
+    printed = capfd.readouterr()
+    _clean("stdout and stderr", printed.out + printed.err, QUERY_SECRETS)
+    assert {p.name for p in written.iterdir()} >= {"report.html", "stored.html", "scores.db"}
+    _clean_files(written, QUERY_SECRETS)
+
+
+@pytest.mark.parametrize("echoed", ["decoded", "encoded"])
+def test_every_query_value_of_an_api_base_stays_out_of_errors(server, everything_logged, echoed):
+    """Azure's ?code= and ?sig= are keys whatever their names; a server may echo a value
+    percent-decoded or as the URL has it."""
+    sig = AZURE_SIG if echoed == "decoded" else quote(AZURE_SIG, safe="")
+    message = f"code {AZURE_CODE} with signature {sig} is not valid"
+    server.reset()
+    server.reply = Reply(status=403, body=json.dumps({"error": {"message": message}}))
+    judge = Judge(
+        "openai/mock-judge",
+        api_base=_with_secret_query(server.url),
+        api_key="sk-anything-long",
+        cache=False,
+        max_retries=0,
+        transport=server.transport,
+    )
+    with pytest.raises(EvalDagError) as raised:
+        faithfulness(judge, context=CONTEXT).run(input="q", output="a")
+    assert server.requests  # the call was made, and refused
+    assert "is not valid" in raised.value.message
+    shown = f"{judge!r} {judge.model_dump_json()}"
+    for secret in QUERY_SECRETS:
+        _no_part("the error", _error_text(raised.value), secret)
+        _no_part("the logs", everything_logged(), secret)
+        _no_part("the judge", shown, secret)
+
+
+STORE_PASSWORD = f"pw-{uuid.uuid4().hex}"
+
+
+def test_a_store_url_with_a_password_in_its_query_stays_out_of_errors_and_output(capfd):
+    """PostgreSQL takes ?password=; the store's URL is shown with every query value masked."""
+    url = f"postgresql://evaldag@127.0.0.1:9/scores?password={STORE_PASSWORD}&sslmode=disable"
+    secrets = (STORE_PASSWORD,)
+    scorer = create_scorer("constant").generate_score(lambda run: 1)
+    with pytest.raises(EvalDagError) as raised:  # nothing listens on port 9
+        run_evals(DATA, scorers=[scorer], store=url)
+    assert raised.value.id == "EVALDAG_STORE_FAILED"
+    assert "postgresql://**********@127.0.0.1:9/scores?password=**********" in str(raised.value)
+    _clean("the error", _error_text(raised.value), secrets)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        assert cli_main(["report", url]) != 0
+    assert "127.0.0.1:9" in stderr.getvalue()
+    _clean("evaldag report's output", stdout.getvalue() + stderr.getvalue(), secrets)
+    printed = capfd.readouterr()
+    _clean("stdout and stderr", printed.out + printed.err, secrets)

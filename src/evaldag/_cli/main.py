@@ -518,6 +518,7 @@ def _demo_command(args: argparse.Namespace) -> int:
 
 def _demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple[Any, str]:
     """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
+    from evaldag._judge.redaction import url_without_credentials
     from evaldag._judge.settings import LOCAL_MODEL, Judge
 
     if choice == "none":
@@ -540,7 +541,7 @@ def _demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple
         )
     settings = {"api_base": api_base, "api_key": api_key}
     judge = Judge(choice, **{name: value for name, value in settings.items() if value})
-    where = f" at {api_base}" if api_base else ""
+    where = f" at {url_without_credentials(api_base)}" if api_base else ""
     return judge, f"faithfulness: judged by {choice}{where}"
 
 

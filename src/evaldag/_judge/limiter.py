@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
+from evaldag._judge.redaction import endpoint_name
 from evaldag._judge.settings import Judge, call_limit
 
 #: Limit changes kept per endpoint (a long run under a 429 storm changes it often).
@@ -162,7 +163,7 @@ def judge_limits(judges: Iterable[Judge], since: float) -> list[dict[str, Any]]:
                 changes.append((round(at - since, 3), size))
         found.append(
             {
-                "endpoint": f"{model} at {api_base}" if api_base else model,
+                "endpoint": endpoint_name(model, api_base),
                 "max_concurrency": limit.ceiling,
                 "lowest": min(size for _, size in changes),
                 "final": changes[-1][1],

@@ -21,6 +21,12 @@ from pydantic import (
     model_serializer,
 )
 
+from evaldag._judge.redaction import (
+    MASK,
+    headers_without_credentials,
+    is_secret_setting,
+    url_without_credentials,
+)
 from evaldag._judge.transports import transport_names, unknown_transport
 from evaldag.errors import EvalDagError
 
@@ -28,18 +34,6 @@ from evaldag.errors import EvalDagError
 LOCAL_MODEL = "local"
 
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
-MASK = "**********"
-
-# Settings that are credentials or carry them (headers), by name.
-_SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "token", "header")
-_TOKEN_COUNTS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
-
-
-def is_secret_setting(name: str) -> bool:
-    """Whether a judge setting named ``name`` may hold a credential (``api_key``,
-    ``aws_secret_access_key``, ``extra_headers``, ...); ``max_tokens`` and the like do not."""
-    lowered = name.lower()
-    return lowered not in _TOKEN_COUNTS and any(part in lowered for part in _SECRET_PARTS)
 
 
 class Judge(BaseModel):
@@ -132,11 +126,7 @@ class Judge(BaseModel):
     @model_serializer(mode="wrap")
     def _masked(self, handler: Any) -> dict[str, Any]:
         """Dumps (and so files and logs) show credentials as a mask."""
-        data = handler(self)
-        return {
-            name: MASK if value is not None and is_secret_setting(name) else value
-            for name, value in data.items()
-        }
+        return {name: _shown(name, value) for name, value in handler(self).items()}
 
     def overridden_by(self, other: Judge) -> Judge:
         """This judge with the fields ``other`` sets explicitly taken from ``other``."""
@@ -147,12 +137,24 @@ class Judge(BaseModel):
 
     def __repr__(self) -> str:
         shown = ", ".join(
-            f"{name}={MASK if is_secret_setting(name) else repr(getattr(self, name))}"
+            f"{name}={_shown(name, getattr(self, name))!r}"
             for name in sorted(self.model_fields_set)
         )
         return f"Judge({shown})"
 
     __str__ = __repr__
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A setting as dumps and reprs show it: URLs and headers without credentials, other
+    credentials masked."""
+    if value is None:
+        return None
+    if name == "api_base":
+        return url_without_credentials(value)
+    if name == "extra_headers" and isinstance(value, dict):
+        return headers_without_credentials(value)
+    return MASK if is_secret_setting(name) else value
 
 
 def as_judge(value: Any, where: str) -> Judge | None:

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import json_text
+from evaldag._judge.redaction import endpoint_name
 from evaldag._results.intervals import ConfidenceInterval
 from evaldag._results.item_columns import ScorerColumns, nested_by_group, scorer_ids
 from evaldag._scorer.thresholds import ThresholdSpec
@@ -152,6 +153,13 @@ class JudgeLimit(_Model):
         description="(seconds since the run started, limit): the limit at the start and after "
         "each change."
     )
+
+    @field_validator("endpoint")
+    @classmethod
+    def _without_credentials(cls, endpoint: str) -> str:
+        """Credentials masked in the URL, also of a results file older than that masking."""
+        model, at, api_base = endpoint.rpartition(" at ")
+        return endpoint_name(model, api_base) if at else endpoint
 
 
 class ScorerUsage(_Model):

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
-import sqlalchemy as sa
 
+from evaldag._judge.redaction import url_without_credentials
 from evaldag._results.eval_result import EvalResult
 from evaldag._store.results import entity_name, result_rows
 from evaldag._store.rows import ROW_FIELDS, Source
@@ -31,16 +31,11 @@ def is_store(location: Any) -> bool:
 
 
 def shown_location(location: Location) -> str:
-    """Where a store is, as output may show it: a URL without its password."""
+    """Where a store is, as output may show it: a URL without its credentials."""
     if isinstance(location, ScoreStore):
         return location.location
     text = os.fspath(location)
-    if "://" not in text:
-        return text
-    try:
-        return sa.make_url(text).render_as_string(hide_password=True)
-    except sa.exc.ArgumentError:
-        return "the score store"
+    return url_without_credentials(text) if "://" in text else text
 
 
 @contextmanager

@@ -24,6 +24,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from evaldag._judge.redaction import redacted, url_secrets, url_without_credentials
 from evaldag._results.eval_result import EvalResult
 from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
@@ -54,7 +55,9 @@ class SqlScoreStore:
 
     def __init__(self, location: str | os.PathLike[str] = "scores.db") -> None:
         self.url = _url(location)
-        self.location = self.url.render_as_string(hide_password=True)
+        full = self.url.render_as_string(hide_password=False)
+        self.location = url_without_credentials(full)
+        self._secrets = url_secrets(full)
         if self.url.get_backend_name() not in _UPSERTS:
             raise EvalDagError(
                 "EVALDAG_STORE_UNSUPPORTED_DATABASE",
@@ -234,7 +237,7 @@ class SqlScoreStore:
                 with connection.begin():
                     yield connection
         except sa.exc.SQLAlchemyError as error:
-            raise _store_error(self.location, action, error) from error
+            raise _store_error(self.location, action, error, self._secrets) from error
 
 
 def _forked(store: weakref.ref[SqlScoreStore]) -> None:
@@ -251,8 +254,8 @@ def _url(location: str | os.PathLike[str]) -> sa.URL:
         except sa.exc.ArgumentError as error:
             raise EvalDagError(
                 "EVALDAG_STORE_INVALID_URL",
-                f"store={text!r} is not a database URL (e.g. 'postgresql://user@host/db') nor a "
-                "file path",
+                f"store={url_without_credentials(text)!r} is not a database URL (e.g. "
+                "'postgresql://user@host/db') nor a file path",
                 domain="STORAGE",
                 cause=error,
             ) from error
@@ -308,8 +311,10 @@ def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
         connection.execute(statement, records[start : start + _ROWS_PER_STATEMENT])
 
 
-def _store_error(location: str, action: str, error: sa.exc.SQLAlchemyError) -> EvalDagError:
-    detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+def _store_error(
+    location: str, action: str, error: sa.exc.SQLAlchemyError, secrets: tuple[str, ...]
+) -> EvalDagError:
+    detail = redacted(str(getattr(error, "orig", None) or error).strip().splitlines()[0], secrets)
     return EvalDagError(
         "EVALDAG_STORE_FAILED",
         f"Could not {action} the score store {location}: {detail}",
