@@ -139,10 +139,10 @@ def test_a_callable_target_returning_openai_chat_feeds_every_group(concurrency):
     assert items["check-no-tool-errors.score"].tolist() == [1.0, 0.0, 1.0]
     assert result.verdict == "failed"
     assert items["output"][0][0]["tool_calls"][0]["id"] == "call_1"  # kept as the target gave it
-    # A tool result holding {"error": ...} is a tool error for the check, but (as in Mastra's
-    # extractTrajectory) a successful step of the trajectory; the missing call costs accuracy.
+    # A tool result holding {"error": ...} is a failed step of the trajectory, which costs the
+    # tool-failures dimension: (0.4 * accuracy 1 + 0.2 * 0) / 0.6; the missing call accuracy.
     trajectory = items["trajectory.code-trajectory-scorer.score"].tolist()
-    assert trajectory[0] == trajectory[1] == 1.0 and trajectory[2] < 1.0
+    assert trajectory[:2] == [1.0, 0.67] and trajectory[2] < 1.0
 
 
 def test_llm_trajectory_judge_in_the_trajectory_group(judge_server):
@@ -237,7 +237,8 @@ ORACLE = json.loads(
 
 def test_an_agent_config_averages_and_gates_as_mastras():
     """Mastra's runEvals on a real Agent (the oracle's mock model scripting tool calls, one
-    failing); evaldag scores the messages that agent produced with the same config."""
+    failing); evaldag scores the messages that agent produced with the same config (the unified
+    trajectory scorer with Mastra's rules: its failed call would otherwise count)."""
     (entry,) = ORACLE
     case, expected = entry["case"], entry["expected"]
     data = [
@@ -252,7 +253,10 @@ def test_an_agent_config_averages_and_gates_as_mastras():
         data,
         scorers={
             "agent": [checks.called_tool("get_weather"), checks.used_no_tools()],
-            "trajectory": [scorers.trajectory_accuracy(), scorers.trajectory()],
+            "trajectory": [
+                scorers.trajectory_accuracy(),
+                scorers.trajectory(count_unrecovered_errors=False, count_redundant_calls=False),
+            ],
         },
         gates=[checks.no_tool_errors()],
     )

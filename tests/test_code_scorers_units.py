@@ -411,8 +411,9 @@ def test_blacklist():
 def test_tool_failures():
     failing = [{"name": "a", "stepType": "tool_call", "success": False}] * 4
     fallback = [*failing, {"name": "b", "stepType": "tool_call", "success": True}]
-    result = scorers.analyze_tool_failures(fallback)
+    result = scorers.analyze_tool_failures(fallback, count_unrecovered_errors=False)
     assert result["score"] == 0.8
+    assert "unrecoveredTools" not in result
     assert result["patterns"] == [
         {
             "toolName": "a",
@@ -424,6 +425,59 @@ def test_tool_failures():
     ]
     recovered = [failing[0], {"name": "a", "stepType": "tool_call", "success": True}]
     assert scorers.analyze_tool_failures(recovered)["score"] == 1
+    assert scorers.analyze_tool_failures(recovered)["unrecoveredTools"] == []
+
+
+def test_tool_failures_count_tools_that_never_succeeded():
+    """A tool whose last call failed is unrecovered: the retry score (0.8 for a's 3 retries)
+    times the share of tools that worked (b of a and b)."""
+    failing = [{"name": "a", "stepType": "tool_call", "success": False}] * 4
+    fallback = [*failing, {"name": "b", "stepType": "tool_call", "success": True}]
+    result = scorers.analyze_tool_failures(fallback)
+    assert (result["score"], result["unrecoveredTools"]) == (0.4, ["a"])
+    assert scorers.analyze_tool_failures(failing[:1])["score"] == 0
+    assert scorers.analyze_tool_failures(failing[:1], count_unrecovered_errors=False)["score"] == 1
+    # a later success of the same tool recovers it, even after another tool ran between
+    later = [failing[0], fallback[-1], {"name": "a", "stepType": "tool_call"}]
+    assert scorers.analyze_tool_failures(later)["unrecoveredTools"] == []
+
+
+def test_redundant_calls_leave_out_retries_of_a_failed_call():
+    retried = [
+        {"name": "a", "stepType": "tool_call", "toolArgs": {"q": 1}, "success": False},
+        {"name": "a", "stepType": "tool_call", "toolArgs": {"q": 1}, "success": True},
+        {"name": "a", "stepType": "tool_call", "toolArgs": {"q": 1}, "success": True},
+    ]
+    assert scorers.check_trajectory_efficiency(retried)["redundantCalls"] == [
+        {"name": "a", "index": 1},
+        {"name": "a", "index": 2},
+    ]
+    ours = scorers.check_trajectory_efficiency(retried, redundant_retries=False)
+    assert (ours["score"], ours["redundantCalls"]) == (0.8, [{"name": "a", "index": 2}])
+
+
+def test_unified_trajectory_reason_names_unrecovered_tools():
+    failed = [{"name": "search", "stepType": "tool_call", "success": False}] * 3
+    result = scorers.trajectory().run(input="go", output=failed)
+    assert result.reason == (
+        "Score: 0\nTool failures (0): 2 total retries. failed without recovering: search."
+    )
+
+
+def test_unified_trajectory_counts_failures_in_nested_children():
+    actual = [
+        {
+            "name": "research",
+            "stepType": "agent_run",
+            "children": [{"name": "search", "stepType": "tool_call", "success": False}],
+        }
+    ]
+    expected = {"steps": [{"name": "research", "children": {"steps": _names("search")}}]}
+    result = scorers.trajectory().run(input="go", output=actual, expected_trajectory=expected)
+    nested = result.preprocess_step_result["nested"][0]
+    assert nested["toolFailures"]["unrecoveredTools"] == ["search"]
+    assert nested["score"] == 0.67  # (0.4 * 1 + 0.2 * 0) / 0.6
+    assert result.score == 0.9  # 0.7 * 1 + 0.3 * 0.67
 
 
 def test_trajectory_accuracy_from_options_item_or_nothing():

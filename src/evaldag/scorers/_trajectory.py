@@ -234,12 +234,16 @@ def check_trajectory_efficiency(
     max_total_tokens: float | None = None,
     max_total_duration_ms: float | None = None,
     no_redundant_calls: bool = True,
+    redundant_retries: bool = True,
 ) -> dict[str, Any]:
     """Budgets and redundancy of a trajectory (Mastra's ``checkTrajectoryEfficiency``).
 
     Each budget that is set scores ``max(0, 1 - overrun / budget)``; redundant calls (the same
     tool called twice in a row with equal arguments) cost 0.2 each. The score is their mean,
     rounded to two decimals (1 when nothing is checked).
+
+    :param redundant_retries: whether a call that repeats a failed one is redundant (Mastra);
+        False leaves retries to ``analyze_tool_failures``.
 
     :raises EvalDagError: a budget is not a finite nonnegative number, or the measurements it
         needs (token counts of every model generation, step durations) are missing.
@@ -309,6 +313,7 @@ def check_trajectory_efficiency(
                 and previous.get("stepType") in _TOOL_STEPS
                 and js_json(previous.get("toolArgs", MISSING))
                 == js_json(current.get("toolArgs", MISSING))
+                and (redundant_retries or previous.get("success") is not False)
             ):
                 redundant.append({"name": current.get("name"), "index": index})
     over_steps = max_steps is not None and len(steps) > max_steps
@@ -369,14 +374,22 @@ def check_trajectory_blacklist(
     }
 
 
-def analyze_tool_failures(trajectory: Any, *, max_retries_per_tool: int = 2) -> dict[str, Any]:
-    """Retry patterns of tool calls: runs of one tool where a failed call is called again.
+def analyze_tool_failures(
+    trajectory: Any, *, max_retries_per_tool: int = 2, count_unrecovered_errors: bool = True
+) -> dict[str, Any]:
+    """Retry patterns of tool calls (runs of one tool where a failed call is called again) and
+    the tools that never succeeded.
 
-    Each retry beyond ``max_retries_per_tool`` costs 0.2.
+    Each retry beyond ``max_retries_per_tool`` costs 0.2. A tool whose last call failed is
+    unrecovered: the score is then multiplied by the share of the called tools that were not,
+    so a trajectory whose only tool failed scores 0.
 
-    :return: ``{score, patterns, totalRetries, excessiveRetryTools}``; each pattern has
-        ``toolName, retryCount, fellBackToAlternative, eventuallySucceeded`` and, after a fallback,
-        ``alternativeTool``.
+    :param count_unrecovered_errors: False scores as Mastra's ``analyzeToolFailures`` does:
+        only excessive retries cost, and a tool that failed every time it was called scores 1
+        as long as it was retried at most ``max_retries_per_tool`` times.
+    :return: ``{score, patterns, totalRetries, excessiveRetryTools}`` and, when counted,
+        ``unrecoveredTools``; each pattern has ``toolName, retryCount, fellBackToAlternative,
+        eventuallySucceeded`` and, after a fallback, ``alternativeTool``.
     """
     calls = [
         step for step in trajectory_dict(trajectory)["steps"] if step.get("stepType") in _TOOL_STEPS
@@ -408,7 +421,11 @@ def analyze_tool_failures(trajectory: Any, *, max_retries_per_tool: int = 2) -> 
         start = end
     excess = sum(max(0, pattern["retryCount"] - max_retries_per_tool) for pattern in patterns)
     score = max(0, 1 - excess * 0.2) if calls else 1
-    return {
+    last_calls = {call.get("name"): call for call in calls}
+    unrecovered = [name for name, call in last_calls.items() if call.get("success") is False]
+    if count_unrecovered_errors and unrecovered:
+        score *= 1 - len(unrecovered) / len(last_calls)
+    result = {
         "score": round_to_two_decimals(max(0, min(1, score))),
         "patterns": patterns,
         "totalRetries": total_retries,
@@ -418,3 +435,6 @@ def analyze_tool_failures(trajectory: Any, *, max_retries_per_tool: int = 2) -> 
             if pattern["retryCount"] > max_retries_per_tool
         ],
     }
+    if count_unrecovered_errors:
+        result["unrecoveredTools"] = unrecovered
+    return result

@@ -10,6 +10,7 @@ overrides the scorer's own settings.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
@@ -28,6 +29,14 @@ from evaldag.scorers._trajectory import (
 
 _DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "toolFailures": 0.2, "blacklist": 0.1}
 _BUDGETS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs", "noRedundantCalls")
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """What the unified score counts beyond Mastra's rules (both False: Mastra's answers)."""
+
+    unrecovered_errors: bool
+    redundant_calls: bool
 
 
 def _camel_dict(value: Any, what: str) -> dict[str, Any]:
@@ -81,6 +90,10 @@ def trajectory_accuracy(
         (a run with neither scores 0 and says why).
     :param comparison_options: ``{'ordering': 'strict'|'relaxed'|'unordered',
         'allowRepeatedSteps': bool}``; a run's ``expected_trajectory`` overrides them.
+
+    It scores the path only, as Mastra does: a tool call that failed is still the step it was.
+    An expected ``tool_call`` step with ``'success': True`` matches only a call that worked;
+    ``trajectory()`` and ``checks.no_tool_errors()`` score the failures themselves.
     """
     options = _camel_dict(comparison_options, "comparison_options")
     ordering = options.get("ordering", "relaxed")
@@ -179,9 +192,14 @@ def _blacklist_violated(results: list[dict[str, Any]]) -> bool:
 
 
 def _dimensions(
-    trajectory: dict[str, Any], config: dict[str, Any], weights: dict[str, float]
+    trajectory: dict[str, Any], config: dict[str, Any], weights: dict[str, float], counted: _Counted
 ) -> tuple[dict[str, Any], list[tuple[float, float]]]:
-    """Each checked dimension's result, and the (weight, score) pairs that count."""
+    """Each checked dimension's result, and the (weight, score) pairs that count.
+
+    Efficiency is checked when a budget is set (Mastra) or, with ``counted.redundant_calls``,
+    counts when a call repeats the one before it (not a retry of a failed call, which the tool
+    failures count).
+    """
     found: dict[str, Any] = {}
     if js_truthy(config.get("steps")):
         found["accuracy"] = compare_trajectories(
@@ -197,7 +215,12 @@ def _dimensions(
             max_total_tokens=config.get("maxTotalTokens"),
             max_total_duration_ms=config.get("maxTotalDurationMs"),
             no_redundant_calls=config.get("noRedundantCalls", True) is not False,
+            redundant_retries=not counted.redundant_calls,
         )
+    elif counted.redundant_calls:
+        efficiency = check_trajectory_efficiency(trajectory, redundant_retries=False)
+        if efficiency["redundantCalls"]:
+            found["efficiency"] = efficiency
     tools, sequences = config.get("blacklistedTools") or [], config.get("blacklistedSequences")
     if tools or sequences:
         found["blacklist"] = check_trajectory_blacklist(
@@ -205,24 +228,37 @@ def _dimensions(
         )
     retries = config.get("maxRetriesPerTool")
     found["toolFailures"] = analyze_tool_failures(
-        trajectory, max_retries_per_tool=2 if retries is None else retries
+        trajectory,
+        max_retries_per_tool=2 if retries is None else retries,
+        count_unrecovered_errors=counted.unrecovered_errors,
     )
+    return found, _weighted_scores(found, weights)
+
+
+def _tool_failures_count(failures: dict[str, Any]) -> bool:
+    """Whether the tool-failures dimension counts: retries (Mastra) or unrecovered tools."""
+    return bool(failures["patterns"] or failures.get("unrecoveredTools"))
+
+
+def _weighted_scores(found: dict[str, Any], weights: dict[str, float]) -> list[tuple[float, float]]:
+    """The (weight, score) pairs of the dimensions that count."""
     scores = [
         (weights[name], found[name]["score"])
         for name in ("accuracy", "efficiency")
         if name in found
     ]
-    if found["toolFailures"]["patterns"]:
+    if _tool_failures_count(found["toolFailures"]):
         scores.append((weights["toolFailures"], found["toolFailures"]["score"]))
     if "blacklist" in found:
         scores.append((weights["blacklist"], found["blacklist"]["score"]))
-    return found, scores
+    return scores
 
 
 def _nested_results(
     expected_steps: list[dict[str, Any]],
     actual_steps: list[dict[str, Any]],
     weights: dict[str, float],
+    counted: _Counted,
 ) -> list[dict[str, Any]]:
     """Scores of the children of each expected step that has ``children``, level by level."""
     results: list[dict[str, Any]] = []
@@ -263,9 +299,9 @@ def _nested_results(
         child: dict[str, Any] = {"steps": actual.get("children") or []}
         if actual.get("durationMs") is not None:
             child["totalDurationMs"] = actual["durationMs"]
-        found, scores = _dimensions(child, config, weights)
+        found, scores = _dimensions(child, config, weights, counted)
         nested = (
-            _nested_results(config["steps"], child["steps"], weights)
+            _nested_results(config["steps"], child["steps"], weights, counted)
             if js_truthy(config.get("steps"))
             else []
         )
@@ -290,6 +326,8 @@ def trajectory(
     defaults: Mapping[str, Any] | None = None,
     weights: Mapping[str, float] | None = None,
     *,
+    count_unrecovered_errors: bool = True,
+    count_redundant_calls: bool = True,
     id: str = "code-trajectory-scorer",
 ) -> Scorer:
     """One trajectory score from accuracy, efficiency, tool failures and blacklist (0-1).
@@ -302,6 +340,17 @@ def trajectory(
     :param weights: ``{'accuracy': 0.4, 'efficiency': 0.3, 'toolFailures': 0.2,
         'blacklist': 0.1}`` by default. A blacklist violation scores 0 whatever the weights;
         expected steps with ``children`` add nested scores (70% this level, 30% nested).
+    :param count_unrecovered_errors: a tool whose last call failed counts in the tool-failures
+        dimension (which then scores the share of tools that did not fail, times Mastra's
+        retry score), so a trajectory whose tools all failed scores 0, not 1.
+    :param count_redundant_calls: a tool called again at once with the same arguments counts
+        in the efficiency dimension (0.2 each) even when no budget is set, unless
+        ``noRedundantCalls`` is False; a retry of a failed call is not redundant (the tool
+        failures count it).
+
+    ``count_unrecovered_errors=False, count_redundant_calls=False`` gives Mastra's answers
+    (``createTrajectoryScorerCode``): only retries beyond ``maxRetriesPerTool`` cost, and
+    redundant calls only when a budget key is set.
     """
     base = _camel_dict(defaults, "defaults")
     given = _camel_dict(weights, "weights")
@@ -312,14 +361,15 @@ def trajectory(
             f"weights has unknown keys {sorted(unknown)}; use {sorted(_DEFAULT_WEIGHTS)}",
         )
     chosen = {name: max(0, given.get(name, value)) for name, value in _DEFAULT_WEIGHTS.items()}
+    counted = _Counted(count_unrecovered_errors, count_redundant_calls)
 
     def dimensions(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         config = {**base, **_camel_dict(run.expected_trajectory, "run.expected_trajectory")}
-        found, _ = _dimensions(actual, config, chosen)
+        found, _ = _dimensions(actual, config, chosen, counted)
         steps = config.get("steps")
         nested = (
-            _nested_results(trajectory_dict(steps)["steps"], actual["steps"], chosen)
+            _nested_results(trajectory_dict(steps)["steps"], actual["steps"], chosen, counted)
             if js_truthy(steps) and len(steps) > 0
             else []
         )
@@ -338,16 +388,7 @@ def trajectory(
         if blacklist and blacklist["score"] == 0:
             return 0
         nested = preprocess_step_result.get("nested") or []
-        scores = [
-            (chosen[name], preprocess_step_result[name]["score"])
-            for name in ("accuracy", "efficiency")
-            if name in preprocess_step_result
-        ]
-        failures = preprocess_step_result["toolFailures"]
-        if failures["patterns"]:
-            scores.append((chosen["toolFailures"], failures["score"]))
-        if blacklist:
-            scores.append((chosen["blacklist"], blacklist["score"]))
+        scores = _weighted_scores(preprocess_step_result, chosen)
         if not scores and not nested:
             return 1
         level = _weighted(scores) if scores else 1
@@ -427,12 +468,15 @@ def _trajectory_reason(found: dict[str, Any], score: float) -> str:
         summary = ". ".join(details) if details else "all budgets met, no redundant calls"
         lines.append(f"Efficiency ({js_number(efficiency['score'])}): {summary}.")
     failures = found.get("toolFailures")
-    if failures and failures["patterns"]:
+    if failures and _tool_failures_count(failures):
         details = []
         if failures["totalRetries"] > 0:
             details.append(f"{failures['totalRetries']} total retries")
         if failures["excessiveRetryTools"]:
             details.append(f"excessive retries: {', '.join(failures['excessiveRetryTools'])}")
+        if failures.get("unrecoveredTools"):
+            names = ", ".join(map(str, failures["unrecoveredTools"]))
+            details.append(f"failed without recovering: {names}")
         lines.append(f"Tool failures ({js_number(failures['score'])}): {'. '.join(details)}.")
     if nested:
         shown = ", ".join(f"{item['stepName']}: {js_number(item['score'])}" for item in nested)
