@@ -127,6 +127,24 @@ def test_a_driver_or_a_module_is_a_target_as_it_is(judge_server):
         assert result.scores == {"workflow.check-includes": 1.0}
 
 
+def test_a_module_loaded_from_a_path_and_not_registered_is_a_target(judge_server):
+    """As notebooks and plugin loaders load it: a module that is not in sys.modules, given as
+    itself or through a driver built from it, has its nodes (and stays unregistered)."""
+    judge_server.reply = "Fine."
+    spec = importlib.util.spec_from_file_location("support_flow_unregistered", FLOW_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    settings = {"model": f"openai/{MODEL}", "api_base": judge_server.url, "api_key": API_KEY}
+    data = [{"input": {"ticket": "hello", **settings}}]
+    for target in (module, driver.Builder().with_modules(module).build()):
+        flow = evaldag.workflow(target)
+        assert flow.final_vars == ("reply",)
+        assert flow.nodes == {"category", "draft", "reply"}
+        result = run_evals(data, target=target, scorers={"workflow": [checks.includes("Fine")]})
+        assert result.scores == {"workflow.check-includes": 1.0}
+    assert "support_flow_unregistered" not in sys.modules
+
+
 def test_workflow_defaults(judge_server):
     flow = evaldag.workflow(_flow())
     assert flow.final_vars == ("reply",)  # the node nothing depends on

@@ -16,10 +16,12 @@ items go on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -35,6 +37,8 @@ from evaldag.errors import EvalDagError, error_message
 _FAILURE_LOGGERS = ("hamilton.execution.graph_functions", "hamilton.driver")
 #: Set in a thread while it runs an item through a workflow.
 _running = threading.local()
+#: Held while modules missing from ``sys.modules`` are registered for a build.
+_registering = threading.Lock()
 
 
 class _ItemFailuresUnlogged(logging.Filter):
@@ -197,6 +201,26 @@ def _modules(dataflow: Any) -> tuple[tuple[ModuleType, ...], dict[str, Any], lis
     )
 
 
+@contextlib.contextmanager
+def _registered(modules: Sequence[ModuleType]) -> Iterator[None]:
+    """``modules`` in ``sys.modules`` while a driver is built, then as they were.
+
+    Hamilton takes a module's functions to be those whose ``__module__`` names a module in
+    ``sys.modules``; one loaded from a path (``importlib.util.spec_from_file_location``, as
+    notebooks and plugin loaders do) without being registered would build an empty graph.
+    """
+    with _registering:
+        added = [m for m in modules if m.__name__ not in sys.modules]
+        for module in added:
+            sys.modules[module.__name__] = module
+        try:
+            yield
+        finally:
+            for module in added:
+                if sys.modules.get(module.__name__) is module:
+                    del sys.modules[module.__name__]
+
+
 def workflow(
     dataflow: Any,
     final_vars: Sequence[str] | None = None,
@@ -209,7 +233,8 @@ def workflow(
 
     :param dataflow: a ``hamilton.driver.Driver`` (rebuilt with its modules, config and
         lifecycle adapters plus evaldag's recorder; its result builder and executors are not
-        used), a module of Hamilton functions, or a list of modules.
+        used), a module of Hamilton functions, or a list of modules; a module need not be in
+        ``sys.modules`` (one loaded from a path by ``importlib``).
     :param final_vars: the nodes to request; default: the dataflow's last nodes (those no other
         node depends on). The output is their value, or a dict of them when there are several.
     :param config: the Hamilton config, for modules (a driver has its own).
@@ -227,13 +252,14 @@ def workflow(
         if _UNLOGGED not in logging.getLogger(name).filters:
             logging.getLogger(name).addFilter(_UNLOGGED)
     recorder = _ExecutionRecorder()
-    built = (
-        driver.Builder()
-        .with_modules(*modules)
-        .with_config({**own_config, **(config or {})})
-        .with_adapters(*adapters, recorder)
-        .build()
-    )
+    with _registered(modules):
+        built = (
+            driver.Builder()
+            .with_modules(*modules)
+            .with_config({**own_config, **(config or {})})
+            .with_adapters(*adapters, recorder)
+            .build()
+        )
     nodes = built.graph.nodes
     if final_vars is None:
         final_vars = sorted(
