@@ -236,6 +236,23 @@ def test_an_import_counts_for_the_package_that_defines_the_name():
     assert ("evaldag._engine.stages", "evaldag._judge") in PACKAGE_IMPORTS
 
 
+def test_no_module_imports_a_private_name_of_another():
+    """A module is used through its public names (``_eval.estimate`` once imported run_evals'
+    private ``_plan``); only a helper module of its package's own (``scorers/_trajectory.py``)
+    shares private ones."""
+    private = sorted(
+        (module, name)
+        for module, names in NAMES.items()
+        for name in names
+        if name not in MODULES
+        and (source := _defining_module(name)) not in (None, module)
+        and name.rsplit(".", 1)[-1].startswith("_")
+        and not name.endswith("__")
+        and not (source.rsplit(".", 1)[-1].startswith("_") and _package(source) == _package(module))
+    )
+    assert private == []
+
+
 def _modules_importing(package: str) -> list[str]:
     return sorted(
         m
