@@ -266,12 +266,27 @@ def test_a_scorer_estimated_at_no_call_says_why(judge_server):
     assert estimate.unjudged == ["length"]
 
 
-def test_the_turn_scorers_calls_are_said_to_be_uncounted(judge_server):
+def test_the_estimate_counts_the_calls_of_conversations_turns(judge_server):
+    """A turn's judged scorers and gates are estimated per turn index, named as the summary
+    names them, on each turn's input; the run makes the calls counted."""
     polite = scorers.classifier(judge_server.judge(), "Polite?", boolean=True, id="polite")
+    again = scorers.classifier(judge_server.judge(), "Polite?", boolean=True, id="polite")
     gate = create_scorer("g").generate_score(lambda: 1.0)
-    data = [{"turns": [{"input": "hi", "scorers": [polite]}, {"input": "bye"}]}]
+    data = [
+        {"turns": [{"input": "hi", "scorers": [polite]}, {"input": "bye", "gates": [polite]}]},
+        {"turns": [{"input": "hello there, how are you?", "scorers": [again]}]},
+        {"input": "no conversation"},
+    ]
     estimate = cost_estimate(data, gates=[gate], target=lambda input: input)
-    assert (estimate.total.calls, estimate.uncounted) == (0, ["polite"])
+    assert judge_server.requests == []
+    assert list(estimate.scorers) == ["turn 0: polite", "turn 1: polite"]
+    first, second = estimate.scorers["turn 0: polite"], estimate.scorers["turn 1: polite"]
+    assert (first.calls, second.calls, estimate.total.calls) == (2, 1, 3)
+    assert first.input_tokens > 2 * second.input_tokens  # the longer input of the second item
+    assert estimate.unjudged == ["g"]
+    judge_server.reply = {"probability": 1, "reason": "Polite."}
+    run_evals(data, gates=[gate], target=lambda input: input, progress=False)
+    assert len(judge_server.requests) == estimate.total.calls
 
 
 def test_the_estimate_stops_where_the_run_would(judge_server):

@@ -13,14 +13,8 @@ def estimate_text(estimate: CostEstimate, title: str) -> str:
     rows += [(name, *_cells(part)) for name, part in parts]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [f"{title}: {estimate.items:,} items; no judge called", ""]
-    uncounted = (
-        f"not counted: the calls of the conversations' turn scorers {', '.join(estimate.uncounted)}"
-    )
     if not estimate.scorers:
-        if estimate.uncounted:
-            lines.append(uncounted)
-        else:
-            lines.append("no scorer or gate has a judged step: the run makes no judge call")
+        lines.append("no scorer or gate has a judged step: the run makes no judge call")
         return "\n".join(lines)
     for row in rows:
         cells = [
@@ -33,9 +27,7 @@ def estimate_text(estimate: CostEstimate, title: str) -> str:
     lines += [f"{sid}: {note}" for sid, note in notes]
     if estimate.unjudged:
         lines.append(f"no judged step, no call: {', '.join(estimate.unjudged)}")
-    if estimate.uncounted:
-        lines.append(uncounted)
-    if notes or estimate.unjudged or estimate.uncounted:
+    if notes or estimate.unjudged:
         lines.append("")
     if estimate.total.unpriced:
         unpriced = ", ".join(estimate.total.unpriced)

@@ -14,9 +14,8 @@ estimated rather than counted:
 - **dollars**: litellm's price table for each judge's model; the calls of a model it does not
   price are listed in ``unpriced`` and left out of the dollars; the local judge costs nothing;
 - with a **target**, outputs are not produced (that would call it): prompts are rendered with
-  an empty output;
-- the judged scorers and gates of **conversations' turns** are not counted: they are listed in
-  ``uncounted``.
+  an empty output; a **conversation's turns** each with their own input, their judged scorers
+  and gates estimated per turn index (``turn N: <id>``) as the run's summary names them.
 
 The data is checked as ``run_evals`` checks it (``_eval/preflight.py``): what would stop the run
 before its first judge call stops the estimate with the same error. Each judged scorer's
@@ -39,8 +38,10 @@ from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.preflight import checked_data
 from evaldag._graph.drivers import eval_driver
+from evaldag._graph.plan import TurnSpecs
 from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
 from evaldag._judge.via_litellm import configured_litellm
+from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.steps import PromptStep, ScorerSpec
 from evaldag._util.event_loop import run_sync
 from evaldag.errors import error_message
@@ -88,11 +89,6 @@ class CostEstimate(BaseModel):
         default_factory=list,
         description="The scorers and gates without a judged step: they make no judge call.",
     )
-    uncounted: list[str] = Field(
-        default_factory=list,
-        description="The judged scorers and gates of conversations' turns: their calls are not "
-        "in the estimate.",
-    )
     output_tokens_per_call: int = Field(
         default=OUTPUT_TOKENS, description="The output tokens assumed for each call."
     )
@@ -114,28 +110,28 @@ def cost_estimate(
     runs = _runs(plan, dataset)
     estimates, unjudged = {}, []
     for scorer in plan.all_scorers:
-        estimate = _scorer_estimate(scorer, runs)
+        estimate = _scorer_estimate(scorer, runs.tolist())
         if estimate is None:
             unjudged.append(scorer.id)
             continue
         notes = [*estimate.notes, *_text_notes(scorer, dataset)]
         estimates[scorer.id] = estimate.model_copy(update={"notes": notes})
+    for name, scorer, turn_runs in _turn_runs(plan.turn_specs, runs):
+        estimate = _scorer_estimate(scorer, turn_runs)
+        if estimate is None:
+            unjudged.append(name)
+        elif name in estimates:  # objects of one id at one turn index (a factory per item)
+            found = estimates[name]
+            estimates[name] = found.plus(estimate).model_copy(
+                update={"notes": [*found.notes, *estimate.notes]}
+            )
+        else:
+            estimates[name] = estimate
     total = JudgeCallEstimate()
     for estimate in estimates.values():
         total = total.plus(estimate)
-    uncounted = {
-        scorer.id: None
-        for turns in plan.turn_specs.values()
-        for turn in turns
-        for scorer in turn.assertions
-        if any(isinstance(step.definition, PromptStep) for step in scorer.steps)
-    }
     return CostEstimate(
-        items=len(dataset),
-        scorers=estimates,
-        total=total,
-        unjudged=unjudged,
-        uncounted=list(uncounted),
+        items=len(dataset), scorers=estimates, total=total, unjudged=list(dict.fromkeys(unjudged))
     )
 
 
@@ -148,11 +144,26 @@ def _runs(plan: Any, dataset: pd.DataFrame) -> pd.Series:
     return dr.execute(["runs"], inputs={"dataset": dataset}, overrides=overrides)["runs"]
 
 
-def _scorer_estimate(scorer: ScorerSpec, runs: pd.Series) -> JudgeCallEstimate | None:
+def _turn_runs(
+    turn_specs: TurnSpecs, runs: pd.Series
+) -> list[tuple[str, ScorerSpec, list[ScorerRun]]]:
+    """Per turn index and assertion object, named ``turn N: <id>``: the runs its turns give it,
+    each its item's run with the turn's input and an empty output."""
+    grouped: dict[tuple[int, int], tuple[str, ScorerSpec, list[ScorerRun]]] = {}
+    for label, specs in turn_specs.items():
+        for index, spec in enumerate(specs):
+            turn_run = runs[label].model_copy(update={"input": spec.input, "output": ""})
+            for scorer in spec.assertions:
+                name = f"turn {index}: {scorer.id}"
+                grouped.setdefault((index, id(scorer)), (name, scorer, []))[2].append(turn_run)
+    return list(grouped.values())
+
+
+def _scorer_estimate(scorer: ScorerSpec, runs: list[ScorerRun]) -> JudgeCallEstimate | None:
     judged = [i for i, step in enumerate(scorer.steps) if isinstance(step.definition, PromptStep)]
     if not judged:
         return None
-    states = prepared_states(runs.tolist(), scorer, 8)
+    states = prepared_states(runs, scorer, 8)
     for step in scorer.steps[: judged[0]]:
         states = advanced_states(states, scorer, step, 8)
     first_step = scorer.steps[judged[0]]
