@@ -399,15 +399,15 @@ def test_summary_table():
         gates=[checks.matches(r"^[A-Z]"), checks.excludes("Lisbon", id="no-lisbon")],
     )
     assert summary_table(result, "capitals") == textwrap.dedent("""\
-        capitals: 3 items
+    capitals: 3 items
 
-          id             kind    average  scored  not scorable  errors  required  result
-          exact          scorer     0.67       3             0       0   >= 0.90  MISSED
-          flaky          scorer     0.50       2             0       1
-          check-matches  gate       1.00       3             0       0    = 1.00  passed
-          no-lisbon      gate       0.67       3             0       0    = 1.00  FAILED
+      id             kind    average  95% interval  scored  not scorable  errors  required  result
+      exact          scorer     0.67  [0.00, 1.00]       3             0       0   >= 0.90  MISSED
+      flaky          scorer     0.50  [0.50, 0.50]       2             0       1
+      check-matches  gate       1.00  [1.00, 1.00]       3             0       0    = 1.00  passed
+      no-lisbon      gate       0.67  [0.00, 1.00]       3             0       0    = 1.00  FAILED
 
-        verdict: FAILED (gate failed: no-lisbon; 1 of 1 thresholds missed (exact))""")
+    verdict: FAILED (gate failed: no-lisbon; 1 of 1 thresholds missed (exact))""")
 
 
 def test_summary_table_says_how_a_judge_limit_adapted():

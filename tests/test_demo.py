@@ -91,7 +91,7 @@ def test_demo_with_a_judge(tmp_path, judge_server):
     out = done.stdout
     assert f"faithfulness: judged by openai/mock-judge at {judge_server.url}" in out
     # agent-07 answers without context (no tool result): not scorable, no judge call
-    assert "faithfulness-scorer      scorer     0.50      32             1" in out
+    assert "faithfulness-scorer      scorer     0.50  [0.50, 0.50]      32             1" in out
     assert "judge: 96 calls, 1,440 tokens, $0.0000" in out
     assert "verdict: SCORED" in out
     assert len(judge_server.requests) == 96  # claims, verdicts and reason for 32 items

@@ -31,8 +31,10 @@ NAMED_ITEMS = 5
 
 
 def summary_table(result: EvalResult, title: str) -> str:
-    """The run summed up as text: a row per scorer and gate, judge usage, the verdict."""
-    rows = [("id", "kind", "average", "scored", "not scorable", "errors", "required", "result")]
+    """The run summed up as text: a row per scorer and gate (its average with the report's 95 %
+    bootstrap interval), judge usage, the verdict."""
+    header = ("id", "kind", "average", "95% interval", "scored", "not scorable", "errors")
+    rows = [(*header, "required", "result")]
     summaries = scorer_summaries(result)
     for s in [*summaries, *turn_summaries(result)]:
         outcome = outcome_word(s)
@@ -41,6 +43,7 @@ def summary_table(result: EvalResult, title: str) -> str:
                 s.id,
                 s.role,
                 "-" if s.mean is None else f"{s.mean:.2f}",
+                "-" if s.interval is None else str(s.interval),
                 str(s.scored),
                 str(s.not_scorable),
                 str(s.errors),
@@ -49,7 +52,7 @@ def summary_table(result: EvalResult, title: str) -> str:
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {2, 3, 4, 5, 6}
+    numeric = {2, 3, 4, 5, 6, 7}
     lines = [f"{title}: {result.summary.total_items:,} items", ""]
     for row in rows:
         cells = [
