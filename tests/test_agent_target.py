@@ -11,6 +11,7 @@ from judge_server import MODEL, Reply
 import evaldag
 from evaldag import EvalDagError, EvalResult, checks, run_evals, scorers
 from evaldag._targets.tools import tool
+from evaldag.errors import ConfigurationError
 from evaldag.transcripts import extract_trajectory
 
 WEATHER = {
@@ -288,3 +289,102 @@ def test_a_key_the_server_echoes_stays_out_of_the_agents_error(judge_server, tra
     error = raised.value.result.items["target_error"][0]
     assert "refused the request (401" in error and "Incorrect API key" in error
     assert key not in error and key[:12] not in error
+
+
+# --- a model that cannot call tools ---------------------------------------------------------------
+
+
+def _refusal(message: str) -> Reply:
+    """A 400 with an OpenAI-style error body saying ``message``."""
+    error = {"message": message, "type": "invalid_request_error", "code": None}
+    return Reply(status=400, body=json.dumps({"error": error}))
+
+
+@pytest.mark.parametrize("transport", ["http", "litellm"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "registry.ollama.ai/library/gemma:2b does not support tools",
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+        "deepseek-reasoner does not support Function Calling",
+    ],
+)
+def test_an_endpoint_refusing_the_tools_stops_the_run_naming_the_model(
+    judge_server, transport, message
+):
+    judge_server.reply = _refusal(message)
+    with pytest.raises(ConfigurationError) as raised:
+        run_evals(
+            [{"input": "Weather in Paris?"}, {"input": "Weather in Oslo?"}],
+            target=_weather_agent(judge_server, transport),
+            scorers=[checks.called_tool("get_weather")],
+            concurrency=1,
+        )
+    error = raised.value
+    assert error.id == "EVALDAG_AGENT_TOOLS_REFUSED" and error.details["agent"] == "agent"
+    assert error.message.startswith(
+        f"agent's model 'openai/{MODEL}' at {judge_server.url} refused the tools it was given "
+        "(400 BadRequestError): "  # the server's words, which litellm prefixes with its own
+    )
+    assert error.message.endswith(
+        f"{message}. Every item would fail: give evaldag.agent a model that calls tools (the "
+        "local judge's does not), or change the tool whose schema the message names"
+    )
+    assert len(judge_server.requests) == 1  # the first call decided it: the run stopped
+
+
+def test_a_refusal_that_is_not_about_tools_stays_the_items_error(judge_server):
+    judge_server.script(
+        _refusal("The model `gpt-5-ultra` does not exist"), _call("Paris"), "22°C in Paris."
+    )
+    result = run_evals(
+        [{"input": "Weather in Oslo?"}, {"input": "Weather in Paris?"}],
+        target=_weather_agent(judge_server),
+        scorers=[checks.includes("22")],
+        concurrency=1,
+    )
+    assert "does not exist" in result.items["target_error"][0]
+    assert result.items["check-includes.score"][1] == 1.0
+
+
+def test_a_model_that_ignores_the_tools_is_warned_in_the_summary(judge_server):
+    """An endpoint that drops the tools answers in prose (as the local judge's llama.cpp did):
+    no single item can tell that from a model choosing not to call them, the run can."""
+    from evaldag._cli.summary import summary_table
+    from evaldag._report.html import report_html
+
+    judge_server.reply = "It is probably sunny in Paris."
+    data = [{"input": "Weather in Paris?"}, {"input": "Weather in Oslo?"}]
+    with pytest.warns(UserWarning, match="called no tool on any of its 2 items") as warned:
+        result = run_evals(
+            data, target=_weather_agent(judge_server), gates=[checks.called_tool("get_weather")]
+        )
+    (warning,) = result.summary.target_warnings
+    assert warning == str(warned[0].message)
+    assert warning.startswith(
+        f"agent's model 'openai/{MODEL}' called no tool on any of its 2 items, though it was "
+        "given tools (get_weather): it may not call tools at all"
+    )
+    assert all(r.body["tools"] for r in judge_server.requests)  # offered every time
+    assert f"warning: {warning}" in summary_table(result, "agent")
+    assert "<b>Warning:</b> agent&#x27;s model" in report_html(result)
+    agent_record = result.items["output"][0][0]["content"]["metadata"]["agent"]
+    assert agent_record == {"name": "agent", "model": f"openai/{MODEL}", "tools": ["get_weather"]}
+
+
+def test_no_warning_once_the_model_called_a_tool(judge_server):
+    judge_server.script(_call("Paris"), "22°C in Paris.", "I only know Paris.")
+    result = run_evals(
+        [{"input": "Weather in Paris?"}, {"input": "Weather in Oslo?"}],
+        target=_weather_agent(judge_server),
+        scorers=[checks.called_tool("get_weather")],
+        concurrency=1,
+    )
+    assert result.summary.target_warnings == []
+    judge_server.reply = "Hello."
+    no_tools = run_evals(
+        [{"input": "Hi"}],
+        target=evaldag.agent(judge_server.judge(), instructions="Chat."),
+        scorers=[checks.used_no_tools()],
+    )
+    assert no_tools.summary.target_warnings == []

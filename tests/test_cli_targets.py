@@ -66,6 +66,42 @@ def test_an_agent_target_with_an_agent_config(tmp_path, judge_server, capsys):
     assert "agent.check-includes" in shown and "trajectory.code-trajectory-accuracy" in shown
 
 
+def test_an_agent_whose_model_refuses_tools_is_a_configuration_error(
+    tmp_path, judge_server, capsys
+):
+    refusal = {"error": {"message": "this model does not support tools", "type": "invalid"}}
+    judge_server.reply = Reply(status=400, body=json.dumps(refusal))
+    source, data = _files(
+        tmp_path,
+        f"""\
+        import evaldag
+        from evaldag import checks
+
+
+        def get_weather(location: str) -> dict:
+            \"\"\"Get current weather for a location.\"\"\"
+            return {{"location": location}}
+
+
+        target = evaldag.agent(
+            evaldag.Judge("openai/{MODEL}", api_base="{judge_server.url}", api_key="{API_KEY}"),
+            tools=[get_weather],
+        )
+        scorers = [checks.called_tool("get_weather")]
+        """,
+        [{"input": f"Weather in city {n}?"} for n in range(20)],
+    )
+    assert main(["run", str(source), "--data", str(data), "--concurrency", "4"]) == 3
+    error = capsys.readouterr().err
+    assert error == (
+        f"evaldag: error: agent's model 'openai/{MODEL}' at {judge_server.url} refused the "
+        "tools it was given (400 BadRequestError): this model does not support tools. Every "
+        "item would fail: give evaldag.agent a model that calls tools (the local judge's does "
+        "not), or change the tool whose schema the message names\n"
+    )  # Hamilton's traceback of the node is not shown: the message says it all
+    assert len(judge_server.requests) <= 4  # the calls in flight finished, no other started
+
+
 def test_a_workflow_target_with_a_workflow_config(tmp_path, judge_server, capsys):
     shutil.copy(FLOW, tmp_path / "support_flow.py")
     judge_server.reply = "We are on it."

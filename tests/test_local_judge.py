@@ -207,6 +207,7 @@ def test_text_requests_pass_unchanged(body):
     [
         ([], "must be a JSON object"),
         ({"stream": True}, "does not stream"),
+        ({"tools": [{"type": "function"}]}, "does not call tools"),
         ({"response_format": {"type": "xml"}}, "'xml' is not supported"),
         ({"response_format": "json"}, "None is not supported"),
         ({"response_format": {"type": "json_schema", "json_schema": {}}}, "needs its JSON schema"),
@@ -300,6 +301,31 @@ def test_bad_requests_are_400_with_a_message(local_extra, body, message):
     status, reply = _post(local_judge_endpoint(), {"max_tokens": 4, **body})
     assert status == 400
     assert message in reply["error"]["message"]
+
+
+def test_an_agent_on_the_local_judge_cannot_be_given_tools(local_extra):
+    """llama.cpp would leave the tools out of the prompt and answer in prose, so every
+    called_tool check would fail for a reason nobody sees: the run stops, naming the model."""
+    import evaldag
+    from evaldag.errors import ConfigurationError
+
+    def get_weather(location: str) -> dict:
+        """Get current weather for a location."""
+        return {"location": location}
+
+    with pytest.raises(ConfigurationError) as raised:
+        evaldag.run_evals(
+            [{"input": "Weather in Paris?"}, {"input": "Weather in Oslo?"}],
+            target=evaldag.agent("local", tools=[get_weather]),
+            scorers=[evaldag.checks.called_tool("get_weather")],
+            concurrency=1,
+        )
+    assert raised.value.id == "EVALDAG_AGENT_TOOLS_REFUSED"
+    assert raised.value.message.startswith("agent's model 'local' at http://127.0.0.1:")
+    assert (
+        "refused the tools it was given (400 BadRequestError): tools are not supported: the "
+        "local judge's model does not call tools. Every item would fail"
+    ) in raised.value.message
 
 
 def test_judge_is_reached_directly_behind_a_proxy(local_extra, monkeypatch):

@@ -121,6 +121,11 @@ class TimeLimitError(EvalDagError):
     ``target_timeout``): the item records it as its error and the run goes on."""
 
 
+class ConfigurationError(EvalDagError):
+    """A setting that fails every item the same way, found while the run goes (an agent's
+    model that refuses tools): the run stops with it instead of recording it on each item."""
+
+
 class UntrustworthyRunError(EvalDagError):
     """The run finished, but its verdict cannot be trusted: the target or a scorer failed on
     every item (or on more than ``max_error_share`` of them), which is a misconfiguration (a

@@ -65,6 +65,7 @@ def summary_table(result: EvalResult, title: str) -> str:
     if result.summary.target_errors:
         lines.append(f"target failed on {result.summary.target_errors} items")
     lines += [f"note: {problem}" for problem in result.summary.judge_cache_problems]
+    lines += [f"warning: {warning}" for warning in result.summary.target_warnings]
     total = result.usage.get("total")
     if total is not None:
         lines.append(

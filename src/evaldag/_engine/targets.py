@@ -18,7 +18,7 @@ from evaldag._reader import read_transcript
 from evaldag._scorer.steps import is_async_callable
 from evaldag._scorer.time_limits import target_overrun
 from evaldag._util.event_loop import run_sync
-from evaldag.errors import EvalDagError, error_message
+from evaldag.errors import ConfigurationError, EvalDagError, error_message
 from evaldag.transcripts import run_messages
 
 
@@ -121,6 +121,8 @@ def target_runs(
         None for an item with one input.
     :param timeout: seconds each call of the target (each turn of a conversation) may take; a
         call that overruns is the item's failure.
+    :raises ConfigurationError: the target raised one (every item would fail the same way):
+        the calls in flight finish, no other starts.
     """
     parameters = inspect.signature(target).parameters
     wanted = {name for name in _EXTRAS if name in parameters}
@@ -138,7 +140,11 @@ def target_runs(
     def overrun(is_async: bool) -> BaseException:
         return target_overrun(timeout or 0, is_async=is_async)
 
+    stopped: list[ConfigurationError] = []
+
     async def run(input: Any, context: Any, turns: list[Any] | None) -> TargetRun | TargetFailure:
+        if stopped:
+            return TargetFailure("not called: the run stopped", "ConfigurationError")
         try:
             if turns is None:
                 produced = await output(input, request_context=context)
@@ -146,6 +152,9 @@ def target_runs(
                     return produced
                 return TargetRun(produced)
             return await _conversation(output, turns, context)
+        except ConfigurationError as error:
+            stopped.append(error)
+            return TargetFailure(error.message, type(error).__name__)
         except Exception as error:
             return TargetFailure(error_message(error), type(error).__name__)
 
@@ -154,7 +163,10 @@ def target_runs(
         concurrency,
         "target",
     )
-    return run_sync(_with_threads(calls, concurrency))
+    produced = run_sync(_with_threads(calls, concurrency))
+    if stopped:
+        raise stopped[0]
+    return produced
 
 
 async def _with_threads(
@@ -183,6 +195,8 @@ async def _conversation(
             )
             said = read_transcript(run_messages(turn_input, "user"), "input")
             answered = read_transcript(run_messages(produced, "assistant"), "output")
+        except ConfigurationError:
+            raise
         except Exception as error:
             where = f"turn {index + 1} of {len(inputs)}"
             return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)

@@ -1,10 +1,12 @@
 """Whether a finished run measured anything: a target or scorer that failed on every item is a
 misconfiguration (a dead judge, a rejected key, an unknown model), not a verdict; so is a run in
-which nothing could be scored."""
+which nothing could be scored. What no item can decide (an agent's model that called no tool on
+any item) is warned."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import pandas as pd
 
@@ -41,7 +43,10 @@ def _first(errors: pd.Series) -> tuple[str, str]:
 
 def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
     """``result``, or an error when the target, or a scorer or gate, failed on every item or
-    on more than ``max_error_share`` of them; the error carries the result."""
+    on more than ``max_error_share`` of them; the error carries the result. The summary's
+    target warnings are warned (run_evals' caller sees them where the summary is not shown)."""
+    for warning in result.summary.target_warnings:
+        warnings.warn(warning, stacklevel=3)
     items, total = result.items, result.summary.total_items
     if total == 0:
         return result

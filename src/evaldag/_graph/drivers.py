@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import sys
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +19,29 @@ from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.scorer_dag import JudgeCacheSetting
 from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.steps import ScorerSpec
+from evaldag.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from evaldag._results.scorer_result import ScorerResult
     from evaldag._scorer.run import ScorerRun
     from evaldag.errors import ScorerRunError
+
+
+#: Hamilton's loggers that report a failing node (its traceback, a plea to join Slack).
+_FAILURE_LOGGERS = ("hamilton.execution.graph_functions", "hamilton.driver")
+
+
+class _RaisedToTheCaller(logging.Filter):
+    """Drops Hamilton's logs of a node failing with a ConfigurationError: run_evals raises it
+    with its own message, which a traceback ahead of it would bury."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Hamilton logs the plea while handling the error, without exc_info.
+        error = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        return not isinstance(error, ConfigurationError)
+
+
+_RAISED = _RaisedToTheCaller()
 
 
 def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.Driver:
@@ -31,6 +51,9 @@ def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.
         fans out over ``dataset: Parallelizable`` batches of the ``data`` input and collects
         them into ``items``.
     """
+    for name in _FAILURE_LOGGERS:
+        if _RAISED not in logging.getLogger(name).filters:
+            logging.getLogger(name).addFilter(_RAISED)
     builder = (
         driver.Builder()
         .with_modules(eval_dag, target_dag, turn_dag, scorer_dag, verdict)

@@ -45,6 +45,7 @@ from evaldag._results.intervals import bootstrap_interval
 from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
+from evaldag._targets.agent import unused_tools_warnings
 
 
 def _averages(plan: EvalPlan) -> parameterize:
@@ -221,12 +222,13 @@ def summary(
     judge_cache_problems: list[str] | None = None,
 ) -> Summary:
     """Item count, not-scorable and failed items per scorer, judge-cache rows dropped and
-    problems, and each average's interval."""
+    problems, what may be wrong with the target's outputs, and each average's interval."""
     target_errors = int(items["target_error"].notna().sum()) if "target_error" in items else 0
     return Summary(
         total_items=len(items),
         judge_cache_rows_dropped=judge_cache_rows_dropped,
         judge_cache_problems=judge_cache_problems or [],
+        target_warnings=unused_tools_warnings(items["output"]) if "output" in items else [],
         not_scorable={sid: a.not_scorable for sid, a in averages.items() if a.not_scorable},
         errors={sid: a.errors for sid, a in averages.items() if a.errors},
         target_errors=target_errors,

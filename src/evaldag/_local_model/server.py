@@ -34,13 +34,16 @@ REPEAT_PENALTY = 1.1
 def chat_request(body: Any) -> dict[str, Any]:
     """``body`` as llama.cpp takes it: ``response_format`` replaced by a compact-JSON grammar.
 
-    :raises ValueError: the body is not a JSON object, asks for streaming, or has a
-        ``response_format`` this server cannot enforce.
+    :raises ValueError: the body is not a JSON object, asks for streaming, offers tools, or
+        has a ``response_format`` this server cannot enforce.
     """
     if not isinstance(body, dict):
         raise ValueError("the request body must be a JSON object")
     if body.get("stream"):
         raise ValueError("the local judge does not stream: send stream=false")
+    if body.get("tools"):
+        # llama.cpp leaves them out of the prompt: the model would answer in prose, silently.
+        raise ValueError("tools are not supported: the local judge's model does not call tools")
     request = dict(body)
     response_format = request.pop("response_format", None) or {"type": "text"}
     kind = response_format.get("type") if isinstance(response_format, dict) else None

@@ -120,6 +120,10 @@ def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> s
         f'Verdict</span><strong>{label}</strong><span class="verdict-why">'
         f"{escaped(verdict_explanation(result))}</span></div></header>"
         f'<section class="cards">{card_html}</section>'
+        + "".join(
+            f'<p class="warning"><b>Warning:</b> {escaped(warning)}</p>'
+            for warning in result.summary.target_warnings
+        )
     )
 
 

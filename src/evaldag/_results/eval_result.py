@@ -135,6 +135,11 @@ class Summary(_Model):
         description="Why a judge cache was left out during the run (it could not open, read or "
         "write: a full disk, an I/O error); the calls went on without it.",
     )
+    target_warnings: list[str] = Field(
+        default_factory=list,
+        description="What may make the target's outputs wrong for a reason no item shows (an "
+        "agent's model that called no tool on any item though it had tools).",
+    )
     intervals: dict[str, ConfidenceInterval] = Field(
         default_factory=dict,
         description="Scorer and gate id → 95 % bootstrap interval of its average (seeded).",

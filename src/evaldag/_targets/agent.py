@@ -9,24 +9,37 @@ to it. The turn's output is one assistant message in Mastra's format 2 (as Mastr
 Each model call goes through the judge's transport (:func:`evaldag._judge.transport.chat_reply`:
 ``http`` or ``litellm``, as ``Judge(transport=...)`` picks), with a judge call's retries, shared
 limit, prices and redacted errors; its record (tokens, cost, duration, the reply) is kept in the
-message's ``content.metadata.modelCalls``.
+message's ``content.metadata.modelCalls``, and the agent (name, model, tools) in
+``content.metadata.agent``.
+
+A model that cannot call tools fails every item the same way. An endpoint that refuses the tools
+(a 4xx naming them) stops the run with a ``ConfigurationError`` naming the model; one that
+ignores them answers in prose, which no single item can tell from a model choosing not to call
+a tool, so the run's summary warns when the model called no tool on any item
+(:func:`unused_tools_warnings`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evaldag._judge.errors import JudgeCallError, JudgeError
+from evaldag._judge.records import JudgeExecution
 from evaldag._judge.settings import Judge, as_judge
 from evaldag._judge.transport import chat_reply
 from evaldag._targets.tools import Tool, ToolOutcome, tool
-from evaldag.errors import EvalDagError
+from evaldag.errors import ConfigurationError, EvalDagError
 from evaldag.transcripts import get_text_content, run_messages
+
+#: What a refusal of the tools says: tools, a tool choice, function calling.
+_ABOUT_TOOLS = re.compile(r"\btool|function.?call", re.IGNORECASE)
 
 
 class Agent(BaseModel):
@@ -57,7 +70,7 @@ class Agent(BaseModel):
         for step in range(self.max_steps):
             if step:
                 parts.append({"type": "step-start"})
-            reply, record = await chat_reply(self.model, messages, schemas)
+            reply, record = await self._reply(messages, schemas)
             calls.append(record.model_dump(mode="json", by_alias=True, exclude_none=True))
             text = reply.get("content") or ""
             if text:
@@ -77,7 +90,12 @@ class Agent(BaseModel):
                         ),
                     }
                 )
-        content: dict[str, Any] = {"format": 2, "parts": parts, "metadata": {"modelCalls": calls}}
+        described = {"name": self.name, "model": self.model.model, "tools": list(by_name)}
+        content: dict[str, Any] = {
+            "format": 2,
+            "parts": parts,
+            "metadata": {"modelCalls": calls, "agent": described},
+        }
         if text:
             content["content"] = text
         return [
@@ -88,6 +106,77 @@ class Agent(BaseModel):
                 "content": content,
             }
         ]
+
+    async def _reply(
+        self, messages: list[dict[str, Any]], schemas: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], JudgeExecution]:
+        """The model's reply and its record; a refusal of the tools stops the run."""
+        try:
+            return await chat_reply(self.model, messages, schemas)
+        except JudgeError as error:
+            refusal = _tools_refusal(error) if schemas else None
+            if refusal is not None:
+                where = error.details.get("apiBase")
+                raise ConfigurationError(
+                    "EVALDAG_AGENT_TOOLS_REFUSED",
+                    f"{self.name}'s model {self.model.model!r}"
+                    + (f" at {where}" if where else "")
+                    + f" refused the tools it was given ({refusal.status} {refusal.name}): "
+                    f"{refusal.detail}. Every item would fail: give evaldag.agent a model that "
+                    "calls tools (the local judge's does not), or change the tool whose schema "
+                    "the message names",
+                    details={**error.details, "agent": self.name},
+                    cause=error,
+                ) from error
+            raise
+
+
+def _tools_refusal(error: JudgeError) -> JudgeCallError | None:
+    """The endpoint's refusal of the tools, if that is the failure: a 400, 404 or 422 whose
+    message is about tools or function calling."""
+    cause = error.cause
+    if (
+        error.id == "EVALDAG_JUDGE_REFUSED"
+        and isinstance(cause, JudgeCallError)
+        and cause.status in (400, 404, 422)
+        and _ABOUT_TOOLS.search(cause.detail) is not None
+    ):
+        return cause
+    return None
+
+
+def unused_tools_warnings(outputs: Iterable[Any]) -> list[str]:
+    """A warning per agent given tools whose model called none on any item of the run: it may
+    ignore the tools (an endpoint that does answers in prose), and then every check of a tool
+    call fails for the model's sake, not the agent's."""
+    offered: dict[tuple[str, str], tuple[list[str], int]] = {}
+    called: set[tuple[str, str]] = set()
+    for output in outputs:
+        seen = set()
+        for message in output if isinstance(output, list) else ():
+            content = message.get("content") if isinstance(message, dict) else None
+            metadata = content.get("metadata") if isinstance(content, dict) else None
+            agent = metadata.get("agent") if isinstance(metadata, dict) else None
+            if not isinstance(agent, dict) or not agent.get("tools"):
+                continue
+            key = (str(agent.get("name")), str(agent.get("model")))
+            if key not in seen:
+                seen.add(key)
+                tools, items = offered.get(key, (agent["tools"], 0))
+                offered[key] = (tools, items + 1)
+            if any(
+                isinstance(record, dict) and (record.get("output") or {}).get("toolCalls")
+                for record in metadata.get("modelCalls") or ()
+            ):
+                called.add(key)
+    return [
+        f"{name}'s model {model!r} called no tool on any of its {items} items, though it was "
+        f"given tools ({', '.join(map(str, tools))}): it may not call tools at all (an "
+        "endpoint that ignores them answers in prose), and then every check of a tool call "
+        "fails for that reason; try the agent with a model known to call tools"
+        for (name, model), (tools, items) in offered.items()
+        if (name, model) not in called
+    ]
 
 
 async def _called(tools: dict[str, Tool], call: dict[str, Any]) -> ToolOutcome:
