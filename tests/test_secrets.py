@@ -467,3 +467,60 @@ def test_a_store_url_with_a_password_in_its_query_stays_out_of_errors_and_output
     _clean("evaldag report's output", stdout.getvalue() + stderr.getvalue(), secrets)
     printed = capfd.readouterr()
     _clean("stdout and stderr", printed.out + printed.err, secrets)
+
+
+def test_url_credentials_beside_a_key_stop_the_run_before_any_call(tmp_path, capsys, monkeypatch):
+    """A judge configuration error, not a step error on every item: run_evals and the CLI stop
+    before the first call (exit 3) naming the scorer, the setting and the fix, even where most
+    items would never reach the judge (not scorable) and the rest would make a verdict."""
+    monkeypatch.setenv("HOSTED_VLLM_API_KEY", ENVIRONMENT_KEY)  # the key may come from there
+    with JudgeServer(transport="http") as server:
+        host = server.url.split("://", 1)[1]
+        api_base = f"http://evaldag-user:{URL_PASSWORD}@{host}"
+        data = [{**DATA[0], "contexts": CONTEXT}, *({**item, "contexts": []} for item in DATA)]
+        judge = Judge("hosted_vllm/mock-judge", api_base=api_base, transport="http")
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(  # the gate passes: this run was 'passed', its judge never reached
+                data,
+                scorers=[faithfulness(judge, context="contexts")],
+                gates=[create_scorer("answered").generate_score(lambda run: 1.0)],
+            )
+        path = tmp_path / "eval_credentials.py"
+        path.write_text(
+            EVAL_FILE.replace("openai/mock-judge", "hosted_vllm/mock-judge").format(
+                url=api_base, transport="http", context=CONTEXT
+            )
+        )
+        items = tmp_path / "items.jsonl"
+        items.write_text("".join(json.dumps(item) + "\n" for item in DATA))
+        assert cli_main(["run", str(path), "--data", str(items)]) == 3
+        assert server.requests == []
+    error = raised.value
+    assert error.id == "EVALDAG_INVALID_JUDGE" and error.category == "USER"
+    assert error.message.startswith(
+        f"the judge of faithfulness-scorer (hosted_vllm/mock-judge): api_base "
+        f"'http://**********@{host}' holds a user and password"
+    )
+    assert "remove user:password@ from api_base" in error.message
+    printed = capsys.readouterr().err
+    assert printed.startswith("evaldag: error: the judge of faithfulness-scorer")
+    for secret in (URL_PASSWORD, ENVIRONMENT_KEY):
+        _no_part("the error", _error_text(error) + printed, secret)
+
+
+def test_an_agents_model_with_credentials_twice_stops_the_run_before_any_call():
+    import evaldag
+
+    with JudgeServer(transport="http") as server:
+        host = server.url.split("://", 1)[1]
+        model = Judge(
+            "openai/mock-judge", api_base=f"http://u:{URL_PASSWORD}@{host}", api_key=JUDGE_KEY
+        )
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(
+                [{"input": item["input"]} for item in DATA],
+                target=evaldag.agent(model, name="helper"),
+                scorers=[evaldag.checks.includes("Bern")],
+            )
+        assert server.requests == []
+    assert raised.value.message.startswith("the model of helper (openai/mock-judge): api_base")

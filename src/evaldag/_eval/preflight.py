@@ -11,7 +11,10 @@
 - every scorer's needs (``scorer.needs``): a column it requires (context recall's
   ``ground_truth``; a trajectory scorer's ``expected_trajectory`` when it has no expectation of
   its own) and the shape of each item's cell (a context column's pieces: a list of strings, or
-  the JSON text of one; an expected trajectory the scorer can read).
+  the JSON text of one; an expected trajectory the scorer can read);
+- that every judge (a scorer's or gate's, a turn's, an agent target's model) is one its
+  transport can call: a model ``http`` does not serve, credentials given twice (a user in
+  ``api_base`` beside an API key), a provider litellm does not know.
 
 A bad row late in the data thus costs no judge call: the run fails before the first with the
 row, the column, the scorer and the fix, instead of failing that row's item after the other
@@ -32,11 +35,15 @@ from evaldag._eval.conversations import conversation_items, turn_assertions
 from evaldag._eval.dataset import loaded_dataset
 from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._graph.plan import EvalPlan
+from evaldag._judge.endpoints import require_endpoint
+from evaldag._judge.errors import JudgeError
+from evaldag._judge.settings import Judge
 from evaldag._reader import looks_like_json, read_transcript, structured_json
 from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
-from evaldag._scorer.steps import ScorerSpec
+from evaldag._scorer.steps import ScorerSpec, prompt_judges
+from evaldag._targets.agent import Agent
 from evaldag.errors import EvalDagError
 
 
@@ -61,7 +68,27 @@ def checked_data(
         _require_read_columns(dataset, scorer)
         for need in scorer.needs:
             _require_need(dataset, scorer, need, labels)
+    for owner, judge in _judges(plan):
+        try:
+            require_endpoint(judge)
+        except EvalDagError as error:
+            raise JudgeError(
+                error.id,
+                f"{owner} ({judge.model}): {error.message}",
+                category=error.category,
+                details={**error.details, "judgeOf": owner},
+            ) from None
     return dataset, plan
+
+
+def _judges(plan: EvalPlan) -> Iterator[tuple[str, Judge]]:
+    """The judges the run calls, each with whose it is: its scorers' and gates' (a turn's
+    too), an agent target's model."""
+    for scorer, _ in scorers_and_rows(plan):
+        for judge in prompt_judges(scorer):
+            yield f"the judge of {scorer.id}", judge
+    if isinstance(plan.target, Agent):
+        yield f"the model of {plan.target.name}", plan.target.model
 
 
 def scorers_and_rows(plan: EvalPlan) -> Iterator[tuple[ScorerSpec, list[Any] | None]]:

@@ -106,6 +106,14 @@ async def judge_endpoint(judge: Judge) -> Endpoint:
     return endpoint
 
 
+def require_endpoint(judge: Judge) -> None:
+    """Route ``judge`` unless it is the local judge (which starts at its first call): a judge
+    its transport cannot call (a model ``http`` does not serve, credentials given twice, an
+    unknown provider) raises here, before any item runs, rather than on every item."""
+    if judge.model != LOCAL_MODEL:
+        _endpoint(judge)
+
+
 def _endpoint(judge: Judge) -> Endpoint:
     transport = _transport(judge.model, judge.api_base, judge.transport, judge.litellm_kwargs)
     route = named_transport(transport).route(judge)

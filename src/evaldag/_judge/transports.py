@@ -64,7 +64,8 @@ class Transport(Protocol):
     def route(self, judge: Judge) -> Route:
         """Where ``judge``'s calls go. The default: its model read as ``provider/name``, its
         ``api_base`` and ``api_key``. Raise ``EvalDagError`` for a judge this transport
-        cannot call; its runs fail before any call, with that message."""
+        cannot call: ``run_evals`` routes every judge before its first item, and stops with
+        that message (a scorer run on its own fails before any call)."""
         provider, _, model_name = (judge.model or "").rpartition("/")
         api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
         return Route(model_name, provider or None, judge.api_base, api_key)

@@ -80,6 +80,11 @@ class HttpTransport(Transport):
         api_key = judge.api_key.get_secret_value() if judge.api_key is not None else None
         if api_key is None:
             api_key = os.environ.get(OPENAI_COMPATIBLE[provider]) or None
+        headers = judge.litellm_kwargs.get("extra_headers") or {}
+        if URL(api_base).user is not None and (
+            api_key or any(str(name).lower() == "authorization" for name in headers)
+        ):
+            raise _credentials_twice(api_base)
         return Route(model_name, provider, api_base, api_key)
 
     async def reply(self, endpoint: Endpoint, request: dict[str, Any], timeout: float) -> dict:
@@ -101,7 +106,6 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     body.update((key, value) for key, value in request.items() if key not in _NOT_BODY)
     body.update(request.get("extra_body") or {})
     url = completions_url(endpoint.api_base)
-    _require_one_authorization(endpoint, headers)
     proxy, proxy_auth = _proxy(url)
     session = _pooled_session(endpoint.api_base)
     own = session is None
@@ -145,23 +149,20 @@ def completions_url(api_base: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def _require_one_authorization(endpoint: Endpoint, headers: dict[str, str]) -> None:
-    """Refuse credentials given twice, which aiohttp refuses with a ValueError that names
-    neither the setting nor the fix: a user in ``api_base`` (sent as Basic auth) and an
-    Authorization header (the API key's, or one in ``extra_headers``)."""
-    if URL(endpoint.api_base).user is None:
-        return
-    if not any(name.lower() == "authorization" for name in headers):
-        return
-    raise CallFault(
-        "APIError",
-        None,
-        f"api_base {url_without_credentials(endpoint.api_base)!r} holds a user and password, "
-        "which the http transport sends as an Authorization header, and the request has one "
-        "already (from the judge's api_key or its extra_headers); give the credentials once: "
-        "remove user:password@ from api_base, or the api_key and any Authorization in "
-        "extra_headers",
-        "failed",
+def _credentials_twice(api_base: str) -> JudgeError:
+    """A user in ``api_base`` (sent as Basic auth) beside an Authorization header (the API
+    key's, or one in ``extra_headers``), which aiohttp would refuse on each call with a
+    ValueError ("Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded
+    in URL") that names neither the setting nor the fix."""
+    return JudgeError(
+        "EVALDAG_INVALID_JUDGE",
+        f"api_base {url_without_credentials(api_base)!r} holds a user and password, which the "
+        "http transport sends as an Authorization header, and the request has one already "
+        "(from the judge's api_key, the provider's key variable or its extra_headers); give the "
+        "credentials once: remove user:password@ from api_base, or the api_key and any "
+        "Authorization in extra_headers",
+        category="USER",
+        details={"apiBase": url_without_credentials(api_base)},
     )
 
 
