@@ -42,6 +42,8 @@ _EXPORTS = {
     "ScorerWithThreshold": "evaldag._scorer.builder",
     "filter_run": "evaldag._scorer.run_filter",
     "compare_experiments": "evaldag._experiments.compare",
+    "agreement": "evaldag._agreement.agreement",
+    "Agreement": "evaldag._agreement.agreement",
     "cost_estimate": "evaldag._eval.estimate",
     "CostEstimate": "evaldag._eval.estimate",
     "Comparison": "evaldag._experiments.compare",
@@ -70,6 +72,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
+    from evaldag._agreement.agreement import Agreement, agreement
     from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals, visualize
     from evaldag._experiments.compare import Comparison, compare_experiments

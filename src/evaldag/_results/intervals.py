@@ -3,7 +3,8 @@
 A percentile bootstrap: the values are resampled with replacement ``resamples`` times, and the
 interval holds the middle ``level`` of the resampled means. The generator is seeded, so the same
 values give the same interval on every machine. Averages of scores and paired per-item deltas
-(``evaldag compare``) both use it.
+(``evaldag compare``) both use it; agreement figures (``evaldag.agreement``) are recomputed on
+the same kind of resamples (``resampled_positions``) and take the same percentiles.
 """
 
 from __future__ import annotations
@@ -68,8 +69,25 @@ def bootstrap_interval(
         means = np.concatenate(
             [data[generator.integers(0, count, size=(size, count))].mean(axis=1) for size in sizes]
         )
+    return percentile_interval(means, level=level, seed=seed)
+
+
+def resampled_positions(count: int, *, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """The positions of ``count`` items in each of ``resamples`` resamples (one row each), drawn
+    with replacement by the seeded generator, for a statistic recomputed on every resample."""
+    return np.random.default_rng(seed).integers(0, count, size=(resamples, count))
+
+
+def percentile_interval(
+    replicates: np.ndarray, *, level: float = LEVEL, seed: int = SEED
+) -> ConfidenceInterval | None:
+    """The middle ``level`` of a statistic's bootstrap replicates; replicates a resample could
+    not define (NaN) are left out, and None when none is defined."""
+    defined = replicates[np.isfinite(replicates)]
+    if not len(defined):
+        return None
     tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
+    low, high = np.percentile(defined, [tail, 100 - tail])
     return ConfidenceInterval(
-        low=float(low), high=float(high), level=level, resamples=resamples, seed=seed
+        low=float(low), high=float(high), level=level, resamples=len(replicates), seed=seed
     )

@@ -1,0 +1,1 @@
+"""A judge against people: agreement with human labels, and two judges compared."""
