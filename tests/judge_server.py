@@ -178,8 +178,12 @@ def _text(message: Mapping[str, Any]) -> str:
     return str(content or "")
 
 
-def _as_reply(value: Reply | str | Mapping[str, Any] | list) -> Reply:
-    return value if isinstance(value, Reply) else Reply(content=value)
+#: A reply worked out from the request (``on(match, answer)``): a ``Reply`` or its content.
+Answer = Callable[["ReceivedRequest"], "Reply | str | Mapping[str, Any] | list"]
+
+
+def _as_reply(value: Reply | str | Mapping[str, Any] | list | Answer) -> Reply | Answer:
+    return value if isinstance(value, Reply) or callable(value) else Reply(content=value)
 
 
 class _Rule:
@@ -193,10 +197,10 @@ class _Rule:
             return bool(self.match(request))
         return any(self.match in _text(m) for m in request.messages)
 
-    def next_reply(self) -> Reply:
+    def next_reply(self, request: ReceivedRequest) -> Reply:
         reply = self.replies[min(self.used, len(self.replies) - 1)]
         self.used += 1
-        return reply
+        return _as_reply(reply(request)) if callable(reply) else reply
 
 
 class JudgeServer:
@@ -243,11 +247,12 @@ class JudgeServer:
     def on(
         self,
         match: str | Callable[[ReceivedRequest], bool],
-        *replies: Reply | str | Mapping[str, Any] | list,
+        *replies: Reply | str | Mapping[str, Any] | list | Answer,
     ) -> JudgeServer:
         """Answer requests containing ``match`` (or for which it returns true) with ``replies``.
 
-        The replies are used in order; the last one repeats.
+        The replies are used in order; the last one repeats. A reply may be a function of the
+        request (``Answer``), called in the server's thread for each request it answers.
         """
         if not replies:
             raise ValueError("on() needs at least one reply")
@@ -299,7 +304,7 @@ class JudgeServer:
             return self._script.popleft()
         for rule in self._rules:
             if rule.matches(request):
-                return rule.next_reply()
+                return rule.next_reply(request)
         return self._reply
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:

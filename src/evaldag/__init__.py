@@ -40,6 +40,10 @@ _EXPORTS = {
     "GateResult": "evaldag._results.eval_result",
     "ThresholdResult": "evaldag._results.eval_result",
     "ScorerWithThreshold": "evaldag._scorer.builder",
+    "Reducer": "evaldag._results.reducers",
+    "pass_at_k": "evaldag._results.reducers",
+    "pass_hat_k": "evaldag._results.reducers",
+    "TrialSpread": "evaldag._results.trials",
     "filter_run": "evaldag._scorer.run_filter",
     "compare_experiments": "evaldag._experiments.compare",
     "agreement": "evaldag._agreement.agreement",
@@ -83,7 +87,9 @@ if TYPE_CHECKING:
     from evaldag._live.wrapper import LiveScoring, LiveStats, live
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
     from evaldag._results.files import read_results
+    from evaldag._results.reducers import Reducer, pass_at_k, pass_hat_k
     from evaldag._results.scorer_result import NotScorableInfo, ScorerResult
+    from evaldag._results.trials import TrialSpread
     from evaldag._scorer.builder import Scorer, ScorerWithThreshold, create_scorer
     from evaldag._scorer.needs import DataNeed
     from evaldag._scorer.run import ScorerRun

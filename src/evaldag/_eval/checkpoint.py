@@ -32,7 +32,7 @@ import pandas as pd
 from evaldag._io.files import atomic_write_text
 from evaldag._io.parquet import parquet_results, results_metadata, write_results
 from evaldag._results.eval_result import EvalResult
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.fingerprint import Parts, digest, rows_fingerprint
 from evaldag._targets.fingerprint import target_parts
 from evaldag._version import __version__
@@ -244,7 +244,12 @@ class Checkpoint:
             return None
         scored = metadata["scorers"]
         now = self._made_by["scorers"]
-        gone = [f"{sid}.{c}" for sid in scored if sid not in now for c in SCORER_COLUMNS]
+        gone = [
+            c
+            for sid in scored
+            if sid not in now
+            for c in (*ScorerColumns(sid).all, *ScorerColumns(sid).trials)
+        ]
         stale = tuple(sid for sid, fingerprint in now.items() if scored.get(sid) != fingerprint)
         return SavedBatch(items.drop(columns=[c for c in gone if c in items.columns]), stale)
 

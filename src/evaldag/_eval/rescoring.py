@@ -18,7 +18,7 @@ from evaldag._engine.targets import TargetFailure, TargetRun
 from evaldag._eval.checkpoint import SavedBatch
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import EvalPlan, last_node
-from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
 
 #: In the values of a batch scored again: the ids of the scorers that were.
 RESCORED = "rescored"
@@ -26,10 +26,11 @@ RESCORED = "rescored"
 
 def ordered_items(items: pd.DataFrame, plan: EvalPlan) -> pd.DataFrame:
     """``items`` with the scorers' columns in the plan's order, after the item's own columns,
-    as a batch scored whole has them."""
+    then their trials' columns, as a batch scored whole has them."""
     scored = [f"{s.id}.{c}" for s in plan.all_scorers for c in SCORER_COLUMNS]
-    taken = set(scored)
-    return items[[c for c in items.columns if c not in taken] + scored]
+    trials = [c for s in plan.all_scorers for c in ScorerColumns(s.id).trials if c in items]
+    taken = {*scored, *trials}
+    return items[[c for c in items.columns if c not in taken] + scored + trials]
 
 
 def _target_run(output: Any, error: Any) -> TargetRun | TargetFailure:
@@ -82,5 +83,7 @@ class Rescoring:
         )
         fresh = values["batch_items"]
         columns = {f"{sid}.{c}": fresh[f"{sid}.{c}"] for sid in saved.stale for c in SCORER_COLUMNS}
-        merged = items.assign(**columns)
+        # A trial's columns of a stale scorer are gone with its scores (trials add them again).
+        gone = [c for sid in saved.stale for c in ScorerColumns(sid).trials if c in items]
+        merged = items.drop(columns=gone).assign(**columns)
         return {**values, "batch_items": ordered_items(merged, self.plan), RESCORED: saved.stale}

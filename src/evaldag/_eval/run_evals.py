@@ -37,6 +37,7 @@ from evaldag._eval.preflight import checked_data, scorers_and_rows
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
 from evaldag._eval.scorer_configs import require_some_scorer
+from evaldag._eval.trials import ReducerSetting, TrialRuns, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
@@ -126,6 +127,8 @@ def run_evals(
     budget_usd: float | None = None,
     step_timeout: float | None = None,
     target_timeout: float | None = None,
+    trials: int = 1,
+    reducer: ReducerSetting = "mean",
 ) -> EvalResult:
     """Score every item of ``data`` with every scorer and gate, then aggregate.
 
@@ -202,6 +205,18 @@ def run_evals(
     :param target_timeout: seconds each call of the target (each turn of a conversation) may
         take; an item whose call overruns it has a ``target_error`` naming the limit, and the
         run goes on. An async target is cancelled; a sync one's thread runs on.
+    :param trials: score each item this many times with every scorer that has a judge (a
+        prompt step), each trial its own judge calls (the reply cache keys them by trial);
+        scorers without one are deterministic and score once. The target runs once. Each
+        repeated scorer's items get its trials' scores, their mean, spread and verdict flips
+        (``<id>.trial_scores``, ``.trial_mean``, ``.trial_spread``, ``.trial_flips``) and
+        ``summary.trials`` its run-to-run standard deviation, flip share and a cluster-bootstrap
+        interval.
+    :param reducer: how an item's trial scores become its score (``<id>.score``, which
+        averages, gates and thresholds read): ``"mean"``, ``"median"``, ``"mode"``, ``"max"``,
+        ``"min"``, ``evaldag.pass_at_k(k)`` or ``evaldag.pass_hat_k(k)`` (also as text,
+        ``"pass_at_k(3)"``); one for every judged scorer, or a dict by scorer id (``"mean"``
+        for those it leaves out).
     """
     plan = eval_plan(scorers, gates, target)
     mapping = column_mapping(columns)
@@ -242,6 +257,7 @@ def run_evals(
 
         require_store(store)
     dataset, plan = checked_data(data, plan, mapping)
+    plan = with_trials(plan, trials, reducer)
     require_caches(
         (judge for scorer, _ in scorers_and_rows(plan) for judge in prompt_judges(scorer)), cache
     )
@@ -256,6 +272,7 @@ def run_evals(
             on_error=on_error == "raise",
             cache=cache is not None,
             budget_usd=budget is not None,
+            trials=plan.trials is not None,
         )
         result, failures = _distributed_run(
             plan,
@@ -412,6 +429,7 @@ def _local_run(
     item_batches: list[pd.DataFrame] = []
 
     rescoring = Rescoring(plan)
+    repeated = None if plan.trials is None else TrialRuns(plan)
     stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
 
     def saved_items(start: int, rows: pd.DataFrame) -> pd.DataFrame | None:
@@ -426,8 +444,13 @@ def _local_run(
     def executed(start: int, rows: pd.DataFrame) -> dict[str, Any]:
         inputs = {"concurrency": concurrency, **run_inputs}
         if start in stale:
-            return rescoring.values(stale.pop(start), rows, inputs, on_error == "raise")
-        return dr.execute(wanted, inputs={"dataset": rows, **inputs})
+            values = rescoring.values(stale.pop(start), rows, inputs, on_error == "raise")
+        else:
+            values = dr.execute(wanted, inputs={"dataset": rows, **inputs})
+        if repeated is None:
+            return values
+        check = None if on_error == "record" else lambda v: _raise_first_failure(v, plan, start)
+        return repeated.values(values, rows, inputs, check)
 
     scored = batches(
         dataset,

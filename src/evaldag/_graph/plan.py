@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from evaldag._results.trials import TrialSettings
 from evaldag._scorer.fingerprint import Parts, digest, scorer_parts
 from evaldag._scorer.reach import Memo
 from evaldag._scorer.steps import ScorerSpec
@@ -62,6 +63,8 @@ class EvalPlan:
     #: Whether the target is a workflow (a Hamilton dataflow), and its nodes with scorers.
     workflow: bool = False
     steps: tuple[str, ...] = ()
+    #: ``run_evals(trials=N)`` past one: how many, and how each judged scorer's are reduced.
+    trials: TrialSettings | None = None
 
     @property
     def all_scorers(self) -> tuple[ScorerSpec, ...]:
@@ -97,7 +100,8 @@ class EvalPlan:
         """Scorer and gate id → what decides its scores, in named parts (found once per plan:
         the plan of a run is made anew for each run, as the code it reaches may have changed)."""
         memo = Memo()  # a constant many steps read is described once
-        return {s.id: scorer_parts(s, memo) for s in self.all_scorers}
+        trials = self.trials or TrialSettings(1)
+        return {s.id: {**scorer_parts(s, memo), **trials.parts(s.id)} for s in self.all_scorers}
 
     def definitions(self) -> list[dict[str, Any]]:
         """JSON-ready description of every scorer and gate, kept with the results."""
@@ -111,6 +115,7 @@ class EvalPlan:
                 "threshold": self.thresholds.get(s.id),
                 "steps": [{"name": st.stage, "type": st.kind} for st in s.steps],
                 "fingerprint": digest(self.fingerprints[s.id]),
+                **({"trials": self.trials.definition(s.id)} if self.trials else {}),
             }
             for s in self.all_scorers
         ]

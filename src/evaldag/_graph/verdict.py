@@ -43,6 +43,7 @@ from evaldag._results.eval_result import (
 )
 from evaldag._results.intervals import bootstrap_interval
 from evaldag._results.item_columns import ScorerColumns, item_states
+from evaldag._results.trials import TrialSettings, trial_spread
 from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 from evaldag._targets.agent import unused_tools_warnings
@@ -211,18 +212,22 @@ def scores__gates_only() -> dict[str, float]:
 
 def _all_averages(plan: EvalPlan) -> inject:
     averages = {s.id: source(f"{s.id}.average") for s in plan.all_scorers}
-    return inject(averages=group(**averages) if averages else value({}))
+    return inject(
+        averages=group(**averages) if averages else value({}), trial_settings=value(plan.trials)
+    )
 
 
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_all_averages)
 def summary(
     items: pd.DataFrame,
     averages: dict[str, ScoreAverage],
+    trial_settings: TrialSettings | None,
     judge_cache_rows_dropped: int = 0,
     judge_cache_problems: list[str] | None = None,
 ) -> Summary:
     """Item count, not-scorable and failed items per scorer, judge-cache rows dropped and
-    problems, what may be wrong with the target's outputs, and each average's interval."""
+    problems, what may be wrong with the target's outputs, each average's interval and, with
+    trials, how each scorer's scores moved."""
     target_errors = int(items["target_error"].notna().sum()) if "target_error" in items else 0
     return Summary(
         total_items=len(items),
@@ -233,6 +238,9 @@ def summary(
         errors={sid: a.errors for sid, a in averages.items() if a.errors},
         target_errors=target_errors,
         intervals={sid: a.interval for sid, a in averages.items() if a.interval is not None},
+        trials={sid: trial_spread(items, sid, trial_settings) for sid in averages}
+        if trial_settings
+        else {},
     )
 
 

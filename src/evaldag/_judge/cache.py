@@ -1,7 +1,9 @@
 """The judge's reply cache: one sqlite file of model replies keyed by what was asked.
 
 A key hashes the model, the api_base, the messages, the response format and the sampling
-settings; credentials never enter it (see :func:`request_key`). Replies are written only for
+settings, and the trial of ``run_evals(trials=N)`` past the first, so that each trial is a call
+of its own (the first keeps the key it had before trials existed: a cache filled then still
+serves it); credentials never enter it (see :func:`request_key`). Replies are written only for
 judge executions that succeeded, so a bad reply is asked again next time instead of replayed;
 a reply read back is checked as a fresh one is (the score checks included).
 
@@ -23,6 +25,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,10 @@ FILE_NAME = "judge-cache.sqlite3"
 
 # Transport settings: how the judge is asked, not what.
 _TRANSPORT = frozenset({"timeout", "max_retries", "num_retries", "metadata"})
+
+#: The trial (``run_evals(trials=N)``, from 0) the judge calls made in this context belong to:
+#: set around a trial's execution, and carried with the context into the engine loop's tasks.
+judge_trial: ContextVar[int] = ContextVar("evaldag_judge_trial", default=0)
 
 
 def request_key(request: Mapping[str, Any]) -> str:
@@ -52,6 +59,9 @@ def request_key(request: Mapping[str, Any]) -> str:
     if headers:
         text = json.dumps(headers, sort_keys=True, default=repr)
         kept["extra_headers_sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    trial = judge_trial.get()
+    if trial:
+        kept["trial"] = trial
     text = json.dumps(kept, sort_keys=True, default=repr, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -15,6 +15,7 @@ from evaldag._compat.js import json_text
 from evaldag._judge.redaction import endpoint_name
 from evaldag._results.intervals import ConfidenceInterval
 from evaldag._results.item_columns import ScorerColumns, nested_by_group, scorer_ids
+from evaldag._results.trials import TrialSpread
 from evaldag._scorer.thresholds import ThresholdSpec
 from evaldag.errors import EvalDagError
 
@@ -143,6 +144,11 @@ class Summary(_Model):
     intervals: dict[str, ConfidenceInterval] = Field(
         default_factory=dict,
         description="Scorer and gate id → 95 % bootstrap interval of its average (seeded).",
+    )
+    trials: dict[str, TrialSpread] = Field(
+        default_factory=dict,
+        description="Scorer and gate id → how its scores moved across the trials of "
+        "run_evals(trials=N), N > 1; empty for one trial.",
     )
 
 

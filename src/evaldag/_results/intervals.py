@@ -91,3 +91,32 @@ def percentile_interval(
     return ConfidenceInterval(
         low=float(low), high=float(high), level=level, resamples=len(replicates), seed=seed
     )
+
+
+def cluster_bootstrap_interval(
+    sums: Sequence[float] | np.ndarray,
+    counts: Sequence[int] | np.ndarray,
+    *,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> ConfidenceInterval | None:
+    """The interval of the mean of values that come in clusters (an item's trials), each given
+    by its ``sums`` and ``counts``: the clusters are resampled, not the values, as values of one
+    cluster are not independent; None for fewer than two clusters."""
+    totals, sizes = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    clusters = len(totals)
+    if clusters < 2:
+        return None
+    resamples = min(resamples, max(_MIN_RESAMPLES, _MAX_DRAWS // clusters))
+    generator = np.random.default_rng(seed)
+    chunk = max(1, 10_000_000 // clusters)
+    means = []
+    for start in range(0, resamples, chunk):
+        drawn = generator.integers(0, clusters, size=(min(chunk, resamples - start), clusters))
+        means.append(totals[drawn].sum(axis=1) / sizes[drawn].sum(axis=1))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(np.concatenate(means), [tail, 100 - tail])
+    return ConfidenceInterval(
+        low=float(low), high=float(high), level=level, resamples=resamples, seed=seed
+    )

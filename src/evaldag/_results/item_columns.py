@@ -38,6 +38,11 @@ SCORER_COLUMNS = (
     "steps",
     "judge",
 )
+#: Columns a scorer repeated by ``run_evals(trials=N)`` adds to each item: its N trials' scores
+#: (a list, None for a trial that gave none), their mean, their spread (sample standard
+#: deviation) and how often the verdict flipped from one trial to the next; ``score`` then holds
+#: the reduced score (``reducer=``).
+TRIAL_COLUMNS = ("trial_scores", "trial_mean", "trial_spread", "trial_flips")
 #: Columns of a conversation's turn row (``EvalResult.turns``) besides its scorers' columns.
 TURN_COLUMNS = ("item", "turn", "input", "output", "run_id", "thread_id")
 #: How much of a reason a one-line message shows.
@@ -60,19 +65,29 @@ class ScorerColumns:
     not_scorable: str = field(init=False, repr=False)
     steps: str = field(init=False, repr=False)
     judge: str = field(init=False, repr=False)
+    trial_scores: str = field(init=False, repr=False)
+    trial_mean: str = field(init=False, repr=False)
+    trial_spread: str = field(init=False, repr=False)
+    trial_flips: str = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for column in SCORER_COLUMNS:
+        for column in (*SCORER_COLUMNS, *TRIAL_COLUMNS):
             object.__setattr__(self, column, self.column(column))
 
     def column(self, column: str) -> str:
-        """The name of the scorer's ``column`` (one of ``SCORER_COLUMNS``)."""
+        """The name of the scorer's ``column`` (one of ``SCORER_COLUMNS`` or ``TRIAL_COLUMNS``)."""
         return f"{self.scorer_id}.{column}"
 
     @property
     def all(self) -> list[str]:
         """Every column of the scorer, in the order of ``SCORER_COLUMNS``."""
         return [self.column(column) for column in SCORER_COLUMNS]
+
+    @property
+    def trials(self) -> list[str]:
+        """The columns of its trials (``run_evals(trials=N)``), in the order of
+        ``TRIAL_COLUMNS``."""
+        return [self.column(column) for column in TRIAL_COLUMNS]
 
 
 def scorer_ids(columns: Iterable[Hashable]) -> list[str]:
