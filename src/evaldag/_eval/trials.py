@@ -48,8 +48,7 @@ def checked_trials(trials: Any) -> int:
     if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
         raise EvalDagError(
             "INVALID_TRIALS",
-            f"trials must be an integer >= 1 (how many times each item is scored), got "
-            f"{trials!r}",
+            f"trials must be an integer >= 1 (how many times each item is scored), got {trials!r}",
             details={"field": "trials", "value": repr(trials)},
         )
     return trials
@@ -78,18 +77,21 @@ def _reducers(reducer: ReducerSetting, plan: EvalPlan, count: int) -> dict[str, 
         fields = {sid: (reducer.get(sid, "mean"), f"reducer[{sid!r}]") for sid in judged}
     else:
         fields = {sid: (reducer, "reducer") for sid in judged}
-        reducer_named(reducer)  # checked when no scorer is judged too
-    reducers = {sid: reducer_named(value, field) for sid, (value, field) in fields.items()}
-    for sid, (value, field) in fields.items():
-        k = reducers[sid].k
-        if k is not None and k > count:
-            raise EvalDagError(
-                "INVALID_REDUCER",
-                f"{field}={str(reducers[sid])!r} draws {k} trials of an item, but trials={count}: "
-                f"run at least {k} trials, or lower k",
-                details={"field": field, "k": k, "trials": count},
-            )
-    return reducers
+        _checked_reducer(reducer, "reducer", count)  # checked when no scorer is judged too
+    return {sid: _checked_reducer(value, field, count) for sid, (value, field) in fields.items()}
+
+
+def _checked_reducer(value: Any, field: str, count: int) -> Reducer:
+    """The reducer ``value`` names, which must draw no more trials than are run."""
+    reducer = reducer_named(value, field)
+    if reducer.k is not None and reducer.k > count:
+        raise EvalDagError(
+            "INVALID_REDUCER",
+            f"{field}={str(reducer)!r} draws {reducer.k} trials of an item, but trials={count}: "
+            f"run at least {reducer.k} trials, or lower k",
+            details={"field": field, "k": reducer.k, "trials": count},
+        )
+    return reducer
 
 
 def _pass_line(scorer: ScorerSpec, plan: EvalPlan) -> ThresholdSpec:
