@@ -194,10 +194,8 @@ def test_scorer_ids_and_groups():
 
 
 #: A scorer's column name spelled out: ``f"{sid}.score"``, ``"<...>.error"`` and the like.
-_SPELLED = re.compile(
-    r"\{[^}]+\}\.(?:score|reason|error|failed_step|completed_steps|not_scorable|steps|judge)\b"
-    r"|[\"']\.(?:score|reason|error|failed_step|completed_steps|not_scorable|steps|judge)[\"']"
-)
+_COLUMNS = "score|reason|error|failed_step|completed_steps|not_scorable|steps|judge|trial_\\w+"
+_SPELLED = re.compile(rf"\{{[^}}]+\}}\.(?:{_COLUMNS})\b|[\"']\.(?:{_COLUMNS})[\"']")
 
 
 def test_no_module_but_the_item_columns_spells_a_column_name():

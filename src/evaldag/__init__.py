@@ -35,7 +35,7 @@ _EXPORTS = {
     "DataNeed": "evaldag._scorer.needs",
     "create_scorer": "evaldag._scorer.builder",
     "run_evals": "evaldag._eval.run_evals",
-    "visualize": "evaldag._eval.run_evals",
+    "visualize": "evaldag._eval.visualize",
     "EvalResult": "evaldag._results.eval_result",
     "GateResult": "evaldag._results.eval_result",
     "ThresholdResult": "evaldag._results.eval_result",
@@ -78,7 +78,8 @@ if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
     from evaldag._agreement.agreement import Agreement, agreement
     from evaldag._eval.estimate import CostEstimate, cost_estimate
-    from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._eval.run_evals import run_evals
+    from evaldag._eval.visualize import visualize
     from evaldag._experiments.compare import Comparison, compare_experiments
     from evaldag._judge.errors import CallFault, JudgeError
     from evaldag._judge.records import JudgeCost, JudgeExecution, JudgeUsage

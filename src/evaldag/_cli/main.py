@@ -360,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     from evaldag._eval.eval_file import eval_data, eval_definition
-    from evaldag._eval.run_evals import visualize
+    from evaldag._eval.visualize import visualize
 
     if args.resume and args.no_checkpoint:
         raise EvalDagError(
@@ -475,7 +475,8 @@ def _print_summary(result: EvalResult, title: str) -> None:
 
 def _demo_command(args: argparse.Namespace) -> int:
     from evaldag._cli.demo import TITLE, demo_gates, demo_items, demo_scorers
-    from evaldag._eval.run_evals import run_evals, visualize
+    from evaldag._eval.run_evals import run_evals
+    from evaldag._eval.visualize import visualize
     from evaldag._report.html import write_report
 
     judge, judge_line = _demo_judge(args.judge, args.judge_api_base, args.judge_api_key)

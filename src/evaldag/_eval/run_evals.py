@@ -36,16 +36,14 @@ from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.preflight import checked_data, scorers_and_rows
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
-from evaldag._eval.scorer_configs import require_some_scorer
 from evaldag._eval.trials import ReducerSetting, TrialRuns, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver, registered_parquet_writer
 from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan, last_node
-from evaldag._graph.render import compact_picture, full_picture
+from evaldag._graph.render import full_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
-from evaldag._io.pictures import write_picture
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import cache_problems, dropped_rows
 from evaldag._judge.transport import require_caches
@@ -58,8 +56,6 @@ from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 
 if TYPE_CHECKING:
-    import graphviz
-
     from evaldag._store.stores import ScoreStore
 
 _FUNCTION_BATCH = 20_000
@@ -599,25 +595,3 @@ def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int)
                     },
                     cause=state.error,
                 )
-
-
-def visualize(
-    *,
-    scorers: Iterable[Any] = (),
-    gates: Iterable[Scorer] = (),
-    target: Any = None,
-    path: str | os.PathLike[str] | None = None,
-    full: bool = False,
-) -> graphviz.Digraph:
-    """The DAG ``run_evals`` would run for this configuration, written to ``path`` if given.
-
-    The compact view shows each scorer as a box listing its steps, then the gates, thresholds
-    and verdict; ``full=True`` draws every Hamilton node. PNG and SVG need Graphviz's ``dot``
-    program; a ``.dot`` path gets the DOT text.
-    """
-    plan = eval_plan(scorers, gates, target)
-    require_some_scorer(plan.all_scorers, turn_assertions=False)
-    digraph = full_picture(eval_driver(plan), plan) if full else compact_picture(plan)
-    if path is not None:
-        write_picture(digraph, path)
-    return digraph
