@@ -31,3 +31,32 @@ def test_a_reply_trickled_a_byte_at_a_time_is_cut_at_the_timeout(judge_server):
     # The deadline is the judge's own: not a read timeout, nor the evaldag-wide bound a second
     # past it (which holds a registered transport that has none).
     assert elapsed < 2.9, f"a 2 s timeout held the call {elapsed:.1f} s"
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+def test_a_reply_over_max_reply_bytes_fails_the_call_unretried(judge_server, chunked):
+    judge = judge_server.judge(
+        instructions="Grade it.", max_reply_bytes=4000, max_retries=2, cache=False
+    )
+    judge_server.reply = Reply({"score": 1, "padding": "x" * 1000}, chunked=chunked)
+    assert _scorer(judge).run(output="x").score == 1  # under the limit
+    judge_server.reset()
+    judge_server.reply = Reply({"score": 1, "padding": "x" * 10_000}, chunked=chunked)
+    with pytest.raises(ScorerRunError) as raised:
+        _scorer(judge).run(output="x")
+    cause = raised.value.cause
+    assert cause.execution.error.name == "ReplyTooLarge", cause.message
+    assert "larger than the judge's max_reply_bytes (4,000 bytes)" in cause.message
+    assert "Judge(max_reply_bytes=...)" in cause.message
+    assert len(judge_server.requests) == 1  # a reply that size comes back the same size
+
+
+def test_the_reply_limit_is_a_few_megabytes_by_default(judge_server):
+    judge = judge_server.judge(instructions="Grade it.", max_retries=0, cache=False)
+    assert judge.max_reply_bytes == 4 * 1024 * 1024
+    judge_server.reply = Reply({"score": 1, "padding": "x" * 3_000_000})
+    assert _scorer(judge).run(output="x").score == 1
+    judge_server.reply = Reply({"score": 1, "padding": "x" * 5_000_000}, chunked=True)
+    with pytest.raises(ScorerRunError) as raised:
+        _scorer(judge).run(output="x")
+    assert raised.value.cause.execution.error.name == "ReplyTooLarge"

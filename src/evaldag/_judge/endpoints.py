@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaldag._judge.redaction import judge_secrets, url_without_credentials
-from evaldag._judge.settings import LOCAL_MODEL, Judge, call_limit
+from evaldag._judge.settings import LOCAL_MODEL, MAX_REPLY_BYTES, Judge, call_limit
 from evaldag._judge.transports import AUTO, named_transport
 
 #: Providers whose endpoints speak OpenAI's chat-completions API, and the variable litellm reads
@@ -76,6 +76,8 @@ class Endpoint:
     max_concurrency: int
     free: bool = False
     max_tokens: int | None = None
+    #: The largest reply body a call reads (the judge's ``max_reply_bytes``).
+    max_reply_bytes: int = MAX_REPLY_BYTES
     #: The judge's credentials, masked in every error and log (``redaction.judge_secrets``).
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -129,6 +131,7 @@ def _endpoint(judge: Judge) -> Endpoint:
         transport,
         style,
         judge.max_concurrency,
+        max_reply_bytes=judge.max_reply_bytes,
         secrets=judge_secrets(judge, route.api_key, route.api_base),
     )
 
@@ -164,6 +167,7 @@ async def _local_endpoint(judge: Judge) -> Endpoint:
         call_limit(judge),
         free=True,
         max_tokens=judge.max_tokens or 512,
+        max_reply_bytes=judge.max_reply_bytes,
         secrets=judge_secrets(judge, local.api_key, local.api_base),
     )
 

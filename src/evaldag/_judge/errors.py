@@ -96,3 +96,15 @@ class CallFault(Exception):
         self.detail = detail
         self.kind = kind
         self.retry_after = retry_after
+
+
+def reply_too_large(limit: int) -> CallFault:
+    """The fault of a reply body over the judge's ``max_reply_bytes`` (not retried)."""
+    return CallFault(
+        "ReplyTooLarge",
+        None,
+        f"the reply is larger than the judge's max_reply_bytes ({limit:,} bytes), and was not "
+        "read further; a judge's reply is a few kB: check api_base, or raise "
+        "Judge(max_reply_bytes=...) for an endpoint whose replies are that large",
+        "failed",
+    )

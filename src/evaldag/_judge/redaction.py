@@ -10,6 +10,10 @@ of its ``api_base`` (as written and percent-decoded or re-encoded, since a serve
 form), its header values and the provider keys a transport may take from the environment
 (``OPENAI_API_KEY`` …). Providers echo a refused key in their error bodies, so text is redacted
 before it is cut, and a secret's first characters left at the cut are masked too.
+
+A request a redirect sends to another origin keeps only the plain headers
+(:func:`credential_headers_dropped`), on both transports; the clients drop only
+``Authorization`` (and cookies).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
@@ -46,6 +50,7 @@ _SHORTEST = 8
 # Settings that are credentials or carry them (headers), by name.
 _SECRET_PARTS = ("key", "secret", "password", "credential", "auth", "token", "header")
 _TOKEN_COUNTS = frozenset({"max_tokens", "max_completion_tokens", "max_output_tokens"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _known: set[str] = set()
 _known_lock = threading.Lock()
@@ -88,6 +93,20 @@ def headers_without_credentials(headers: Mapping[str, Any]) -> dict[str, Any]:
         name: value if str(name).lower() in PLAIN_HEADERS else MASK
         for name, value in headers.items()
     }
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``url``'s origin: scheme, host and port (the scheme's default port when none is given)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def credential_headers_dropped(headers: MutableMapping[str, Any]) -> None:
+    """Remove from ``headers`` (a request's, case-insensitive) every header not in
+    :data:`PLAIN_HEADERS`: what a request to another origin than the call's may carry."""
+    for name in {str(name).lower() for name in headers} - PLAIN_HEADERS:
+        del headers[name]
 
 
 def url_secrets(url: str | None) -> tuple[str, ...]:

@@ -33,6 +33,9 @@ from evaldag.errors import EvalDagError
 #: The model name that selects the bundled local judge (``evaldag.local_judge``).
 LOCAL_MODEL = "local"
 
+#: The largest reply body a judge call reads, unless the judge sets ``max_reply_bytes``.
+MAX_REPLY_BYTES = 4 * 1024 * 1024
+
 StructuredOutput = Literal["auto", "json_schema", "json_object", "prompt"]
 
 
@@ -66,6 +69,12 @@ class Judge(BaseModel):
         gt=0,
         description="Seconds a model call may take, from sending it to the last byte of the "
         "reply: a deadline, however slowly the server sends.",
+    )
+    max_reply_bytes: int = Field(
+        default=MAX_REPLY_BYTES,
+        ge=1,
+        description="The largest reply body a call reads (4 MiB): a larger one fails the call "
+        "(not retried) instead of filling memory.",
     )
     max_retries: int = Field(
         default=4, ge=0, description="Retries of a call after 429, 5xx, timeouts, lost connections."
@@ -228,9 +237,18 @@ def call_limit(judge: Judge) -> int:
 
 
 #: Judge settings that say how a call travels, not what the judge answers: a checkpoint made
-#: with one transport, time limit, retry count, concurrency or cache resumes with another.
+#: with one transport, time limit, retry count, concurrency, cache or reply size limit resumes
+#: with another.
 _HOW_CALLED = frozenset(
-    {"transport", "timeout", "max_retries", "num_retries", "max_concurrency", "cache"}
+    {
+        "transport",
+        "timeout",
+        "max_retries",
+        "num_retries",
+        "max_concurrency",
+        "cache",
+        "max_reply_bytes",
+    }
 )
 
 

@@ -26,9 +26,13 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from evaldag._judge.endpoints import OPENAI_COMPATIBLE, OPENAI_URL
-from evaldag._judge.errors import CallFault, JudgeError
+from evaldag._judge.errors import CallFault, JudgeError, reply_too_large
 from evaldag._judge.records import token_usage, tool_calls
-from evaldag._judge.redaction import url_without_credentials
+from evaldag._judge.redaction import (
+    credential_headers_dropped,
+    origin,
+    url_without_credentials,
+)
 from evaldag._judge.transports import Route, Transport
 from evaldag._util.event_loop import engine_loop, in_engine_thread
 
@@ -120,9 +124,10 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
             timeout=_timeout(timeout),
             proxy=proxy,
             proxy_auth=proxy_auth,
+            middlewares=(_same_origin_credentials(url),),
         ) as response:
             status = response.status
-            raw = await response.read()
+            raw = await _body(response, endpoint.max_reply_bytes)
             answered = response.headers
             retry_after = (answered.get("retry-after-ms"), answered.get("retry-after"))
     except TimeoutError:
@@ -141,12 +146,46 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     return _reply(raw)
 
 
+async def _body(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """``response``'s body (decompressed), or the ReplyTooLarge fault past ``limit`` bytes."""
+    size = response.content_length
+    if size is not None and size > limit:
+        raise reply_too_large(limit)
+    if size is not None and not response.headers.get("Content-Encoding"):
+        return await response.read()  # its length is known and allowed
+    body = bytearray()
+    async for chunk in response.content.iter_chunked(65_536):
+        body += chunk
+        if len(body) > limit:
+            raise reply_too_large(limit)
+    return bytes(body)
+
+
 def completions_url(api_base: str) -> str:
     """The chat-completions URL of ``api_base``: ``/chat/completions`` after its path, before its
     query (``https://host/v1?api-version=1`` gives ``https://host/v1/chat/completions?api-version=1``)."""
     parts = urlsplit(api_base)
     path = f"{parts.path.rstrip('/')}/chat/completions"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _same_origin_credentials(url: str) -> aiohttp.ClientMiddlewareType:
+    """A middleware keeping credential headers off every request of the call once a redirect
+    has left ``url``'s origin: aiohttp drops only Authorization, not ``X-Api-Key`` and the like
+    from ``extra_headers``."""
+    start = origin(url)
+    left = False
+
+    async def middleware(
+        request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType
+    ) -> aiohttp.ClientResponse:
+        nonlocal left
+        left = left or origin(str(request.url)) != start
+        if left:
+            credential_headers_dropped(request.headers)
+        return await handler(request)
+
+    return middleware
 
 
 def _credentials_twice(api_base: str) -> JudgeError:

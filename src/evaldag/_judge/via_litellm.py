@@ -16,7 +16,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
-from evaldag._judge.errors import CallFault, JudgeError
+from evaldag._judge.errors import CallFault, JudgeError, reply_too_large
 from evaldag._judge.litellm_requests import (
     CallRules,
     base_without_query,
@@ -117,17 +117,21 @@ async def litellm_reply(endpoint: Endpoint, request: dict[str, Any], timeout: fl
     base, query = base_without_query(endpoint.api_base)
     if query:  # litellm would put its path after the query; the rules add it to the request
         request = {**request, "api_base": base}
+    rules = CallRules(base, query, max_reply_bytes=endpoint.max_reply_bytes)
     try:
         # litellm's timeout bounds each read: a server trickling bytes would hold the call.
         async with asyncio.timeout(timeout):
-            with call_rules(CallRules(base, query)):
+            with call_rules(rules):
                 response = await litellm.acompletion(
                     **request, api_key=endpoint.api_key, timeout=timeout, max_retries=0
                 )
     except TimeoutError:
         fault = CallFault("Timeout", None, f"no reply within {timeout:g} s", "transient")
     except Exception as error:
-        fault = _fault(error, litellm)
+        # The SDK reports the cut body as a lost connection, which would be retried.
+        fault = (
+            reply_too_large(rules.max_reply_bytes) if rules.oversized else _fault(error, litellm)
+        )
     else:
         choices = getattr(response, "choices", None) or []
         message = getattr(choices[0], "message", None) if choices else None
