@@ -35,7 +35,7 @@ async def limited_call(
         value = fn(*args, **kwargs)
         return await value if hasattr(value, "__await__") else value
     is_async = is_async_callable(fn)
-    call = fn(*args, **kwargs) if is_async else _in_thread(fn, args, kwargs)
+    call = fn(*args, **kwargs) if is_async else in_daemon_thread(fn, args, kwargs)
     return await _within(call, seconds, lambda: overrun(is_async))
 
 
@@ -61,9 +61,11 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
         task.exception()  # read, so that asyncio does not log it as never retrieved
 
 
-async def _in_thread(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+async def in_daemon_thread(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """``fn(*args, **kwargs)`` in a daemon thread of its own, in the caller's context
-    variables."""
+    variables; cancelling the await abandons the thread, which runs on and holds nothing."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     context = contextvars.copy_context()

@@ -34,7 +34,7 @@ from evaldag._judge.errors import JudgeCallError, JudgeError
 from evaldag._judge.records import JudgeExecution
 from evaldag._judge.settings import Judge, as_judge
 from evaldag._judge.transport import chat_reply
-from evaldag._targets.tools import Tool, ToolOutcome, tool
+from evaldag._targets.tools import Tool, ToolOutcome, tool, tool_message_text
 from evaldag.errors import ConfigurationError, EvalDagError
 from evaldag.transcripts import get_text_content, run_messages
 
@@ -85,7 +85,7 @@ class Agent(BaseModel):
                     {
                         "role": "tool",
                         "tool_call_id": call["id"],
-                        "content": json.dumps(
+                        "content": tool_message_text(
                             outcome.result if outcome.error is None else {"error": outcome.error}
                         ),
                     }
@@ -263,7 +263,7 @@ def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
                     {
                         "role": "tool",
                         "tool_call_id": call.get("toolCallId"),
-                        "content": json.dumps(result),
+                        "content": tool_message_text(result),
                     }
                 )
     return chat

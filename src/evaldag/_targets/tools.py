@@ -5,11 +5,14 @@ and the docstring's ``:param name:`` lines as descriptions), whose JSON schema i
 ``parameters``; the model's arguments are validated by it before the function is called. A
 failed call (bad arguments, the function raising) is an outcome, not an exception: the agent
 records it in the transcript, where ``checks.no_tool_errors()`` sees it.
+
+A sync tool runs in a daemon thread of its own, not in the event loop's shared pool: a tool
+that hangs is abandoned when the target's call is (``target_timeout``), and neither holds a
+thread another item's tools wait for nor the run at its end.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
+from evaldag._engine.time_limits import in_daemon_thread
 from evaldag._scorer.steps import is_async_callable
 from evaldag.errors import EvalDagError, error_message
 
@@ -71,10 +75,32 @@ class Tool:
             if is_async_callable(self.function):
                 result = await self.function(**kwargs)
             else:
-                result = await asyncio.to_thread(self.function, **kwargs)
+                result = await in_daemon_thread(self.function, (), kwargs)
         except Exception as error:
             return ToolOutcome(error=error_message(error))
-        return ToolOutcome(result=to_jsonable_python(result, fallback=str))
+        return ToolOutcome(result=tool_result(result))
+
+
+def tool_result(result: Any) -> Any:
+    """A tool's return value as JSON data: bytes as their UTF-8 text; a result holding bytes
+    that are not UTF-8 (an image, a zip) as ``{"result": <bytes as URL-safe base64>, "note":
+    ...}``, so that the model is told, and the call does not fail on them."""
+    try:
+        return to_jsonable_python(result, fallback=str)
+    except UnicodeDecodeError:
+        pass
+    return {
+        "result": to_jsonable_python(result, fallback=str, bytes_mode="base64"),
+        "note": "the tool returned bytes that are not UTF-8 text; every bytes value in result "
+        "is URL-safe base64",
+    }
+
+
+def tool_message_text(value: Any) -> str:
+    """``value`` (a tool's result or error) as the JSON text of a tool message: NaN and the
+    infinities as the strings "NaN", "Infinity" and "-Infinity", which JSON has no numbers for
+    (json.dumps would write bare NaN, which is not JSON)."""
+    return to_json(value, inf_nan_mode="strings", fallback=str).decode()
 
 
 def _docstring_parts(function: Callable[..., Any]) -> tuple[str, dict[str, str]]:
