@@ -8,6 +8,7 @@ import litellm
 import pytest
 from judge_server import Reply
 
+import evaldag
 from evaldag import EvalDagError, PromptStep, create_scorer, run_evals
 from evaldag.errors import UntrustworthyRunError
 
@@ -123,3 +124,46 @@ def test_per_turn_scorers_spend_the_same_budget(judge_server):
     reasons = [json.loads(text) for text in turns.loc[~scored, "graded.not_scorable"]]
     assert len(reasons) == 2
     assert all(r["reason"].startswith("budget: the run's judge budget of $") for r in reasons)
+
+
+def _unpriced(server, **prices):
+    judge = server.judge("openai/house-model-7b", instructions="Grade it.", **prices)
+    return create_scorer("house", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade: {run.output}")
+    )
+
+
+def test_a_budget_refuses_a_judge_without_a_price_before_any_call(judge_server):
+    judge_server.reply = Reply({"score": 1}, usage=USAGE)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(_items(3), scorers=[_unpriced(judge_server)], budget_usd=1, progress=False)
+    assert raised.value.id == "EVALDAG_BUDGET_UNPRICED"
+    message = str(raised.value)
+    assert "the judge of house calls 'openai/house-model-7b'" in message
+    assert "input_cost_per_token=..., output_cost_per_token=..." in message
+    assert judge_server.requests == []
+    # without a budget the model runs, its calls unpriced as before
+    assert run_evals(_items(1), scorers=[_unpriced(judge_server)], progress=False).scores == {
+        "house": 1.0
+    }
+
+
+def test_a_judge_gives_its_own_price_and_the_budget_holds(judge_server):
+    judge_server.reply = Reply({"score": 1}, usage=USAGE)
+    prices = {"input_cost_per_token": 1e-6, "output_cost_per_token": 4e-6}
+    one_call = 1000 * 1e-6 + 500 * 4e-6
+    result = run_evals(
+        _items(10),
+        scorers=[_unpriced(judge_server, **prices)],
+        concurrency=1,
+        budget_usd=2.5 * one_call,
+        progress=False,
+    )
+    assert len(judge_server.requests) == 3
+    assert result.usage["house"].cost_usd == pytest.approx(3 * one_call)
+    assert result.summary.not_scorable == {"house": 7}
+
+
+def test_prices_are_given_together():
+    with pytest.raises(EvalDagError, match="input_cost_per_token and output_cost_per_token"):
+        evaldag.Judge("openai/house-model-7b", input_cost_per_token=1e-6)

@@ -230,7 +230,9 @@ def _call_estimate(judge: Judge, prompt: str) -> JudgeCallEstimate:
         messages.insert(0, {"role": "system", "content": judge.instructions})
     tokens = litellm.token_counter(model=judge.model, messages=messages)
     cost, unpriced = 0.0, []
-    if judge.model != LOCAL_MODEL:  # the local judge costs nothing
+    if judge.prices is not None:
+        cost = tokens * judge.prices[0] + OUTPUT_TOKENS * judge.prices[1]
+    elif judge.model != LOCAL_MODEL:  # the local judge costs nothing
         try:
             input_usd, output_usd = litellm.cost_per_token(
                 model=judge.model, prompt_tokens=tokens, completion_tokens=OUTPUT_TOKENS

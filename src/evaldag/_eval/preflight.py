@@ -84,11 +84,16 @@ def checked_data(
 def _judges(plan: EvalPlan) -> Iterator[tuple[str, Judge]]:
     """The judges the run calls, each with whose it is: its scorers' and gates' (a turn's
     too), an agent target's model."""
+    yield from scorer_judges(plan)
+    if isinstance(plan.target, Agent):
+        yield f"the model of {plan.target.name}", plan.target.model
+
+
+def scorer_judges(plan: EvalPlan) -> Iterator[tuple[str, Judge]]:
+    """The judges of the run's scorers and gates (a turn's too), each with whose it is."""
     for scorer, _ in scorers_and_rows(plan):
         for judge in prompt_judges(scorer):
             yield f"the judge of {scorer.id}", judge
-    if isinstance(plan.target, Agent):
-        yield f"the model of {plan.target.name}", plan.target.model
 
 
 def scorers_and_rows(plan: EvalPlan) -> Iterator[tuple[ScorerSpec, list[Any] | None]]:

@@ -33,7 +33,7 @@ from evaldag._eval.checkpoint import (
 )
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
-from evaldag._eval.preflight import checked_data, scorers_and_rows
+from evaldag._eval.preflight import checked_data, scorer_judges
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
 from evaldag._eval.trials import ReducerSetting, TrialRuns, with_trials
@@ -44,13 +44,12 @@ from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import full_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
-from evaldag._judge.budget import JudgeBudget
+from evaldag._judge.budget import JudgeBudget, require_prices
 from evaldag._judge.cache import cache_problems, dropped_rows
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.steps import prompt_judges
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
@@ -254,9 +253,10 @@ def run_evals(
         require_store(store)
     dataset, plan = checked_data(data, plan, mapping)
     plan = with_trials(plan, trials, reducer)
-    require_caches(
-        (judge for scorer, _ in scorers_and_rows(plan) for judge in prompt_judges(scorer)), cache
-    )
+    judges = list(scorer_judges(plan))
+    require_caches((judge for _, judge in judges), cache)
+    if budget is not None:
+        require_prices(budget, judges)
     size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
     if executor is not None:

@@ -6,14 +6,21 @@ of each judge execution (from its record) once it ends. When the spent cost reac
 the steps that have not called yet end their item as not scorable, with a ``budget`` reason;
 every item judged before stays as it was. Calls already in flight finish, so the spent cost can
 pass the limit by what they cost.
+
+A budget holds only over priced calls: a run with one refuses, before any call, a judge whose
+model has no price (litellm's table lacks it and the judge gives none), whose calls would count
+as $0 and leave the budget unenforced (:func:`require_prices`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from evaldag._judge.endpoints import rates, require_endpoint
 from evaldag._judge.records import JudgeExecution
+from evaldag._judge.settings import Judge
 from evaldag.errors import EvalDagError
 
 #: How a not-scorable reason of the budget begins.
@@ -58,3 +65,21 @@ class JudgeBudget:
         """Add what a judge execution cost (nothing for cached replies and unpriced models)."""
         if execution is not None and execution.cost is not None:
             self.spent_usd += execution.cost.total_usd
+
+
+def require_prices(budget: JudgeBudget, judges: Iterable[tuple[str, Judge]]) -> None:
+    """Refuse a judge without a price (the local judge is free): the budget could not count
+    its calls. ``judges`` are (whose it is, the judge) pairs."""
+    for owner, judge in judges:
+        endpoint = require_endpoint(judge)
+        if endpoint is None or rates(endpoint) is not None:
+            continue
+        raise EvalDagError(
+            "EVALDAG_BUDGET_UNPRICED",
+            f"budget_usd={budget.limit_usd:g} cannot be held: {owner} calls {judge.model!r}, "
+            "which litellm's price table has no price for, so its calls would cost $0 and "
+            f"never spend the budget. Give its price: Judge({judge.model!r}, ..., "
+            "input_cost_per_token=..., output_cost_per_token=...) in US dollars per token, or "
+            "run without budget_usd",
+            details={"model": judge.model, "judgeOf": owner, "budget_usd": budget.limit_usd},
+        )

@@ -78,6 +78,8 @@ class Endpoint:
     max_tokens: int | None = None
     #: The largest reply body a call reads (the judge's ``max_reply_bytes``).
     max_reply_bytes: int = MAX_REPLY_BYTES
+    #: The judge's own prices (USD per input and output token), over litellm's table.
+    prices: tuple[float, float] | None = None
     #: The judge's credentials, masked in every error and log (``redaction.judge_secrets``).
     secrets: tuple[str, ...] = field(default=(), repr=False)
 
@@ -108,12 +110,11 @@ async def judge_endpoint(judge: Judge) -> Endpoint:
     return endpoint
 
 
-def require_endpoint(judge: Judge) -> None:
+def require_endpoint(judge: Judge) -> Endpoint | None:
     """Route ``judge`` unless it is the local judge (which starts at its first call): a judge
     its transport cannot call (a model ``http`` does not serve, credentials given twice, an
     unknown provider) raises here, before any item runs, rather than on every item."""
-    if judge.model != LOCAL_MODEL:
-        _endpoint(judge)
+    return None if judge.model == LOCAL_MODEL else _endpoint(judge)
 
 
 def _endpoint(judge: Judge) -> Endpoint:
@@ -132,6 +133,7 @@ def _endpoint(judge: Judge) -> Endpoint:
         style,
         judge.max_concurrency,
         max_reply_bytes=judge.max_reply_bytes,
+        prices=judge.prices,
         secrets=judge_secrets(judge, route.api_key, route.api_base),
     )
 
@@ -187,7 +189,10 @@ def _default_style(model_name: str, provider: str | None, transport: str) -> str
 
 
 def rates(endpoint: Endpoint) -> tuple[float, float, float] | None:
-    """USD per input, output and cache-read input token from litellm's table, if it has them."""
+    """USD per input, output and cache-read input token: the judge's own prices (cache reads
+    at the input price), else litellm's table's, if it has them."""
+    if endpoint.prices is not None:
+        return (*endpoint.prices, endpoint.prices[0])
     info = _price_entry(endpoint.model_name, endpoint.provider, endpoint.transport)
     if info is None:
         return None

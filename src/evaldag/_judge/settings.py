@@ -19,6 +19,7 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_serializer,
+    model_validator,
 )
 
 from evaldag._judge.redaction import (
@@ -101,11 +102,41 @@ class Judge(BaseModel):
         "the judge has a setting only litellm understands, and 'litellm' otherwise. Any other "
         "name is one given to evaldag.register_transport.",
     )
+    input_cost_per_token: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="US dollars per input token, for a model litellm's price table lacks (or "
+        "prices otherwise); given with output_cost_per_token. Calls of an unpriced model cost "
+        "$0 in usage, and a run with budget_usd refuses them.",
+    )
+    output_cost_per_token: float | None = Field(
+        default=None,
+        ge=0,
+        allow_inf_nan=False,
+        description="US dollars per output token; given with input_cost_per_token.",
+    )
     cache: bool | str | Path | None = Field(
         default=None,
         description="On-disk reply cache: a directory, True for $EVALDAG_CACHE_DIR (else "
         "~/.cache/evaldag), False for none; None uses $EVALDAG_CACHE_DIR when it is set.",
     )
+
+    @model_validator(mode="after")
+    def _both_prices(self) -> Judge:
+        if (self.input_cost_per_token is None) != (self.output_cost_per_token is None):
+            raise ValueError(
+                "input_cost_per_token and output_cost_per_token are given together (US dollars "
+                "per token), or neither (litellm's price table)"
+            )
+        return self
+
+    @property
+    def prices(self) -> tuple[float, float] | None:
+        """The judge's own prices (USD per input and output token), if it gives them."""
+        if self.input_cost_per_token is None or self.output_cost_per_token is None:
+            return None
+        return self.input_cost_per_token, self.output_cost_per_token
 
     @field_validator("transport")
     @classmethod
@@ -236,9 +267,9 @@ def call_limit(judge: Judge) -> int:
     return judge.max_concurrency
 
 
-#: Judge settings that say how a call travels, not what the judge answers: a checkpoint made
-#: with one transport, time limit, retry count, concurrency, cache or reply size limit resumes
-#: with another.
+#: Judge settings that say how a call travels or what it costs, not what the judge answers: a
+#: checkpoint made with one transport, time limit, retry count, concurrency, cache, reply size
+#: limit or price resumes with another.
 _HOW_CALLED = frozenset(
     {
         "transport",
@@ -248,6 +279,8 @@ _HOW_CALLED = frozenset(
         "max_concurrency",
         "cache",
         "max_reply_bytes",
+        "input_cost_per_token",
+        "output_cost_per_token",
     }
 )
 
