@@ -115,7 +115,7 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, change):
     assert "resume='refresh'" in raised.value.message and "resume=False" in raised.value.message
 
 
-def test_out_writes_results_through_the_materializer(tmp_path):
+def test_out_writes_the_result_that_run_evals_returns(tmp_path):
     result = run_evals(DATA, scorers=[_scorer()], out=tmp_path / "results.parquet")
     assert EvalResult.read_parquet(tmp_path / "results.parquet") == result
 

@@ -106,8 +106,8 @@ def cost_estimate(
     (and no target) is called. Arguments as ``run_evals``'s; what is estimated rather than
     counted is in this module's docstring."""
     plan = eval_plan(scorers, gates, target)
-    dataset, plan = checked_data(data, plan, column_mapping(columns))
-    runs = _runs(plan, dataset)
+    dataset, fields, plan = checked_data(data, plan, column_mapping(columns))
+    runs = _runs(plan, dataset, fields)
     estimates, unjudged = {}, []
     for scorer in plan.all_scorers:
         estimate = _scorer_estimate(scorer, runs.tolist())
@@ -135,13 +135,15 @@ def cost_estimate(
     )
 
 
-def _runs(plan: Any, dataset: pd.DataFrame) -> pd.Series:
+def _runs(plan: Any, dataset: pd.DataFrame, fields: pd.DataFrame) -> pd.Series:
     """The items as the scorers receive them; with a target, an empty output each."""
     overrides = {}
     if plan.target is not None:
-        overrides["outputs"] = pd.Series([""] * len(dataset), index=dataset.index, dtype=object)
+        empty = pd.Series([""] * len(dataset), index=dataset.index, dtype=object)
+        overrides = {"outputs": empty, "read_outputs": empty}
     dr = eval_driver(plan)
-    return dr.execute(["runs"], inputs={"dataset": dataset}, overrides=overrides)["runs"]
+    inputs = {"dataset": dataset, "run_fields": fields}
+    return dr.execute(["runs"], inputs=inputs, overrides=overrides)["runs"]
 
 
 def _turn_runs(

@@ -1,7 +1,8 @@
 """Everything checkable about the data, checked before the first scorer step (and judge call).
 
 ``run_evals`` and ``cost_estimate`` read their data through :func:`checked_data`, which loads it
-(its columns mapped, its conversations read) and then checks, for every item:
+(its columns mapped, its conversations read), reads every item's run fields once (the run's
+items are made of what is read here: ``run_fields``) and checks, for every item:
 
 - that the data's columns do not take the names the run adds (``run_id``, ``<id>.score``, ...);
 - that every input and output is a text or a transcript evaldag reads, and every structured
@@ -38,10 +39,9 @@ from evaldag._graph.plan import EvalPlan
 from evaldag._judge.endpoints import require_endpoint
 from evaldag._judge.errors import JudgeError
 from evaldag._judge.settings import Judge
-from evaldag._reader import looks_like_json, read_transcript, structured_json
 from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.needs import DataNeed
-from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.run import ScorerRun, run_field
 from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._targets.agent import Agent
 from evaldag.errors import EvalDagError
@@ -49,9 +49,10 @@ from evaldag.errors import EvalDagError
 
 def checked_data(
     data: Any, plan: EvalPlan, columns: dict[str, str]
-) -> tuple[pd.DataFrame, EvalPlan]:
-    """``data`` loaded and checked against every scorer and gate before any of them runs, and
-    ``plan`` with the data's conversations (their turns' scorers checked too).
+) -> tuple[pd.DataFrame, pd.DataFrame, EvalPlan]:
+    """``data`` loaded and checked against every scorer and gate before any of them runs, its
+    items' run fields as read (the eval graph's ``run_fields``), and ``plan`` with the data's
+    conversations (their turns' scorers checked too).
 
     :param columns: run field → the data's column holding it (checked ``columns=``).
     """
@@ -63,11 +64,11 @@ def checked_data(
     require_some_scorer(plan.all_scorers, turn_assertions(turns))
     plan = dataclasses.replace(plan, turn_specs=turns)
     _require_free_column_names(dataset, plan)
-    _require_readable_fields(dataset)
+    fields = run_fields(dataset, plan.read_columns)
     for scorer, labels in scorers_and_rows(plan):
         _require_read_columns(dataset, scorer)
         for need in scorer.needs:
-            _require_need(dataset, scorer, need, labels)
+            _require_need(dataset, fields, scorer, need, labels)
     for owner, judge in _judges(plan):
         try:
             require_endpoint(judge)
@@ -78,7 +79,7 @@ def checked_data(
                 category=error.category,
                 details={**error.details, "judgeOf": owner},
             ) from None
-    return dataset, plan
+    return dataset, fields, plan
 
 
 def _judges(plan: EvalPlan) -> Iterator[tuple[str, Judge]]:
@@ -123,35 +124,41 @@ def _require_free_column_names(dataset: pd.DataFrame, plan: EvalPlan) -> None:
         )
 
 
-#: The run fields read when the run is made, and how.
-_READ_FIELDS = {
-    "input": read_transcript,
-    "output": read_transcript,
-    "request_context": structured_json,
-    "expected_trajectory": structured_json,
-}
+#: The data columns that are fields of a run: all of its own but the run id.
+_RUN_FIELDS = tuple(field for field in ScorerRun.model_fields if field != "run_id")
+_TRANSCRIPTS = ("input", "output")
 
 
-def _require_readable_fields(dataset: pd.DataFrame) -> None:
-    """Every input and output is a text or a transcript evaldag reads, and every structured
-    field given as text is JSON of its kind."""
-    for field, read in _READ_FIELDS.items():
+def run_fields(dataset: pd.DataFrame, read_columns: list[str]) -> pd.DataFrame:
+    """The fields of each item's run, read once (:func:`~evaldag._scorer.run.run_field`): the
+    run's own (``input``, ``output``, ``ground_truth``, ...) and the data ``read_columns`` the
+    scorers read, each where the data has it; an empty cell of the others as None. An input,
+    output or structured field that reads as none of its kind fails with the row."""
+    fields = {}
+    for field in dict.fromkeys((*_RUN_FIELDS, *read_columns)):
         if field not in dataset.columns:
             continue
-        for label, value in dataset[field].items():
-            if type(value) is str:
-                if not looks_like_json(value):
-                    continue
-            elif value is None or read is structured_json:  # only text of those is read here
-                continue
-            try:
-                read(value, field)
-            except EvalDagError as error:
-                raise EvalDagError(
-                    "INVALID_DATA_ITEM",
-                    f"Row {label!r}: {error.message}",
-                    details={**error.details, "row": str(label), "column": field},
-                ) from error
+        cells = dataset[field].tolist()
+        read: list[Any] = []
+        try:
+            for cell in cells if field in _TRANSCRIPTS else map(_cell, cells):
+                read.append(run_field(field, cell))
+        except EvalDagError as error:
+            label = dataset.index[len(read)]
+            raise EvalDagError(
+                "INVALID_DATA_ITEM",
+                f"Row {label!r}: {error.message}",
+                details={**error.details, "row": str(label), "column": field},
+            ) from error
+        fields[field] = pd.Series(read, dtype=object).to_numpy()
+    return pd.DataFrame(fields, index=dataset.index, dtype=object)
+
+
+def _cell(value: Any) -> Any:
+    """A dataset cell as a run field: pandas' missing markers become None."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return value
 
 
 def _require_read_columns(dataset: pd.DataFrame, scorer: ScorerSpec) -> None:
@@ -169,21 +176,28 @@ def _require_read_columns(dataset: pd.DataFrame, scorer: ScorerSpec) -> None:
 
 
 def _require_need(
-    dataset: pd.DataFrame, scorer: ScorerSpec, need: DataNeed, labels: list[Any] | None
+    dataset: pd.DataFrame,
+    fields: pd.DataFrame,
+    scorer: ScorerSpec,
+    need: DataNeed,
+    labels: list[Any] | None,
 ) -> None:
-    """The data has the column ``need`` requires, and each item's cell there has its shape."""
+    """The data has the column ``need`` requires, and each item's cell there has its shape: a
+    run field's as the run holds it (JSON text read), a data column's as it is."""
     if need.column not in dataset.columns:
         if need.required:
             raise _missing_column(dataset, scorer, need)
         return
     if need.cell is None:
         return
-    cells = dataset[need.column] if labels is None else dataset[need.column].loc[labels]
+    read = need.column in _RUN_FIELDS and need.column not in _TRANSCRIPTS
+    column = (fields if read else dataset)[need.column]
+    cells = column if labels is None else column.loc[labels]
     for label, cell in cells.items():
         if _missing(cell):
             continue
         try:
-            need.cell(_as_read(need.column, cell))
+            need.cell(cell)
         except EvalDagError as error:
             raise EvalDagError(
                 "INVALID_DATA_ITEM",
@@ -197,14 +211,6 @@ def _require_need(
                 },
                 cause=error,
             ) from error
-
-
-def _as_read(column: str, cell: Any) -> Any:
-    """A cell as the scorer reads it: a run field's as the run holds it (JSON text read), a
-    data column's as it is."""
-    if column not in ScorerRun.model_fields or column in ("input", "output"):
-        return cell
-    return getattr(ScorerRun.model_validate({"output": None, column: cell}), column)
 
 
 def _missing_column(dataset: pd.DataFrame, scorer: ScorerSpec, need: DataNeed) -> EvalDagError:

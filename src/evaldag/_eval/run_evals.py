@@ -9,7 +9,6 @@ current one's last rows (``evaldag._eval.batches``).
 
 from __future__ import annotations
 
-import inspect
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -17,41 +16,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
-from hamilton.io.materialization import to
+from hamilton import driver
 
-from evaldag._engine.concurrency import RowSlots
-from evaldag._engine.targets import TargetFailure
-from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import (
     PARTS_SUFFIX,
     Checkpoint,
     Resume,
-    SavedBatch,
     checked_resume,
     finished_run,
     run_fingerprint,
 )
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
+from evaldag._eval.local_batches import scored_items, waits
+from evaldag._eval.measures import JudgeMeasures
 from evaldag._eval.preflight import checked_data, scorer_judges
-from evaldag._eval.progress import ProgressBar
-from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
-from evaldag._eval.trials import ReducerSetting, TrialRuns, with_trials
+from evaldag._eval.trials import ReducerSetting, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
-from evaldag._graph.drivers import eval_driver, registered_parquet_writer
+from evaldag._graph.drivers import eval_driver
 from evaldag._graph.executors import task_executor
-from evaldag._graph.plan import EvalPlan, last_node
+from evaldag._graph.plan import EvalPlan
 from evaldag._graph.render import full_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.budget import JudgeBudget, require_prices
-from evaldag._judge.cache import cache_problems, dropped_rows
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
-from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
-from evaldag._util.event_loop import run_sync
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 
 if TYPE_CHECKING:
@@ -69,34 +61,7 @@ def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int
         return batch_size
     # Judge and target calls: small batches keep progress moving, and lose no concurrency as
     # the next batch runs beside the current one's last rows.
-    return max(64, concurrency * 8) if _waits(plan) else _FUNCTION_BATCH
-
-
-def _waits(plan: EvalPlan) -> bool:
-    """Whether the run's items wait on calls: a target, judges or async steps."""
-    return plan.target is not None or any(s.has_async_steps for s in plan.all_scorers)
-
-
-def _item_callbacks(
-    on_item_complete: Callable[..., Any],
-    batch: pd.DataFrame,
-    values: dict[str, Any],
-    plan: EvalPlan,
-    data_columns: dict[str, str],
-) -> None:
-    outcomes = {s.id: values[last_node(s)] for s in plan.scorers}
-    outputs = values["outputs"]
-    for label, row in batch.rename(columns=data_columns).iterrows():
-        scorer_results = {
-            sid: states[label].outcome() for sid, states in outcomes.items() if label in states
-        }
-        answer = on_item_complete(row.to_dict(), outputs[label], scorer_results)
-        if inspect.isawaitable(answer):
-            run_sync(_awaited(answer))
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
+    return max(64, concurrency * 8) if waits(plan) else _FUNCTION_BATCH
 
 
 def run_evals(
@@ -158,9 +123,9 @@ def run_evals(
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
         judges or a target are involved, the next batch then running beside the current one's
         last rows).
-    :param out: write the results to this file: ``.parquet`` (everything; a materializer node
-        of the DAG), or ``.csv`` / ``.jsonl`` (the items; lists and dicts as JSON, in a CSV
-        cell as JSON text; ``evaldag.read_results`` reads any of them back).
+    :param out: write the results to this file: ``.parquet`` (everything), or ``.csv`` /
+        ``.jsonl`` (the items; lists and dicts as JSON, in a CSV cell as JSON text;
+        ``evaldag.read_results`` reads any of them back).
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL (``postgresql://...``, or
         the scheme of a store ``evaldag.register_store`` added). It is opened (and its
@@ -251,7 +216,7 @@ def run_evals(
         from evaldag._store.locations import require_store  # SQLAlchemy loads when used
 
         require_store(store)
-    dataset, plan = checked_data(data, plan, mapping)
+    dataset, fields, plan = checked_data(data, plan, mapping)
     plan = with_trials(plan, trials, reducer)
     judges = list(scorer_judges(plan))
     require_caches((judge for _, judge in judges), cache)
@@ -273,6 +238,7 @@ def run_evals(
         result, failures = _distributed_run(
             plan,
             dataset,
+            fields,
             executor,
             size,
             concurrency,
@@ -286,6 +252,7 @@ def run_evals(
     result, failures = _local_run(
         plan,
         dataset,
+        fields,
         run_inputs={
             **_run_inputs(plan, cache, experiment_id, name, mapping),
             "judge_budget": budget,
@@ -374,6 +341,7 @@ def _run_inputs(
 def _local_run(
     plan: EvalPlan,
     dataset: pd.DataFrame,
+    fields: pd.DataFrame,
     *,
     run_inputs: dict[str, Any],
     batch_size: int,
@@ -385,11 +353,9 @@ def _local_run(
     checkpoint: str | os.PathLike[str] | None,
     resume: Resume,
 ) -> tuple[EvalResult, Unsaved]:
-    """The eval here: one execute() per batch (the next beside the current one's last rows when
-    items wait on calls), then the aggregation nodes over all items; and the results files that
-    could not be written."""
+    """The eval here: the batches (``evaldag._eval.local_batches``), then the verdict's nodes
+    over all items; and the results files that could not be written."""
     saved = None
-    unsaved: Unsaved = []  # the results files that could not be written, and why
     if checkpoint is not None and plan.turn_specs:
         raise EvalDagError(
             "INVALID_CHECKPOINT_OPTIONS",
@@ -413,110 +379,38 @@ def _local_run(
             # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
             run_inputs = {**run_inputs, "judge_cache": saved.replies}
     dr = eval_driver(plan)
-    wanted = ["batch_items", "outputs"]
-    if on_item_complete is not None or on_error == "raise":
-        wanted += [last_node(s) for s in plan.scorers]
-    if plan.turn_specs:
-        wanted.append("turn_items")
-    turn_batches: list[pd.DataFrame] = []
-    dropped_before, problems_before = dropped_rows(), len(cache_problems())
-    bar = ProgressBar(len(dataset), enabled=progress)
-    error_columns = [ScorerColumns(s.id).error for s in plan.all_scorers]
-    item_batches: list[pd.DataFrame] = []
-
-    rescoring = Rescoring(plan)
-    repeated = None if plan.trials is None else TrialRuns(plan)
-    stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
-
-    def saved_items(start: int, rows: pd.DataFrame) -> pd.DataFrame | None:
-        found = None if saved is None else saved.saved_batch(start, rows)
-        if found is None or (found.stale and plan.workflow):  # a workflow's runs are not saved
-            return None
-        if found.stale:
-            stale[start] = found
-            return None
-        return ordered_items(found.items, plan)
-
-    def executed(start: int, rows: pd.DataFrame) -> dict[str, Any]:
-        inputs = {"concurrency": concurrency, **run_inputs}
-        if start in stale:
-            values = rescoring.values(stale.pop(start), rows, inputs, on_error == "raise")
-        else:
-            values = dr.execute(wanted, inputs={"dataset": rows, **inputs})
-        if repeated is None:
-            return values
-        check = None if on_error == "record" else lambda v: _raise_first_failure(v, plan, start)
-        return repeated.values(values, rows, inputs, check)
-
-    scored = batches(
+    measures = JudgeMeasures(plan)
+    scored = scored_items(
+        dr,
+        plan,
         dataset,
-        batch_size,
-        executed,
-        saved_items=saved_items,
-        slots=RowSlots(concurrency) if _waits(plan) else None,
+        fields,
+        inputs={"concurrency": concurrency, **run_inputs},
+        batch_size=batch_size,
+        on_item_complete=on_item_complete,
+        on_error=on_error,
+        progress=progress,
+        checkpoint=saved,
     )
-    try:
-        for batch in scored:
-            items = batch.items
-            if batch.values is not None:
-                values = batch.values
-                if on_error == "raise":
-                    _raise_first_failure(values, plan, completed=batch.start)
-                items = values["batch_items"]
-                if plan.turn_specs:
-                    turn_batches.append(values["turn_items"])
-                if saved is not None and not unsaved:
-                    try:
-                        saved.save(batch.start, batch.rows, items)
-                    except EvalDagError as error:  # a full disk: the run goes on without
-                        unsaved.append(((str(checkpoint),), error))
-                if on_item_complete is not None and RESCORED not in values:
-                    _item_callbacks(
-                        on_item_complete, batch.rows, values, plan, run_inputs["data_columns"]
-                    )
-            item_batches.append(items)
-            errors = int(items[error_columns].notna().any(axis=1).sum())
-            bar.advance(len(batch.rows), errors=errors)
-    finally:
-        scored.close()  # a batch run ahead stops with the run
-        bar.close()
-    sinks, paths = [], {}
-    if out is not None and results_format(out, "out") == "parquet":
-        parquet = getattr(to, registered_parquet_writer())
-        paths["results"] = str(out)
-        sinks.append(parquet(id="results_parquet", dependencies=["eval_result"], path=str(out)))
-    graph = {
-        "additional_vars": ["eval_result"],
-        "overrides": {
-            "items": pd.concat(item_batches) if len(item_batches) > 1 else item_batches[0],
-            **({"turns": pd.concat(turn_batches, ignore_index=True)} if turn_batches else {}),
-        },
-        "inputs": {
-            "dag_dot": full_picture(dr, plan).source,
-            "judge_cache_rows_dropped": dropped_rows() - dropped_before,
-            "judge_cache_problems": cache_problems()[problems_before:],
-            **run_inputs,
-        },
-    }
-    try:
-        _, values = dr.materialize(*sinks, **graph)
-    except Exception as error:
-        if not sinks:
-            raise
-        # A results file that could not be written (a full disk): the result is computed
-        # again without it (the aggregation only), to be kept; an error that is not the
-        # file's raises again here.
-        _, values = dr.materialize(**graph)
-        unsaved.append((tuple(paths.values()), error))
-    result = values["eval_result"]
-    if saved is not None and not unsaved:
+    turns = {} if scored.turns is None else {"turns": scored.turns}
+    inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
+    result = _result(dr, inputs, full_picture(dr, plan).source)
+    unsaved: Unsaved = []  # the results files that could not be written, and why
+    if scored.checkpoint_error is not None:
+        unsaved.append(((str(checkpoint),), scored.checkpoint_error))
+    elif saved is not None:
         try:
             saved.finish(result)
         except EvalDagError as error:  # its batches are kept: a rerun resumes from them
             unsaved.append(((str(checkpoint),), error))
-    if out is not None and results_format(out, "out") != "parquet":
-        unsaved += _out_written(result, out)
-    return result, unsaved
+    return result, unsaved + _out_written(result, out)
+
+
+def _result(dr: driver.Driver, inputs: dict[str, Any], picture: str) -> EvalResult:
+    """The verdict's nodes over every item (``inputs``: ``items`` and what the run measured,
+    beside the run's own), and the picture of the graph the result came from."""
+    result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
+    return result.model_copy(update={"dag_dot": picture})
 
 
 def _out_written(result: EvalResult, out: str | os.PathLike[str] | None) -> Unsaved:
@@ -529,7 +423,7 @@ def _out_written(result: EvalResult, out: str | os.PathLike[str] | None) -> Unsa
             result.to_parquet(out)
         else:
             write_flat(result.items, out, fmt)
-    except EvalDagError as error:
+    except Exception as error:  # a full disk, or a value the format cannot hold: it is kept
         return [((str(out),), error)]
     return []
 
@@ -547,6 +441,7 @@ def _require_local_only_options_unset(**used: bool) -> None:
 def _distributed_run(
     plan: EvalPlan,
     dataset: pd.DataFrame,
+    fields: pd.DataFrame,
     executor: Any,
     batch_size: int,
     concurrency: int,
@@ -555,43 +450,23 @@ def _distributed_run(
     time_limits: dict[str, float | None],
     data_columns: dict[str, str],
 ) -> tuple[EvalResult, Unsaved]:
-    """The eval on a Dask or Ray cluster: batches fan out as tasks, ``items`` collects them; and
-    the results file, if it could not be written."""
+    """The eval on a Dask or Ray cluster: batches fan out as tasks and ``items`` collects them;
+    then the verdict's nodes here, as after a local run's batches; and the results file, if it
+    could not be written."""
+    run_inputs = _run_inputs(plan, None, *experiment, data_columns)
+    measures = JudgeMeasures(plan)
     with task_executor(executor) as remote:
-        dr = eval_driver(plan, remote)
+        cluster = eval_driver(plan, remote)
         inputs = {
             "data": dataset,
+            "data_fields": fields,
             "batch_size": batch_size,
             "concurrency": concurrency,
-            "dag_dot": full_picture(dr, plan).source,
-            **_run_inputs(plan, None, *experiment, data_columns),
+            **run_inputs,
             **time_limits,
         }
-        result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
+        items = cluster.execute(["items"], inputs=inputs)["items"]
+        picture = full_picture(cluster, plan).source
+    inputs = {"items": items, **measures.inputs(), **run_inputs}
+    result = _result(eval_driver(plan), inputs, picture)
     return result, _out_written(result, out)
-
-
-def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
-    """Mastra's fail-fast: the first target or scorer failure of the batch stops the run."""
-    for label, output in values.get("outputs", {}).items():
-        if isinstance(output, TargetFailure):
-            raise EvalDagError(
-                "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT",
-                "Failed to run experiment: Error generating result from target "
-                f"(item {label}): {output.message}",
-                details={"item": str(label), "completedItems": completed},
-            )
-    for scorer in plan.scorers:
-        for label, state in values.get(last_node(scorer), {}).items():
-            if state.error is not None:
-                raise EvalDagError(
-                    "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
-                    f"Failed to run experiment: Error running scorer {scorer.id} (item "
-                    f"{label}): {state.error.message}",
-                    details={
-                        "scorerId": scorer.id,
-                        "item": str(label),
-                        "completedItems": completed,
-                    },
-                    cause=state.error,
-                )

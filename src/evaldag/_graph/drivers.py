@@ -1,23 +1,20 @@
-"""Hamilton drivers over the graph modules, and the Parquet materializer of an eval result."""
+"""Hamilton drivers over the graph modules."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sys
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from hamilton import driver, registry
+from hamilton import driver
 from hamilton.execution import executors
 from hamilton.execution.executors import TaskExecutor
-from hamilton.io.data_adapters import DataSaver
 
 from evaldag._graph import eval_dag, scorer_dag, target_dag, turn_dag, verdict
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.scorer_dag import JudgeCacheSetting
-from evaldag._results.eval_result import EvalResult
 from evaldag._scorer.steps import ScorerSpec
 from evaldag.errors import ConfigurationError
 
@@ -48,8 +45,9 @@ def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.
     """One driver for the whole eval: every scorer and gate, items and the verdict.
 
     :param executor: a Hamilton task executor (Dask, Ray) to run row batches on; the graph then
-        fans out over ``dataset: Parallelizable`` batches of the ``data`` input and collects
-        them into ``items``.
+        fans out over ``row_batch: Parallelizable`` batches of the ``data`` and ``data_fields``
+        inputs and collects them into ``items``. Without one, ``items`` is an input: the
+        batches' ``batch_items``, each batch one ``execute()``.
     """
     for name in _FAILURE_LOGGERS:
         if _RAISED not in logging.getLogger(name).filters:
@@ -91,30 +89,3 @@ def scorer_outcomes(
         "judge_cache": judge_cache,
     }
     return [state.outcome() for state in dr.execute([node], inputs=inputs)[node]]
-
-
-@dataclasses.dataclass
-class EvalResultParquetWriter(DataSaver):
-    """Hamilton materializer for an ``EvalResult``: ``to.evaldag_parquet(path=...)``."""
-
-    path: str
-
-    @classmethod
-    def applicable_types(cls) -> Collection[type]:
-        return [EvalResult]
-
-    def save_data(self, data: EvalResult) -> dict[str, Any]:
-        written = data.to_parquet(self.path)
-        return {"path": str(written), "rows": len(data.items)}
-
-    @classmethod
-    def name(cls) -> str:
-        return "evaldag_parquet"
-
-
-def registered_parquet_writer() -> str:
-    """Register the ``evaldag_parquet`` materializer with Hamilton (once); return its name."""
-    name = EvalResultParquetWriter.name()
-    if EvalResultParquetWriter not in registry.SAVER_REGISTRY.get(name, []):
-        registry.register_adapter(EvalResultParquetWriter)
-    return name

@@ -1,22 +1,26 @@
-"""The eval as one Hamilton DAG: data → outputs → runs → every scorer → items.
+"""The eval as one Hamilton DAG: each batch of rows through every scorer, then all items
+through the verdict.
 
 ::
 
-    dataset → outputs → runs → <scorer id>.prepared_run → … → <scorer id> ┐
-                                                                          ├→ batch_items → items
-                         … every scorer and gate …                        ┘
+    run_fields → read_outputs → item_runs → runs → <scorer id>.prepared_run → … → <scorer id> ┐
+    dataset → outputs ──────────────────────────────────── … every scorer and gate … ─┴→ batch_items
 
-``dataset`` is one batch of rows: ``run_evals`` executes the graph up to ``batch_items`` per
-batch and sets ``items`` to their concatenation; with a Dask or Ray executor (``distributed``),
-``dataset`` is a ``Parallelizable`` of batches and ``items`` collects them. The scorers' nodes
-are in ``scorer_dag``; averages, gates, thresholds and the verdict in ``verdict``.
+    items → <id>.average → … → verdict → eval_result
+
+``dataset`` is one batch of rows as the data gives them, ``run_fields`` the fields of their runs
+as read before the run (``run_evals`` reads each item's once, checking it); ``run_evals``
+executes the graph up to ``batch_items`` per batch, then the verdict's nodes once, with
+``items`` (every batch's items) as an input. With a Dask or Ray executor (``distributed``),
+``row_batch`` is a ``Parallelizable`` of the batches and ``items`` collects them. The scorers'
+nodes are in ``scorer_dag``; averages, gates, thresholds and the verdict in ``verdict``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from hamilton.function_modifiers import ResolveAt, config, group, inject, resolve, source, value
@@ -26,13 +30,10 @@ from evaldag._engine.columns import TEXT
 from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
-from evaldag._reader import looks_like_json, python_data, read_transcript
+from evaldag._reader import python_data
 from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
-from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.run import read_run, run_field
 from evaldag.errors import EvalDagError
-
-#: Dataset columns a run reads beside input and output; other columns are carried through.
-_RUN_FIELDS = ("ground_truth", "request_context", "expected_trajectory")
 
 
 @config.when(has_target=False)
@@ -41,52 +42,64 @@ def outputs__data(dataset: pd.DataFrame) -> pd.Series:
     return dataset["output"]
 
 
+@config.when(has_target=False)
+def read_outputs__data(run_fields: pd.DataFrame) -> pd.Series:
+    """Each item's output as its run holds it, read before the run (``run_fields``)."""
+    return run_fields["output"]
+
+
 @config.when(has_target=True)
-def outputs__target(target_runs: pd.Series) -> pd.Series:
-    """Each item's output as the target produced it, or the TargetFailure it raised."""
+def read_outputs__target(target_runs: pd.Series) -> pd.Series:
+    """Each item's output as the target produced it, read as its run holds it (a transcript in
+    Mastra's shape); the TargetFailure it raised, or one when it is no text or transcript
+    evaldag reads."""
     return pd.Series(
-        [r if isinstance(r, TargetFailure) else _readable(r.output) for r in target_runs],
+        [r if isinstance(r, TargetFailure) else _read_output(r.output) for r in target_runs],
         index=target_runs.index,
         dtype=object,
     )
 
 
-def _readable(output: Any) -> Any:
-    """A target's output (numpy and Arrow values in it as Python data), or a TargetFailure when
-    it is no text or transcript evaldag reads."""
-    if isinstance(output, TargetFailure) or (type(output) is str and not looks_like_json(output)):
-        return output
+def _read_output(output: Any) -> Any:
     try:
-        read_transcript(output, "output")
+        return run_field("output", output)
     except EvalDagError as error:
         return TargetFailure(
             f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"
         )
-    return python_data(output)
 
 
-def _read_columns(plan: EvalPlan) -> inject:
-    return inject(read_columns=value(plan.read_columns))
+@config.when(has_target=True)
+def outputs__target(target_runs: pd.Series, read_outputs: pd.Series) -> pd.Series:
+    """Each item's output as the target produced it (numpy and Arrow values in it as Python
+    data), or the TargetFailure it raised or that reading it gave."""
+    return pd.Series(
+        [
+            failure if isinstance(failure := read, TargetFailure) else python_data(r.output)
+            for r, read in zip(target_runs, read_outputs, strict=True)
+        ],
+        index=target_runs.index,
+        dtype=object,
+    )
 
 
-@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_read_columns)
-def item_runs(dataset: pd.DataFrame, outputs: pd.Series, read_columns: list[str]) -> pd.Series:
-    """One ScorerRun per item, with a fresh run_id (or the one a ``run_id`` column gives: an item
-    of a checkpoint scored again keeps its own) and the dataset columns the scorers read; an
-    item the target failed on has no output (a workflow's step and trajectory scorers score
-    what ran before the failure)."""
-    present = [field for field in (*_RUN_FIELDS, *read_columns) if field in dataset.columns]
-    columns = [dataset[field].tolist() for field in present]
+def item_runs(
+    dataset: pd.DataFrame, run_fields: pd.DataFrame, read_outputs: pd.Series
+) -> pd.Series:
+    """One ScorerRun per item, of its fields as read before the run and its output as read,
+    with a fresh run_id (or the one a ``run_id`` column gives: an item of a checkpoint scored
+    again keeps its own); an item the target failed on has no output (a workflow's step and
+    trajectory scorers score what ran before the failure)."""
+    names = [field for field in run_fields.columns if field != "output"]
+    columns = [run_fields[field].tolist() for field in names]
     values = []
     ids = iter(dataset["run_id"].tolist()) if "run_id" in dataset else _run_ids(len(dataset))
     with gc_paused():
-        for input, output, *cells in zip(
-            dataset["input"].tolist(), outputs.tolist(), *columns, strict=True
-        ):
-            fields = {field: _cell(cell) for field, cell in zip(present, cells, strict=True)}
-            if isinstance(output, TargetFailure):
-                output = None
-            values.append(ScorerRun(input=input, output=output, run_id=next(ids), **fields))
+        for output, *cells in zip(read_outputs.tolist(), *columns, strict=True):
+            fields = dict(zip(names, cells, strict=True))
+            fields["output"] = None if isinstance(output, TargetFailure) else output
+            fields["run_id"] = next(ids)
+            values.append(read_run(fields))
     return pd.Series(values, index=dataset.index, dtype=object)
 
 
@@ -103,13 +116,6 @@ def _run_ids(count: int) -> Iterator[str]:
         h = random[start : start + 16].hex()
         variant = "89ab"[int(h[16], 16) & 3]
         yield f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant}{h[17:20]}-{h[20:]}"
-
-
-def _cell(value: Any) -> Any:
-    """A dataset cell as a run field: pandas' missing markers become None."""
-    if value is None or (isinstance(value, float) and value != value):
-        return None
-    return value
 
 
 def _scorer_frames(plan: EvalPlan) -> inject:
@@ -174,21 +180,37 @@ def batch_items(
     return pd.DataFrame(columns, index=dataset.index)
 
 
-@config.when(distributed=False)
-def items__batched(batch_items: pd.DataFrame) -> pd.DataFrame:
-    """All items. run_evals executes the graph batch by batch and sets this to their
-    concatenation, keeping memory flat and reporting progress between batches."""
-    return batch_items
+class RowBatch(NamedTuple):
+    """Rows of the data and their run fields: one task of a distributed run."""
+
+    rows: pd.DataFrame
+    fields: pd.DataFrame
 
 
 @config.when(distributed=True)
-def dataset(data: pd.DataFrame, batch_size: int) -> Parallelizable[pd.DataFrame]:
-    """The data in row batches, each run through the scorers as one task."""
+def row_batch(
+    data: pd.DataFrame, data_fields: pd.DataFrame, batch_size: int
+) -> Parallelizable[RowBatch]:
+    """The data and its run fields (read before the run) in row batches, each run through the
+    scorers as one task."""
     for start in range(0, len(data), batch_size):
-        yield data.iloc[start : start + batch_size]
+        end = start + batch_size
+        yield RowBatch(data.iloc[start:end], data_fields.iloc[start:end])
 
 
 @config.when(distributed=True)
-def items__collected(batch_items: Collect[pd.DataFrame]) -> pd.DataFrame:
+def dataset__batch(row_batch: RowBatch) -> pd.DataFrame:
+    """The batch's rows."""
+    return row_batch.rows
+
+
+@config.when(distributed=True)
+def run_fields__batch(row_batch: RowBatch) -> pd.DataFrame:
+    """The run fields of the batch's rows."""
+    return row_batch.fields
+
+
+@config.when(distributed=True)
+def items(batch_items: Collect[pd.DataFrame]) -> pd.DataFrame:
     """All items, collected from the batches in order."""
     return pd.concat(list(batch_items))

@@ -2,14 +2,16 @@
 
 ::
 
-    target_runs, runs → turn_items → turns → turn_results → verdict
+    target_runs, runs → turn_items        (each batch)
+    turns → turn_results → verdict         (every turn: the batches' turn_items)
 
 A conversation item's turns come from the data (``turn_specs``, by item label), so their gates
 and scorers are not nodes of their own: ``turn_items`` runs each through the same engine stages
 as the scorer nodes, grouped by scorer, and gives one row per turn (``item``, ``turn``, the
 turn's ``input`` and ``output``, the item's ``run_id`` and ``<id>.<column>`` per assertion).
-``turn_results`` averages them per turn index across items, with Mastra's gate and threshold
-rules (spec §6.7), through the nodes of ``verdict``.
+``turn_results`` averages every batch's (``turns``, an input as ``items`` is) per turn index
+across items, with Mastra's gate and threshold rules (spec §6.7), through the nodes of
+``verdict``.
 """
 
 from __future__ import annotations
@@ -128,12 +130,6 @@ def _failed_rows(at: list[int], why: dict[int, str]) -> pd.DataFrame:
         index=at,
         dtype=object,
     )
-
-
-@config.when(has_turns=True, distributed=False)
-def turns(turn_items: pd.DataFrame) -> pd.DataFrame:
-    """Every turn. run_evals sets this to the batches' turn rows, concatenated."""
-    return turn_items
 
 
 @config.when(has_turns=True)

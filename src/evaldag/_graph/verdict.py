@@ -13,7 +13,6 @@ thresholds or plain scorers exist is ``@config.when``.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 
 import pandas as pd
@@ -30,7 +29,6 @@ from hamilton.function_modifiers import (
 
 from evaldag._compat.js import js_total
 from evaldag._graph.plan import EvalPlan
-from evaldag._judge.limiter import judge_limits
 from evaldag._results.eval_result import (
     EvalResult,
     GateResult,
@@ -44,7 +42,6 @@ from evaldag._results.eval_result import (
 from evaldag._results.intervals import bootstrap_interval
 from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag._results.trials import TrialSettings, trial_spread
-from evaldag._scorer.steps import ScorerSpec, prompt_judges
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 from evaldag._targets.agent import unused_tools_warnings
 
@@ -266,24 +263,29 @@ def verdict(
     return "passed"
 
 
-def _scorers(plan: EvalPlan) -> inject:
-    # The graph is resolved as run_evals builds it, that is as the run starts.
-    return inject(scorers=value(plan.all_scorers), run_started=value(time.time()))
+def _scorer_ids(plan: EvalPlan) -> inject:
+    return inject(scorer_ids=value(tuple(s.id for s in plan.all_scorers)))
 
 
-@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorers)
+@resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_scorer_ids)
 def usage(
-    items: pd.DataFrame, scorers: tuple[ScorerSpec, ...], run_started: float
+    items: pd.DataFrame,
+    scorer_ids: tuple[str, ...],
+    judge_limits: dict[str, list[dict]],
 ) -> dict[str, ScorerUsage]:
     """Judge calls, tokens and cost per scorer, and in total, with the limits on calls in flight
-    of the endpoints called and how they adapted over the run (none from Dask or Ray workers)."""
-    totals = _judge_usage(items, [s.id for s in scorers])
+    of the endpoints called and how they adapted over the run.
+
+    :param judge_limits: per scorer id, the limits of its judges' endpoints over the run, as the
+        batches' run measured them (``evaldag._judge.limiter.judge_limits``).
+    """
+    totals = _judge_usage(items, scorer_ids)
     endpoints = {}
-    for scorer in scorers:
-        if scorer.id in totals:
-            limits = judge_limits(prompt_judges(scorer), run_started)
+    for sid in scorer_ids:
+        if sid in totals:
+            limits = judge_limits.get(sid, [])
             endpoints.update((limit["endpoint"], limit) for limit in limits)
-            totals[scorer.id] = _with_limits(totals[scorer.id], limits)
+            totals[sid] = _with_limits(totals[sid], limits)
     if "total" in totals:
         totals["total"] = _with_limits(totals["total"], list(endpoints.values()))
     return totals
@@ -376,7 +378,6 @@ def eval_result(
     items: pd.DataFrame,
     usage: dict[str, ScorerUsage],
     target_usage: ScorerUsage | None,
-    dag_dot: str,
     scorer_definitions: list[dict],
     experiment_id: str,
     data_columns: dict[str, str],
@@ -384,9 +385,10 @@ def eval_result(
     turns: pd.DataFrame | None = None,
     turn_results: list[TurnResult] | None = None,
 ) -> EvalResult:
-    """Everything the run produced, with the scorers' definitions, the DAG's DOT text and the
-    run's experiment id and name; for conversations, their turns and the results per turn.
-    The items keep the data's names for the run fields it names otherwise (``data_columns``)."""
+    """Everything the run produced, with the scorers' definitions and the run's experiment id
+    and name; for conversations, their turns and the results per turn. The items keep the
+    data's names for the run fields it names otherwise (``data_columns``). The picture of the
+    graph is the driver's, not a value of the graph: ``run_evals`` adds it (``dag_dot``)."""
     return EvalResult(
         scores=scores,
         summary=summary,
@@ -398,7 +400,6 @@ def eval_result(
         usage=usage,
         target_usage=target_usage,
         scorers=scorer_definitions,
-        dag_dot=dag_dot,
         experiment_id=experiment_id,
         name=experiment_name,
         turns=turns,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 
 from evaldag._reader import looks_like_json, python_data, read_transcript, structured_json
@@ -48,28 +48,21 @@ class ScorerRun(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_once(cls, data: Any) -> Any:
+    def _read_once(cls, data: Any, info: ValidationInfo) -> Any:
         """Transcripts in Mastra's shape, Parquet's numpy and Arrow values as Python data (in
         every field, extra keys too), JSON text of transcripts and structured fields as their
-        JSON (``json_text``).
+        JSON (``json_text``); fields :func:`read_run` is given are read already.
 
         One validator for every field: a run of plain strings pays for one Python call.
         """
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or info.context is _FIELDS_READ:
             return data
         read = {}
         for key, item in data.items():
             kind = type(item)
             if kind in _UNTOUCHED and (kind is not str or not looks_like_json(item)):
-                continue
-            if key in _TRANSCRIPTS:  # JSON text too: of messages, it is read as them
-                value = read_transcript(item, key)
-            elif key in _DATA_FIELDS:
-                value = structured_json(item, key) if kind is str else python_data(item)
-            elif key in _OWN_FIELDS or kind is str:
-                continue
-            else:  # a column a scorer reads, or a key a prepare_run added
-                value = python_data(item)
+                continue  # the common case, without a call
+            value = run_field(key, item)
             if value is not item:
                 read[key] = value
         return {**data, **read} if read else data
@@ -83,3 +76,30 @@ class ScorerRun(BaseModel):
 _OWN_FIELDS = frozenset(
     {*ScorerRun.model_fields, *(f.alias for f in ScorerRun.model_fields.values() if f.alias)}
 )
+
+
+#: The validation context of a run whose fields are read already (:func:`read_run`).
+_FIELDS_READ = {"fields": "read"}
+
+
+def run_field(key: str, item: Any) -> Any:
+    """A field of a run as the run holds it (``item`` itself when reading leaves it): a
+    transcript (``input``, ``output``) in Mastra's shape, JSON text of a structured field as
+    its JSON, numpy and Arrow values as Python data; an ``EvalDagError`` naming the field (and
+    the place in it) for a value that reads as none of these."""
+    kind = type(item)
+    if kind in _UNTOUCHED and (kind is not str or not looks_like_json(item)):
+        return item
+    if key in _TRANSCRIPTS:  # JSON text too: of messages, it is read as them
+        return read_transcript(item, key)
+    if key in _DATA_FIELDS:
+        return structured_json(item, key) if kind is str else python_data(item)
+    if key in _OWN_FIELDS or kind is str:
+        return item
+    return python_data(item)  # a column a scorer reads, or a key a prepare_run added
+
+
+def read_run(fields: dict[str, Any]) -> ScorerRun:
+    """The run of ``fields`` that :func:`run_field` read already: validated, not read again
+    (``run_evals`` reads every item's fields once, before the run: ``preflight``)."""
+    return ScorerRun.model_validate(fields, context=_FIELDS_READ)

@@ -1,0 +1,183 @@
+"""A local run's batches: each one ``execute()`` of the eval graph up to ``batch_items``, handed on
+in dataset order (the next beside the current one's last rows when items wait on calls:
+``evaldag._eval.batches``), scored again for each further trial (``evaldag._eval.trials``),
+saved to the checkpoint as it finishes, with ``on_item_complete``, ``on_error="raise"`` and
+progress between batches. What they give, every item and turn, is an input of the verdict's
+nodes."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from hamilton import driver
+
+from evaldag._engine.concurrency import RowSlots
+from evaldag._engine.targets import TargetFailure
+from evaldag._eval.batches import batches
+from evaldag._eval.checkpoint import Checkpoint, SavedBatch
+from evaldag._eval.progress import ProgressBar
+from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
+from evaldag._eval.trials import TrialRuns
+from evaldag._graph.plan import EvalPlan, last_node
+from evaldag._results.item_columns import ScorerColumns
+from evaldag._util.event_loop import run_sync
+from evaldag.errors import EvalDagError
+
+
+def waits(plan: EvalPlan) -> bool:
+    """Whether the run's items wait on calls: a target, judges or async steps."""
+    return plan.target is not None or any(s.has_async_steps for s in plan.all_scorers)
+
+
+@dataclass(frozen=True)
+class ScoredItems:
+    """Every item and turn of a local run's batches; and why the checkpoint stopped taking
+    batches, if it did (the run went on without saving more)."""
+
+    items: pd.DataFrame
+    turns: pd.DataFrame | None
+    checkpoint_error: EvalDagError | None = None
+
+
+def scored_items(
+    dr: driver.Driver,
+    plan: EvalPlan,
+    dataset: pd.DataFrame,
+    fields: pd.DataFrame,
+    *,
+    inputs: dict[str, Any],
+    batch_size: int,
+    on_item_complete: Callable[..., Any] | None,
+    on_error: str,
+    progress: bool | None,
+    checkpoint: Checkpoint | None,
+) -> ScoredItems:
+    """Every batch of ``dataset`` through ``dr``, or as ``checkpoint`` saved it.
+
+    :param fields: the run fields of ``dataset``'s rows, read before the run (``run_fields``).
+    :param inputs: the graph's inputs that stay the same for every batch (``concurrency``, the
+        judge cache, the target, ...).
+    """
+    wanted = ["batch_items", "outputs"]
+    if on_item_complete is not None or on_error == "raise":
+        wanted += [last_node(s) for s in plan.scorers]
+    if plan.turn_specs:
+        wanted.append("turn_items")
+    rescoring = Rescoring(plan)
+    repeated = None if plan.trials is None else TrialRuns(plan)
+    stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
+
+    def saved_items(start: int, rows: pd.DataFrame) -> pd.DataFrame | None:
+        found = None if checkpoint is None else checkpoint.saved_batch(start, rows)
+        if found is None or (found.stale and plan.workflow):  # a workflow's runs are not saved
+            return None
+        if found.stale:
+            stale[start] = found
+            return None
+        return ordered_items(found.items, plan)
+
+    def executed(start: int, rows: pd.DataFrame) -> dict[str, Any]:
+        batch_inputs = {**inputs, "run_fields": fields.iloc[start : start + len(rows)]}
+        if start in stale:
+            values = rescoring.values(stale.pop(start), rows, batch_inputs, on_error == "raise")
+        else:
+            values = dr.execute(wanted, inputs={"dataset": rows, **batch_inputs})
+        if repeated is None:
+            return values
+        check = None if on_error == "record" else lambda v: _raise_first_failure(v, plan, start)
+        return repeated.values(values, rows, batch_inputs, check)
+
+    item_batches: list[pd.DataFrame] = []
+    turn_batches: list[pd.DataFrame] = []
+    checkpoint_error = None
+    bar = ProgressBar(len(dataset), enabled=progress)
+    error_columns = [ScorerColumns(s.id).error for s in plan.all_scorers]
+    scored = batches(
+        dataset,
+        batch_size,
+        executed,
+        saved_items=saved_items,
+        slots=RowSlots(inputs["concurrency"]) if waits(plan) else None,
+    )
+    try:
+        for batch in scored:
+            items = batch.items
+            if batch.values is not None:
+                values = batch.values
+                if on_error == "raise":
+                    _raise_first_failure(values, plan, completed=batch.start)
+                items = values["batch_items"]
+                if plan.turn_specs:
+                    turn_batches.append(values["turn_items"])
+                if checkpoint is not None and checkpoint_error is None:
+                    try:
+                        checkpoint.save(batch.start, batch.rows, items)
+                    except EvalDagError as error:  # a full disk: the run goes on without
+                        checkpoint_error = error
+                if on_item_complete is not None and RESCORED not in values:
+                    _item_callbacks(
+                        on_item_complete, batch.rows, values, plan, inputs["data_columns"]
+                    )
+            item_batches.append(items)
+            errors = int(items[error_columns].notna().any(axis=1).sum())
+            bar.advance(len(batch.rows), errors=errors)
+    finally:
+        scored.close()  # a batch run ahead stops with the run
+        bar.close()
+    return ScoredItems(
+        items=pd.concat(item_batches) if len(item_batches) > 1 else item_batches[0],
+        turns=pd.concat(turn_batches, ignore_index=True) if turn_batches else None,
+        checkpoint_error=checkpoint_error,
+    )
+
+
+def _item_callbacks(
+    on_item_complete: Callable[..., Any],
+    batch: pd.DataFrame,
+    values: dict[str, Any],
+    plan: EvalPlan,
+    data_columns: dict[str, str],
+) -> None:
+    outcomes = {s.id: values[last_node(s)] for s in plan.scorers}
+    outputs = values["outputs"]
+    for label, row in batch.rename(columns=data_columns).iterrows():
+        scorer_results = {
+            sid: states[label].outcome() for sid, states in outcomes.items() if label in states
+        }
+        answer = on_item_complete(row.to_dict(), outputs[label], scorer_results)
+        if inspect.isawaitable(answer):
+            run_sync(_awaited(answer))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
+    """Mastra's fail-fast: the first target or scorer failure of the batch stops the run."""
+    for label, output in values.get("outputs", {}).items():
+        if isinstance(output, TargetFailure):
+            raise EvalDagError(
+                "RUN_EXPERIMENT_TARGET_FAILED_TO_GENERATE_RESULT",
+                "Failed to run experiment: Error generating result from target "
+                f"(item {label}): {output.message}",
+                details={"item": str(label), "completedItems": completed},
+            )
+    for scorer in plan.scorers:
+        for label, state in values.get(last_node(scorer), {}).items():
+            if state.error is not None:
+                raise EvalDagError(
+                    "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT",
+                    f"Failed to run experiment: Error running scorer {scorer.id} (item "
+                    f"{label}): {state.error.message}",
+                    details={
+                        "scorerId": scorer.id,
+                        "item": str(label),
+                        "completedItems": completed,
+                    },
+                    cause=state.error,
+                )
