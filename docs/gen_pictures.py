@@ -37,7 +37,15 @@ from evaldag._graph.plan import EvalPlan
 IMAGES = Path(__file__).with_name("images")
 DATAFLOW = Path(__file__).resolve().parents[1] / "dataflows" / "rag_pipeline_steps"
 #: The eval DAG's nodes between the data and the scorers: what a target's outputs go through.
-_RUN_NODES = ("dataset", "target_runs", "outputs", "item_runs", "runs", "trajectory_runs")
+_RUN_NODES = (
+    "dataset",
+    "target_runs",
+    "read_outputs",
+    "outputs",
+    "item_runs",
+    "runs",
+    "trajectory_runs",
+)
 _TARGET = {"style": "rounded,filled", "fillcolor": "#fff3c4"}
 _EVAL = {"style": "rounded,filled", "fillcolor": "#b3dfe8"}
 _SCORER = {"style": "rounded,filled", "fillcolor": "#c8e6c9"}
