@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from evaldag._io.files import atomic_write_text
+from evaldag._io.pictures import drawn_dot
 from evaldag._report.conversations import conversations_section
 from evaldag._report.failing import requirements
 from evaldag._report.items import items_section
@@ -33,6 +34,7 @@ from evaldag._report.svg import histogram_svg, stages_svg
 from evaldag._report.text import escaped, number_text
 from evaldag._results.eval_result import EvalResult, ScorerUsage
 from evaldag._version import __version__
+from evaldag.errors import EvalDagError
 
 #: What marks an HTML file as a report evaldag wrote: the template's generator tag.
 _REPORT_MARK = b'<meta name="generator" content="evaldag">'
@@ -267,10 +269,16 @@ def _dag_section(result: EvalResult) -> str:
         '<p class="muted small">The stages each item goes through: every scorer\'s steps, its '
         "average, its gate or threshold, and the verdict.</p>"
     )
-    if dot and shutil.which("dot"):
+    drawn = _graphviz_svg(dot) if dot and shutil.which("dot") else None
+    if isinstance(drawn, EvalDagError):
+        body += (
+            f'<p class="muted small" id="dag-not-drawn">The full Hamilton DAG is left out: '
+            f"{escaped(drawn.message)}.</p>"
+        )
+    elif drawn is not None:
         body += (
             "<details><summary>The full Hamilton DAG, every node</summary>"
-            f'<div class="dag-full">{_graphviz_svg(dot)}</div></details>'
+            f'<div class="dag-full">{drawn}</div></details>'
         )
     elif dot:
         body += (
@@ -291,8 +299,12 @@ _UNSAFE_SVG = re.compile(
 )
 
 
-def _graphviz_svg(dot: str) -> str:
-    import graphviz
-
-    svg = graphviz.Source(dot).pipe(format="svg", engine="dot").decode("utf-8")
+def _graphviz_svg(dot: str) -> str | EvalDagError:
+    """The DOT text drawn as inline SVG, or why it was not (too large, too slow, refused)."""
+    try:
+        svg = drawn_dot(dot, "svg").decode("utf-8", "replace")
+    except EvalDagError as error:
+        return error
+    if "<svg" not in svg:
+        return EvalDagError("EVALDAG_DOT_FAILED", "Graphviz's dot drew no SVG")
     return _UNSAFE_SVG.sub("", svg[svg.index("<svg") :])
