@@ -7,36 +7,16 @@ same as the transcripts do (``test_transcript_differential.py``)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 from conversation_cases import CONVERSATIONS, expected, gates, read_answers
+from trace_cases import SHAPES, TRACES, sources, spans_table
 
 import evaldag
 from evaldag import EvalDagError, SqlScoreStore, checks, read_traces
-from evaldag._traces.sources import trace_data
 from evaldag._traces.trajectory import mastra_trajectory
-
-TRACES = Path(__file__).parent / "fixtures" / "traces"
-SHAPES = sorted(
-    p.name for p in TRACES.iterdir() if p.is_dir() and not p.name.startswith("generate")
-)
-
-
-def sources(shape: str, conversation: str) -> dict[str, list[Path]]:
-    """The fixture's files by format: OTLP JSON, OTLP protobuf (with their log files), or
-    Mastra's span records."""
-    if shape == "mastra":
-        return {"mastra": [TRACES / shape / f"{conversation}.json"]}
-    found = {}
-    for suffix in (".jsonl", ".pb"):
-        paths = [TRACES / shape / f"{conversation}{suffix}"]
-        logs = TRACES / shape / f"{conversation}.logs{suffix}"
-        found[suffix] = paths + ([logs] if logs.exists() else [])
-    return found
-
 
 CASES = [
     (shape, conversation, medium, paths)
@@ -96,40 +76,11 @@ def test_mastra_span_records_give_mastras_own_trajectory(conversation):
     assert item["trajectory"] == answer["trajectory"]
 
 
-def _spans_table(paths: list[Path]) -> pd.DataFrame:
-    """The fixture's spans as a table, one row a span, as a tracing backend exports them."""
-    data = trace_data(paths)
-    return pd.DataFrame(
-        [
-            {
-                "trace_id": s.trace_id,
-                "span_id": s.span_id,
-                "parent_span_id": s.parent_span_id,
-                "name": s.name,
-                "start_time": pd.Timestamp(s.start_ns, unit="ns", tz="UTC"),
-                "end_time": pd.Timestamp(s.end_ns, unit="ns", tz="UTC"),
-                "kind": s.kind,
-                "status_code": s.status,
-                "status_message": s.status_message,
-                "attributes": json.dumps(s.attributes),
-                "events": json.dumps(
-                    [
-                        {"name": e.name, "time": e.time_ns, "attributes": e.attributes}
-                        for e in s.events
-                    ]
-                ),
-                "service_name": s.resource.get("service.name"),
-            }
-            for s in data.spans
-        ]
-    )
-
-
 @pytest.mark.parametrize("shape", ["openai_v2_latest", "openinference", "pydantic_ai"])
 def test_a_table_of_spans_reads_as_its_otlp_file(shape, tmp_path):
     for conversation in CONVERSATIONS:
         paths = sources(shape, conversation)[".jsonl"]
-        table = _spans_table(paths)
+        table = spans_table(paths)
         path = tmp_path / f"{conversation}.parquet"
         table.to_parquet(path)
         from_otlp = read_traces(paths).iloc[0]
