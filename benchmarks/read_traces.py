@@ -1,122 +1,218 @@
-"""``read_traces`` throughput: spans read per second from OTLP JSON lines and from OTLP protobuf.
+"""``read_traces`` throughput: spans read per second from OTLP JSON lines and OTLP protobuf.
 
-The spans are the pydantic-ai fixture traces of ``tests/fixtures/traces`` (10 conversations'
-worth of chat, tool and agent spans), copied under fresh trace ids until the file holds
-``--spans`` spans. Prints the figures and writes ``benchmarks/results/read_traces.json``. The
-issue's target: 100,000 spans/s.
+The mix: the nine conversations of ``tests/fixtures/traces`` as each Python instrumentation
+recorded them (openai-v2 with content on spans, in a log record and as log events;
+OpenInference; pydantic-ai 5 and 6), in equal shares: 222 spans (and 95 log records) a round,
+about 4 spans a trace, 0.5 to 3 kB of OTLP JSON a span. Each copy gets its own trace and span
+ids and its own texts (the user's question and the answers end in the copy's number), so no two
+traces are alike. The spans are written as an SDK's ``BatchSpanProcessor`` exports them through
+the Collector's file exporter: requests of up to 512 spans (its default batch), one a line in
+JSON, each after its 4-byte length in protobuf; log records likewise. ``--one-span-a-line``
+writes a request a span instead (a ``SimpleSpanProcessor``: the fixtures' own framing).
 
-    python benchmarks/read_traces.py [--spans 100000]
+Prints the figures (spans per second of CPU time, which other work on the machine does not
+inflate, and of wall time) and writes ``benchmarks/results/read_traces.json``
+(``read_traces_one_span_a_line.json``). The issue's
+target: 100,000 spans/s.
+
+    python benchmarks/read_traces.py [--spans 100000] [--one-span-a-line]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
 import platform
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from evaldag import read_traces
-from evaldag._traces.sources import trace_data
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces" / "pydantic_ai"
+TRACES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "traces"
+CONVERSATIONS = json.loads((TRACES.parent / "transcripts" / "conversations.json").read_text())[
+    "conversations"
+]
+MIX = (
+    "openai_v2_latest",
+    "openai_v2_latest_events",
+    "openai_v2_events",
+    "openinference",
+    "pydantic_ai",
+    "pydantic_ai_v6",
+)
+BATCH = 512
+#: How OTLP nests records in a request.
+_NESTING = {"resourceSpans": ("scopeSpans", "spans"), "resourceLogs": ("scopeLogs", "logRecords")}
 
 
-def otlp_lines(spans_wanted: int) -> tuple[list[str], int]:
-    """OTLP JSON lines holding about ``spans_wanted`` spans, each copy of a fixture trace under
-    its own trace id."""
-    templates = [p.read_text().splitlines() for p in sorted(FIXTURES.glob("*.jsonl"))]
-    lines, spans, copy = [], 0, 0
-    while spans < spans_wanted:
-        for template in templates:
-            trace_id = f"{copy:032x}"
-            for line in template:
+def templates() -> list[tuple[list[str], list[str], list[str]]]:
+    """Each fixture's span lines, log lines and the texts a copy makes its own."""
+    found = []
+    for shape in MIX:
+        for conversation in CONVERSATIONS:
+            spans = TRACES / shape / f"{conversation['id']}.jsonl"
+            logs = TRACES / shape / f"{conversation['id']}.logs.jsonl"
+            texts = [conversation["user"]] + [
+                s["text"] for s in conversation["steps"] if "text" in s
+            ]
+            found.append(
+                (
+                    spans.read_text().splitlines(),
+                    logs.read_text().splitlines() if logs.exists() else [],
+                    texts,
+                )
+            )
+    return found
+
+
+def _ids(lines: list[str]) -> list[str]:
+    """The trace and span ids of OTLP JSON lines."""
+    ids: set[str] = set()
+    for line in lines:
+        request = json.loads(line)
+        for resource in request.get("resourceSpans", ()):
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    ids.update(span.get(k) for k in ("traceId", "spanId", "parentSpanId"))
+    ids.discard(None)
+    ids.discard("")
+    return sorted(ids)
+
+
+def copies(spans_wanted: int) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]], int]:
+    """Copies of the fixture traces until they hold ``spans_wanted`` spans: their spans and log
+    records, each with the resource and scope it was recorded under."""
+    spans: list[tuple[str, Any]] = []
+    logs: list[tuple[str, Any]] = []
+    shapes = [
+        (span_lines, log_lines, texts, _ids(span_lines))
+        for span_lines, log_lines, texts in templates()
+    ]
+    copy = 0
+    while len(spans) < spans_wanted:
+        for number, (span_lines, log_lines, texts, ids) in enumerate(shapes):
+            renamed = {
+                old: (
+                    f"{copy:016x}{number:016x}"
+                    if len(old) == 32
+                    else f"{copy:06x}{number:04x}{k:06x}"
+                )
+                for k, old in enumerate(ids)
+            }
+            for line in (*span_lines, *log_lines):
+                for old, new in renamed.items():
+                    line = line.replace(old, new)
+                for text in texts:
+                    line = line.replace(text, f"{text} ({copy})")
                 request = json.loads(line)
-                for resource in request["resourceSpans"]:
-                    for scope in resource["scopeSpans"]:
-                        for span in scope["spans"]:
-                            span["traceId"] = trace_id
-                            spans += 1
-                lines.append(json.dumps(request))
-            copy += 1
-    return lines, spans
+                for kind, (scopes, records) in _NESTING.items():
+                    for resource in request.get(kind, ()):
+                        for scope in resource[scopes]:
+                            for record in scope[records]:
+                                key = json.dumps([resource["resource"], scope["scope"]])
+                                (spans if kind == "resourceSpans" else logs).append((key, record))
+        copy += 1
+    return spans, logs, len(spans)
 
 
-def protobuf_file(spans: list, path: Path) -> None:
-    """The same spans as one OTLP protobuf request."""
+def requests(records: list[tuple[str, Any]], kind: str, size: int) -> list[dict[str, Any]]:
+    """OTLP JSON requests of up to ``size`` records each, grouped by resource and scope."""
+    scopes, records_key = _NESTING[kind]
+    out = []
+    for start in range(0, len(records), size):
+        grouped: dict[str, list[Any]] = {}
+        for key, record in records[start : start + size]:
+            grouped.setdefault(key, []).append(record)
+        request = []
+        for key, batch in grouped.items():
+            resource, scope = json.loads(key)
+            request.append({"resource": resource, scopes: [{"scope": scope, records_key: batch}]})
+        out.append({kind: request})
+    return out
+
+
+def protobuf_bytes(jsons: list[dict[str, Any]]) -> bytes:
+    """The requests as the Collector's file exporter writes protobuf: each after its length."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-    request = ExportTraceServiceRequest()
-    scope = request.resource_spans.add().scope_spans.add()
-    for span in spans:
-        out = scope.spans.add()
-        out.trace_id = bytes.fromhex(span.trace_id)
-        out.span_id = bytes.fromhex(span.span_id)
-        if span.parent_span_id:
-            out.parent_span_id = bytes.fromhex(span.parent_span_id)
-        out.name = span.name
-        out.start_time_unix_nano = span.start_ns
-        out.end_time_unix_nano = span.end_ns
-        for key, value in span.attributes.items():
-            attribute = out.attributes.add()
-            attribute.key = key
-            if isinstance(value, bool):
-                attribute.value.bool_value = value
-            elif isinstance(value, int):
-                attribute.value.int_value = value
-            elif isinstance(value, float):
-                attribute.value.double_value = value
-            else:
-                text = value if isinstance(value, str) else json.dumps(value)
-                attribute.value.string_value = text
-        if span.status == "ERROR":
-            out.status.code = 2
-            out.status.message = span.status_message
-    path.write_bytes(request.SerializeToString())
+    def as_base64(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: as_base64(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [as_base64(item) for item in value]
+        if key in ("traceId", "spanId", "parentSpanId") and value:
+            return base64.b64encode(bytes.fromhex(value)).decode()
+        return value
+
+    out = bytearray()
+    for request in jsons:
+        kind = ExportTraceServiceRequest if "resourceSpans" in request else ExportLogsServiceRequest
+        body = json_format.ParseDict(as_base64(request), kind()).SerializeToString()
+        out += len(body).to_bytes(4, "big") + body
+    return bytes(out)
 
 
 def rate(path: Path, spans: int) -> dict[str, float]:
-    started = time.perf_counter()
-    parsed = trace_data(path)
-    parsed_at = time.perf_counter()
-    items = read_traces(path)
-    done = time.perf_counter()
-    assert len(parsed.spans) == spans, (len(parsed.spans), spans)
-    return {
-        "items": len(items),
-        "parse_spans_per_s": spans / (parsed_at - started),
-        "read_traces_spans_per_s": spans / (done - parsed_at),
-    }
+    """Spans per second of CPU time and of wall time, the best of three reads."""
+    best: dict[str, float] = {}
+    for _ in range(3):
+        wall, cpu = time.perf_counter(), time.process_time()
+        items = read_traces(path)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        best = {
+            "items": len(items),
+            "spans_per_cpu_s": max(best.get("spans_per_cpu_s", 0), spans / cpu),
+            "spans_per_wall_s": max(best.get("spans_per_wall_s", 0), spans / wall),
+        }
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--one-span-a-line", action="store_true")
     args = parser.parse_args()
-    lines, spans = otlp_lines(args.spans)
+    spans, logs, count = copies(args.spans)
+    size = 1 if args.one_span_a_line else BATCH
+    jsons = requests(spans, "resourceSpans", size) + requests(logs, "resourceLogs", BATCH)
     with tempfile.TemporaryDirectory() as folder:
         jsonl = Path(folder) / "spans.jsonl"
-        jsonl.write_text("\n".join(lines) + "\n")
+        jsonl.write_text("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in jsons))
         pb = Path(folder) / "spans.pb"
-        protobuf_file(trace_data(jsonl).spans, pb)
-        figures = {"json": rate(jsonl, spans), "protobuf": rate(pb, spans)}
+        pb.write_bytes(protobuf_bytes(jsons))
+        sizes = {"json": jsonl.stat().st_size, "protobuf": pb.stat().st_size}
+        figures = {"json": rate(jsonl, count), "protobuf": rate(pb, count)}
+    framing = "one span a request" if args.one_span_a_line else f"requests of {BATCH} spans"
+    load = os.getloadavg()[0]
+    print(f"{count} spans, {len(logs)} log records, {framing}; load average {load:.1f}")
     for source, figure in figures.items():
         print(
-            f"{source:9} {spans} spans, {figure['items']} items: parsed at "
-            f"{figure['parse_spans_per_s']:,.0f} spans/s; read_traces (parse + items) at "
-            f"{figure['read_traces_spans_per_s']:,.0f} spans/s"
+            f"{source:9} {sizes[source] / count:,.0f} bytes a span, {figure['items']} items: "
+            f"{figure['spans_per_cpu_s']:,.0f} spans/s of CPU time, "
+            f"{figure['spans_per_wall_s']:,.0f} spans/s of wall time"
         )
-    out = Path(__file__).parent / "results" / "read_traces.json"
+    name = "read_traces_one_span_a_line" if args.one_span_a_line else "read_traces"
+    out = Path(__file__).parent / "results" / f"{name}.json"
     out.write_text(
         json.dumps(
             {
-                "machine": f"{platform.machine()}, Python {platform.python_version()}",
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                f"{platform.python_version()}",
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
-                "spans": spans,
+                "load_average": load,
+                "spans": count,
+                "log_records": len(logs),
+                "framing": framing,
+                "bytes_a_span": {k: v / count for k, v in sizes.items()},
                 "figures": figures,
             },
             indent=2,

@@ -15,9 +15,9 @@ import pandas as pd
 import pyarrow as pa
 
 from evaldag._compat.js import json_text
-from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.run_state import RESULT_KEYS, RunState
 from evaldag._results.item_columns import SCORER_COLUMNS
+from evaldag._util.gc_pause import gc_paused
 
 
 def scored_columns(states: Sequence[RunState]) -> dict[str, list[Any]]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import gc
 import heapq
 import itertools
 import threading
@@ -180,20 +179,3 @@ def row_limit(key: Hashable, size: int) -> AbstractAsyncContextManager[Any]:
     if batch is None or key is None:
         return asyncio.Semaphore(max(1, size))
     return batch.limit(key)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a loop allocates many short-lived objects.
-
-    Scoring a column creates several objects per row and no reference cycles; with the collector
-    on, its repeated scans of the growing heap cost more than the scoring itself (measured: 2.5x
-    on 10,000 rows x 3 scorers, ``benchmarks/scorer_overhead.py``).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

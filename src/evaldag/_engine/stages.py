@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evaldag._engine.concurrency import gather_limited, gc_paused, row_limit
+from evaldag._engine.concurrency import gather_limited, row_limit
 from evaldag._engine.run_state import STEP_INPUTS, RunState
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
@@ -34,6 +34,7 @@ from evaldag._scorer.steps import (
 )
 from evaldag._scorer.time_limits import step_overrun
 from evaldag._util.event_loop import engine_loop, in_engine_thread, on_engine_loop, run_sync
+from evaldag._util.gc_pause import gc_paused
 from evaldag.errors import EvalDagError
 
 

@@ -27,12 +27,12 @@ from hamilton.function_modifiers import ResolveAt, config, group, inject, resolv
 from hamilton.htypes import Collect, Parallelizable
 
 from evaldag._engine.columns import TEXT
-from evaldag._engine.concurrency import gc_paused
 from evaldag._engine.targets import TargetFailure
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._reader import python_data
 from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
 from evaldag._scorer.run import read_run, run_field
+from evaldag._util.gc_pause import gc_paused
 from evaldag.errors import EvalDagError
 
 

@@ -16,6 +16,7 @@ from evaldag._traces.items import mastra_items, otel_items
 from evaldag._traces.otlp import unreadable
 from evaldag._traces.sources import trace_data
 from evaldag._traces.spans import Span
+from evaldag._util.gc_pause import gc_paused
 
 __all__ = ["read_traces"]
 
@@ -72,6 +73,11 @@ def read_traces(
         ``parent_span_id``, ``name``, ``kind``, ``status``, ``status_message``, ``start_ns``,
         ``duration_ms``, ``attributes``; what the span checks read).
     """
+    with gc_paused():  # many small objects, no cycles: the collector's scans cost most
+        return _items(source, root, since, until, content)
+
+
+def _items(source: Any, root: Any, since: Any, until: Any, content: str) -> pd.DataFrame:
     data = trace_data(source)
     if not (data.spans or data.mastra):
         raise unreadable(

@@ -39,15 +39,16 @@ def json_requests(text: str, name: str) -> Iterator[tuple[Any, str]]:
             yield request, f"{name} request {k}"
         return
     lines = text.splitlines()
-    try:
-        first = next(line for line in lines if line.strip())
-        orjson.loads(first)
-    except StopIteration:
+    first = next((k for k, line in enumerate(lines) if line.strip()), None)
+    if first is None:
         return
+    try:
+        request = orjson.loads(lines[first])
     except orjson.JSONDecodeError:
         yield _loads(text, name), name  # one pretty-printed document
         return
-    for number, line in enumerate(lines, 1):
+    yield request, f"{name} line {first + 1}"
+    for number, line in enumerate(lines[first + 1 :], first + 2):
         if line.strip():
             yield _loads(line, f"{name} line {number}"), f"{name} line {number}"
 
@@ -224,20 +225,31 @@ def protobuf_records(data: bytes, name: str) -> Iterator[Span | LogEvent]:
     body), the Collector file exporter's requests each after a 4-byte big-endian length, or
     requests each after a varint length. A request is a trace or a logs request."""
     for message, where in _framed(data, name):
-        yield from _proto_records(message, where)
+        if hasattr(message, "resource_logs"):
+            for resource_logs in message.resource_logs:
+                for scope_logs in resource_logs.scope_logs:
+                    for record in scope_logs.log_records:
+                        event = _proto_log(record)
+                        if event is not None:
+                            yield event
+        else:
+            yield from spans_of_protobuf(message, where)
 
 
-def _framed(data: bytes, name: str) -> Iterator[tuple[bytes, str]]:
-    """The request bodies of ``data`` in whichever of the three framings it uses."""
+def _framed(data: bytes, name: str) -> Iterator[tuple[Any, str]]:
+    """The requests of ``data``, parsed, in whichever of the three framings it uses."""
     for reader in (_fixed_frames, _varint_frames):
         frames = reader(data)
         if frames is not None:
             yield from ((frame, f"{name} message {k}") for k, frame in enumerate(frames))
             return
-    yield data, name
+    message = _message(data)
+    if message is None:
+        raise unreadable(name, "is no OTLP protobuf trace or logs request")
+    yield message, name
 
 
-def _fixed_frames(data: bytes) -> list[bytes] | None:
+def _fixed_frames(data: bytes) -> list[Any] | None:
     frames, position = [], 0
     while position + 4 <= len(data):
         size = int.from_bytes(data[position : position + 4], "big")
@@ -245,10 +257,10 @@ def _fixed_frames(data: bytes) -> list[bytes] | None:
             return None
         frames.append(data[position + 4 : position + 4 + size])
         position += 4 + size
-    return frames if frames and position == len(data) and _parses(frames) else None
+    return _parsed(frames) if frames and position == len(data) else None
 
 
-def _varint_frames(data: bytes) -> list[bytes] | None:
+def _varint_frames(data: bytes) -> list[Any] | None:
     frames, position = [], 0
     while position < len(data):
         size, position = _varint(data, position)
@@ -256,11 +268,18 @@ def _varint_frames(data: bytes) -> list[bytes] | None:
             return None
         frames.append(data[position : position + size])
         position += size
-    return frames if len(frames) > 1 and _parses(frames) else None
+    return _parsed(frames) if len(frames) > 1 else None
 
 
-def _parses(frames: list[bytes]) -> bool:
-    return all(_message(frame) is not None for frame in frames)
+def _parsed(frames: list[bytes]) -> list[Any] | None:
+    """Each frame as the request it is; None when one is none (the framing is another)."""
+    messages = []
+    for frame in frames:
+        message = _message(frame)
+        if message is None:
+            return None
+        messages.append(message)
+    return messages
 
 
 def _message(data: bytes) -> Any:
@@ -289,21 +308,6 @@ def _real_spans(message: Any) -> bool:
 def _real_logs(message: Any) -> bool:
     records = [x for r in message.resource_logs for sl in r.scope_logs for x in sl.log_records]
     return bool(records) and all(x.HasField("body") or x.event_name for x in records)
-
-
-def _proto_records(data: bytes, where: str) -> Iterator[Span | LogEvent]:
-    message = _message(data)
-    if message is None:
-        raise unreadable(where, "is no OTLP protobuf trace or logs request")
-    if hasattr(message, "resource_logs"):
-        for resource_logs in message.resource_logs:
-            for scope_logs in resource_logs.scope_logs:
-                for record in scope_logs.log_records:
-                    event = _proto_log(record)
-                    if event is not None:
-                        yield event
-    else:
-        yield from spans_of_protobuf(message, where)
 
 
 def _proto_log(record: Any) -> LogEvent | None:
@@ -380,7 +384,16 @@ def spans_of_protobuf(request: Any, where: str) -> Iterator[Span]:
 
 
 def _proto_attributes(attributes: Iterable[Any]) -> dict[str, Any]:
-    return {kv.key: _proto_value(kv.value) for kv in attributes}
+    read = {}
+    for kv in attributes:
+        value = kv.value
+        kind = value.WhichOneof("value")
+        read[kv.key] = getattr(value, kind) if kind in _SCALARS else _proto_value(value)
+    return read
+
+
+#: ``AnyValue`` kinds whose field is their Python value.
+_SCALARS = frozenset({"string_value", "int_value", "double_value", "bool_value", "bytes_value"})
 
 
 def _proto_value(value: Any) -> Any:
