@@ -5,6 +5,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -97,3 +98,70 @@ def test_target_pictures_are_drawn_from_the_current_dags(name):
     assert stored == drawn, f"docs/images/{name}.svg is stale: run python docs/gen_pictures.py"
     if name == "target-workflow":  # the dataflow's own nodes, and the runs of its scored nodes
         assert {"flow.retrieved_passages", "flow.answer", "steps.retrieved_passages.runs"} <= drawn
+
+
+# --- docs/traces.md's examples, one per source -------------------------------------------------
+
+TRACES_PAGE = DOCS / "traces.md"
+TRACE_FIXTURES = ROOT / "tests" / "fixtures" / "traces"
+
+
+def _trace_examples() -> list[str]:
+    text = TRACES_PAGE.read_text().split("\n## Sources\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+
+
+def _spans_parquet(folder: Path) -> None:
+    """A backend's export of pydantic-ai's spans of one_tool, with a service of the example's
+    name, and another service's trace the example leaves out."""
+    from trace_cases import spans_table
+
+    mine = spans_table([TRACE_FIXTURES / "pydantic_ai" / "one_tool.jsonl"])
+    mine["service_name"] = "support-bot"
+    other = spans_table([TRACE_FIXTURES / "pydantic_ai" / "forbidden_tool.jsonl"])
+    pd.concat([mine, other], ignore_index=True).to_parquet(folder / "spans.parquet")
+
+
+#: Per example: the fixture files it reads (as the names it gives them), and its verdict.
+TRACE_EXAMPLES = {
+    "OTLP JSON": (
+        {"spans.jsonl": "openai_v2_latest/forbidden_tool.jsonl"},
+        "failed",
+    ),
+    "OTLP protobuf": (
+        {
+            "spans.pb": "openai_v2_events/one_tool.pb",
+            "logs.pb": "openai_v2_events/one_tool.logs.pb",
+        },
+        "passed",
+    ),
+    "a table of spans": ({}, "passed"),
+    "Mastra's span records": ({"trace.json": "mastra/thrown_error.json"}, "failed"),
+}
+
+
+def test_traces_page_has_an_example_per_source():
+    assert len(_trace_examples()) == len(TRACE_EXAMPLES)
+    assert all(len(code.strip().splitlines()) <= 16 for code in _trace_examples())
+
+
+@pytest.mark.parametrize(
+    ("code", "source"),
+    list(zip(_trace_examples(), TRACE_EXAMPLES, strict=False)),
+    ids=list(TRACE_EXAMPLES),
+)
+def test_traces_page_examples_work(code, source, tmp_path, monkeypatch, capsys):
+    files, verdict = TRACE_EXAMPLES[source]
+    for name, fixture in files.items():
+        (tmp_path / name).write_bytes((TRACE_FIXTURES / fixture).read_bytes())
+    if source == "a table of spans":
+        _spans_parquet(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {"__name__": "traces_example"}
+    exec(compile(code, str(TRACES_PAGE), "exec"), namespace)
+    assert namespace["result"].verdict == verdict
+    assert len(namespace["items"]) == 1
+    printed = capsys.readouterr().out
+    assert f"{verdict}\n" in printed
+    if source == "OTLP protobuf":
+        assert "It is 18 degrees and clear in Paris." in printed
