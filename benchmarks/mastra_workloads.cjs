@@ -7,7 +7,11 @@
 //                 workload of the oracle's lib/bench.mjs (and of run_evals_overhead.py);
 //   completeness  N items of createCompletenessScorer() over 30-word inputs, 15-word outputs;
 //   faithfulness  N items of createFaithfulnessScorer() against the OpenAI-compatible judge at
-//                 JUDGE_URL (…/v1), runEvals concurrency CONCURRENCY.
+//                 JUDGE_URL (…/v1), runEvals concurrency CONCURRENCY;
+//   text:SCORER   the first N pairs of the JSON file PAIRS ([{input, output}, ...]) through one
+//                 code scorer (completeness, content-similarity, keyword-coverage,
+//                 textual-difference or tone); PAIRS takes JUDGE_URL's place:
+//                   node mastra_workloads.cjs text:completeness N PAIRS
 // Each runEvals call gets a workflow target that returns the item's canned output (runEvals
 // needs an Agent or a Workflow). A 50-item warm-up run comes first. Prints one JSON line:
 // wall and CPU seconds (process.cpuUsage, user + system) around the measured runEvals call.
@@ -19,7 +23,8 @@ const { z } = require('zod');
 const { createScorer, runEvals } = require('@mastra/core/evals');
 const { createWorkflow, createStep } = require('@mastra/core/workflows');
 const { RequestContext } = require('@mastra/core/request-context');
-const { createCompletenessScorer, createFaithfulnessScorer } = require('@mastra/evals/scorers/prebuilt');
+const prebuilt = require('@mastra/evals/scorers/prebuilt');
+const { createCompletenessScorer, createFaithfulnessScorer } = prebuilt;
 const { createTestMessage } = require('@mastra/evals/scorers/utils');
 
 const WORDS = ['alpha', 'river', 'mountain', 'quickly', 'compute', 'the', 'weather', 'Paris', 'report', 'summary',
@@ -89,14 +94,35 @@ const WORKLOADS = {
   }),
 };
 
+const TEXT_SCORERS = {
+  completeness: prebuilt.createCompletenessScorer,
+  'content-similarity': prebuilt.createContentSimilarityScorer,
+  'keyword-coverage': prebuilt.createKeywordCoverageScorer,
+  'textual-difference': prebuilt.createTextualDifferenceScorer,
+  tone: prebuilt.createToneScorer,
+};
+
+function textWorkload(scorer, file) {
+  if (!TEXT_SCORERS[scorer]) throw new Error(`unknown text scorer ${scorer}`);
+  const pairs = JSON.parse(require('node:fs').readFileSync(file, 'utf8'));
+  return {
+    texts: [(i) => pairs[i].input, (i) => pairs[i].output],
+    config: () => ({ scorers: [TEXT_SCORERS[scorer]()] }),
+    // The warm-up reads pairs from the end, so the measured run's pairs are new to it.
+    warmUp: (n) => ({ texts: [(i) => pairs[pairs.length - 1 - i].input, (i) => pairs[pairs.length - 1 - i].output] }),
+  };
+}
+
 async function measured(workload, n, concurrency) {
   const { data, outputs } = items(n, ...workload.texts);
   const config = workload.config();
   let scored = 0;
   let errors = 0;
-  const onItemComplete = ({ scorerResults }) => {
+  const itemScores = [];
+  const onItemComplete = ({ item, scorerResults }) => {
     for (const r of Object.values(scorerResults)) {
       if (r && typeof r.score === 'number') scored += 1; else errors += 1;
+      itemScores.push([item.requestContext.get('i'), r ? r.score : null]);
     }
   };
   const cpu = process.cpuUsage();
@@ -104,16 +130,19 @@ async function measured(workload, n, concurrency) {
   const result = await runEvals({ target: workflowTarget(outputs), data, concurrency, onItemComplete, ...config });
   const wall = (performance.now() - t0) / 1000;
   const used = process.cpuUsage(cpu);
-  return { wall, cpu: (used.user + used.system) / 1e6, result, scored, errors };
+  itemScores.sort((a, b) => a[0] - b[0]);
+  return { wall, cpu: (used.user + used.system) / 1e6, result, scored, errors, itemScores: itemScores.map((s) => s[1]) };
 }
 
 async function main() {
   const [name, count, url, concurrencyText] = process.argv.slice(2);
-  if (!WORKLOADS[name]) throw new Error(`unknown workload ${name}; use ${Object.keys(WORKLOADS).join(', ')}`);
+  const text = name.startsWith('text:');
+  if (!text && !WORKLOADS[name]) throw new Error(`unknown workload ${name}; use ${Object.keys(WORKLOADS).join(', ')} or text:SCORER`);
   const n = Number(count);
   const concurrency = Number(concurrencyText || 1);
-  const workload = WORKLOADS[name](url);
-  await measured(workload, Math.min(n, 50), concurrency); // warm-up: JIT, module init
+  const workload = text ? textWorkload(name.slice(5), url) : WORKLOADS[name](url);
+  // warm-up: JIT, module init
+  await measured(text ? { ...workload, ...workload.warmUp() } : workload, Math.min(n, 50), concurrency);
   const run = await measured(workload, n, concurrency);
   const version = (pkg) => require(`${pkg}/package.json`).version;
   console.log(JSON.stringify({
@@ -121,6 +150,7 @@ async function main() {
     wall_s: run.wall, cpu_s: run.cpu, items_per_s: n / run.wall,
     scored: run.scored, errors: run.errors,
     scores: run.result.scores, verdict: run.result.verdict ?? null,
+    ...(text ? { item_scores: run.itemScores } : {}),
     node: process.version, cpus: os.cpus().length,
     mastra: `@mastra/core ${version('@mastra/core')}, @mastra/evals ${version('@mastra/evals')}`,
   }));

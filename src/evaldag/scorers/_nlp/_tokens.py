@@ -124,8 +124,44 @@ def _parens_merged(splits: list[str]) -> list[str]:
     return merged
 
 
+#: The most words a sentence is read as: tagging a sentence costs time in the square of its
+#: length (compromise tags it again after each verb phrase it rewrites), so a longer one is read
+#: as pieces. No sentence of the prose fixtures is cut differently for it.
+MAX_SENTENCE_WORDS = 100
+_WORD_AND_SPACE = re.compile(r"\S+\s*")
+_CLAUSE_END = re.compile(r"[,;:]\s*$")
+
+
+def _pieces(sentence: str) -> list[str]:
+    """A sentence of more than :data:`MAX_SENTENCE_WORDS` words cut into pieces of at most that
+    many, each after the last comma, semicolon or colon of its second half where there is one."""
+    words = _WORD_AND_SPACE.findall(sentence)
+    if len(words) <= MAX_SENTENCE_WORDS:
+        return [sentence]
+    lead = sentence[: len(sentence) - len(sentence.lstrip())]
+    pieces: list[str] = []
+    start = 0
+    while len(words) - start > MAX_SENTENCE_WORDS:
+        end = start + MAX_SENTENCE_WORDS
+        cut = next(
+            (k + 1 for k in range(end - 1, start + MAX_SENTENCE_WORDS // 2 - 1, -1)
+             if _CLAUSE_END.search(words[k])),
+            end,
+        )  # fmt: skip
+        pieces.append("".join(words[start:cut]))
+        start = cut
+    pieces.append("".join(words[start:]))
+    pieces[0] = lead + pieces[0]
+    return pieces
+
+
 def sentences(text: str, model: Model) -> list[str]:
-    """compromise's sentence split (``splitSentences``)."""
+    """compromise's sentence split (``splitSentences``), a sentence of more than
+    :data:`MAX_SENTENCE_WORDS` words in pieces."""
+    return [piece for sentence in _sentences(text, model) for piece in _pieces(sentence)]
+
+
+def _sentences(text: str, model: Model) -> list[str]:
     if not text or not text.strip():
         return []
     splits: list[str] = []
