@@ -6,10 +6,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evaldag import EvalDagError, ScorerRunError, scorers
 from evaldag.scorers import _text
-from evaldag.scorers._nlp import completeness_elements
+from evaldag.scorers._nlp import _tokens, completeness_elements
+from evaldag.scorers._nlp._model import model
 from evaldag.transcripts import compare_two_strings
 
 
@@ -64,6 +67,29 @@ def test_coverage(original, simplified, score):
     assert _text.coverage(original, simplified) == score
 
 
+# Words of 1 to 45 letters from a small alphabet, so that containment is common, on both sides of
+# the 24 characters up to which candidates are indexed by their substrings.
+_WORDS = st.lists(st.text("abc", min_size=1, max_size=45), max_size=8)
+
+
+@given(_WORDS, _WORDS)
+def test_coverage_is_element_matches_against_every_candidate(original, simplified):
+    expected = (
+        sum(any(e == s or _text.element_matches(e, s) for s in simplified) for e in original)
+        / len(original)
+        if original
+        else float(not simplified)
+    )
+    assert _text.coverage(original, simplified) == expected
+
+
+def test_a_sentence_of_more_than_100_words_is_read_in_pieces():
+    words = [f"word{n}" + ("," if n == 159 else "") for n in range(250)]
+    pieces = _tokens.sentences(" ".join(words) + ".", model())
+    assert [len(piece.split()) for piece in pieces] == [100, 60, 90]
+    assert "".join(pieces) == " ".join(words) + "."
+
+
 @pytest.mark.parametrize(
     ("input_text", "output_text", "score"),
     [
@@ -100,6 +126,27 @@ def test_completeness_without_input_fails_with_the_reason():
         scorers.completeness().run(input=None, output="text")
     assert caught.value.message.startswith("Scorer Run Failed: Inputs cannot be null")
     assert "run.input" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "factory",
+    ["completeness", "textual_difference", "content_similarity", "keyword_coverage", "tone"],
+)
+def test_a_text_over_max_chars_is_the_rows_error_naming_the_setting(factory):
+    with pytest.raises(ScorerRunError) as caught:
+        getattr(scorers, factory)(max_chars=10).run(input="short", output="a text of 23 characters")
+    assert caught.value.message.endswith(
+        "run.output is 23 characters long, more than its limit max_chars=10; score a shorter "
+        f"text or raise the limit with scorers.{factory}(max_chars=...) (None: no limit)"
+    )
+    assert getattr(scorers, factory)(max_chars=23).run(input="short", output="a text").score >= 0
+    assert getattr(scorers, factory)(max_chars=None).run(input="x" * 10, output="x").score >= 0
+
+
+@pytest.mark.parametrize("max_chars", [0, -1, 1.5, True, "100"])
+def test_max_chars_is_a_positive_integer_or_none(max_chars):
+    with pytest.raises(EvalDagError, match=r"max_chars=\.\.\.\) must be a positive integer"):
+        scorers.completeness(max_chars=max_chars)
 
 
 # --- textual difference, content similarity ----------------------------------------------------

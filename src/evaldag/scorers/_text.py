@@ -48,6 +48,26 @@ def element_matches(element: str, candidate: str) -> bool:
     return shorter in longer and len(shorter) / len(longer) > 0.6
 
 
+#: Candidates up to this long are indexed by their long-enough substrings; longer ones (rare in
+#: prose) are compared directly. Bounds the index at about this many characters per character.
+_INDEXED_LENGTH = 24
+
+
+def _covering_parts(candidates: set[str]) -> set[str]:
+    """Every substring of more than 3 characters, and more than 60% of its length, of each
+    candidate of at most :data:`_INDEXED_LENGTH` characters."""
+    parts = set()
+    for candidate in candidates:
+        size = len(candidate)
+        if size > _INDEXED_LENGTH:
+            continue
+        for length in range(size - 1, 3, -1):
+            if length / size <= 0.6:
+                break
+            parts.update(candidate[at : at + length] for at in range(size - length + 1))
+    return parts
+
+
 def coverage(original: list[str], simplified: list[str]) -> float:
     """The share of ``original`` elements that some ``simplified`` element covers.
 
@@ -55,13 +75,40 @@ def coverage(original: list[str], simplified: list[str]) -> float:
     """
     if not original:
         return 1.0 if not simplified else 0.0
+    # Comparing every element with every candidate costs their product (a 1 MB text has tens
+    # of thousands of distinct words): an element is looked up among the candidates'
+    # substrings and its own instead, the same answer as element_matches with each candidate.
     candidates = set(simplified)
-    covered = sum(
-        1
-        for element in original
-        if element in candidates or any(element_matches(element, s) for s in simplified)
-    )
+    parts = _covering_parts(candidates)
+    by_length: dict[int, set[str]] = {}
+    for candidate in candidates:
+        by_length.setdefault(len(candidate), set()).add(candidate)
+    covered = 0
+    for element in original:
+        size = len(element)
+        if element in candidates or size > 3 and (element in parts or _covered(element, by_length)):
+            covered += 1
     return covered / len(original)
+
+
+def _covered(element: str, by_length: dict[int, set[str]]) -> bool:
+    """Whether a candidate contained in ``element`` covers it, or a candidate too long to be
+    indexed contains it (``element`` has more than 3 characters)."""
+    size = len(element)
+    for length, candidates in by_length.items():
+        if length < size:
+            if length / size <= 0.6:
+                continue
+            if size <= _INDEXED_LENGTH:
+                # Few enough substrings to look each up.
+                if any(element[at : at + length] in candidates for at in range(size - length + 1)):
+                    return True
+            elif any(candidate in element for candidate in candidates):
+                return True
+        elif length > max(size, _INDEXED_LENGTH) and size / length > 0.6:
+            if any(element in candidate for candidate in candidates):
+                return True
+    return False
 
 
 # --- textual difference ---------------------------------------------------------------------
