@@ -61,6 +61,9 @@ _EXPORTS = {
     "live": "evaldag._live.wrapper",
     "LiveScoring": "evaldag._live.wrapper",
     "LiveStats": "evaldag._live.wrapper",
+    "OtlpReceiver": "evaldag._receiver.receiver",
+    "ReceiverStats": "evaldag._receiver.receiver",
+    "serve": "evaldag._receiver.serving",
     "checks": "evaldag.checks",
     "scorers": "evaldag.scorers",
     "messages": "evaldag.messages",
@@ -86,6 +89,8 @@ if TYPE_CHECKING:
     from evaldag._judge.settings import Judge
     from evaldag._judge.transports import Route, Transport, register_transport
     from evaldag._live.wrapper import LiveScoring, LiveStats, live
+    from evaldag._receiver.receiver import OtlpReceiver, ReceiverStats
+    from evaldag._receiver.serving import serve
     from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
     from evaldag._results.files import read_results
     from evaldag._results.reducers import Reducer, pass_at_k, pass_hat_k

@@ -6,8 +6,8 @@ configuration or input error (the message goes to stderr), or for a run a result
 score store could not take (its summary is printed first), 130 when interrupted (Ctrl-C) and 143
 when terminated (SIGTERM), with the command that goes on from its checkpoint. ``evaldag demo``
 and ``evaldag report`` exit 0 once their files are written, whatever the verdict, and 3 on an
-error; ``evaldag compare`` exits 1 on a regression or when B lacks scorers or items of A, else 0.
-Every command exits 4 on an unexpected error (a bug in evaldag: the traceback is printed).
+error; ``evaldag compare`` exits 1 on a regression or when B lacks scorers or items of A, else 0;
+``evaldag serve`` 0 once stopped. Every command exits 4 on an unexpected error (a bug: traceback).
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold mi
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
 'demo' and 'report' exit 0 once their files are written, whatever the verdict;
-'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0."""
+'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0;
+'serve' exits 0 once stopped (SIGTERM or SIGINT)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,6 +70,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     from evaldag._cli.compare import add_compare_command
+    from evaldag._cli.serve import add_serve_command
 
     parser = _Parser(
         prog="evaldag",
@@ -259,6 +261,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(command=_report_command)
     add_compare_command(commands)
+    add_serve_command(commands)
     return parser
 
 

@@ -29,10 +29,10 @@ import pickle
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from evaldag._live.worker import BatchScoring, Call, Progress, Tally, copied_call
+from evaldag._live.worker import BatchScoring, Call, CallsOf, Progress, Tally, copied_call
 from evaldag._scorer.builder import Scorer
 from evaldag._store.stores import ScoreStore
 from evaldag.errors import EvalDagError
@@ -85,6 +85,12 @@ class ProcessWorker:
     Importing this module imports ``multiprocessing.util``, whose exit hook ends daemon
     processes: imported before any ``live`` registers its own exit hook, it runs after it (exit
     hooks run last registered first), so the queue is flushed before the process is ended.
+
+    :param calls: for a worker given other messages than calls, the function that turns a batch
+        of them into the calls to score, in the process (it is pickled).
+    :param load_scorers: a function the process calls for its scorers instead of unpickling
+        ``scorers`` (pickled by reference: an eval file's scorers, which the process imports).
+    :param niceness: the process's niceness; background work by default.
     """
 
     def __init__(
@@ -96,13 +102,18 @@ class ProcessWorker:
         queue_size: int,
         batch_size: int,
         concurrency: int,
+        calls: CallsOf | None = None,
+        load_scorers: Callable[[], Sequence[Scorer]] | None = None,
+        niceness: int = _NICENESS,
     ) -> None:
         self._arguments = (
-            _pickled_scorers(scorers),
+            pickle.dumps(load_scorers) if load_scorers is not None else _pickled_scorers(scorers),
             _pickled_store(store),
             entity,
             batch_size,
             concurrency,
+            calls,
+            niceness,
         )
         self._queue_size = queue_size
         self._context = multiprocessing.get_context("spawn")
@@ -111,14 +122,19 @@ class ProcessWorker:
         if not self._stopped:
             self._start()  # now, not on the app's first sampled call (a spawn takes ms)
 
-    def offer(self, call: Call) -> bool:
-        """Write ``call`` to the process unless the pipe has no room for it or the worker
-        stopped; never blocks. It is pickled here, which snapshots it; an input or output that
-        does not pickle is left out and makes it an error call (``copied_call``)."""
+    def offer(self, call: Any) -> bool:
+        """Write ``call`` (or another message) to the process unless the pipe has no room for it
+        or the worker stopped; never blocks. It is pickled here, which snapshots it; a call's
+        input or output that does not pickle is left out and makes it an error call
+        (``copied_call``)."""
         # A plain tuple: pickling the named tuple's class reference costs more than its fields.
         try:
-            message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
+            message = pickle.dumps(
+                tuple(call) if isinstance(call, Call) else call, protocol=pickle.HIGHEST_PROTOCOL
+            )
         except Exception:
+            if not isinstance(call, Call):
+                raise
             call = copied_call(call, _pickling)
             message = pickle.dumps(tuple(call), protocol=pickle.HIGHEST_PROTOCOL)
         if self._process is None and not self._stopped:
@@ -315,18 +331,23 @@ def _serve(
     entity: dict[str, str],
     batch_size: int,
     concurrency: int,
+    calls: CallsOf | None,
+    niceness: int,
     reader: Any,
     counts: Any,
 ) -> None:
     """The scoring process: score the calls from the pipe in batches until told to stop, or
     the app's process is gone."""
-    try:
-        os.nice(_NICENESS)
-    except (AttributeError, OSError):  # not on this system, or not allowed
-        pass
+    if niceness:
+        try:
+            os.nice(niceness)
+        except (AttributeError, OSError):  # not on this system, or not allowed
+            pass
     scorers = pickle.loads(scorers_pickle)
+    if callable(scorers):
+        scorers = scorers()
     store = pickle.loads(store_pickle)
-    scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
+    scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency, calls=calls)
     counts[_READY] = 1
     parent = multiprocessing.parent_process()
     checked = time.monotonic()
@@ -343,25 +364,27 @@ def _serve(
             while len(messages) < batch_size and (not messages or reader.poll(0)):
                 message = reader.recv_bytes()
                 if message == _STOP:
-                    _score(scoring, messages, counts, len(scorers))
+                    _score(scoring, messages, counts, len(scorers), calls is None)
                     return
                 messages.append(message)
                 counts[_TAKEN] += 1
                 counts[_TAKEN_BYTES] += _HEADER + len(message)
-            _score(scoring, messages, counts, len(scorers))
+            _score(scoring, messages, counts, len(scorers), calls is None)
     except EOFError:  # the app's end of the pipe closed: the app is gone
         return
     finally:
         store.close()
 
 
-def _score(scoring: BatchScoring, messages: list[bytes], counts: Any, scorers: int) -> None:
+def _score(
+    scoring: BatchScoring, messages: list[bytes], counts: Any, scorers: int, of_calls: bool
+) -> None:
     """Score one batch and add what it gave to the shared counts."""
     started = time.monotonic()
     batch, unreadable = [], 0
     for message in messages:
         try:
-            batch.append(Call(*pickle.loads(message)))
+            batch.append(Call(*pickle.loads(message)) if of_calls else pickle.loads(message))
         except Exception:  # a call of a class this process cannot import
             logger.exception("live scoring: a call could not be read by the scoring process")
             unreadable += 1

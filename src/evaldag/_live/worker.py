@@ -69,12 +69,18 @@ _RESULT_FIELDS = (
 
 class Call(NamedTuple):
     """A sampled call, waiting to be scored: its fields, output and request-context snapshot;
-    ``error`` says why it cannot be scored (each scorer then gets an error row)."""
+    ``error`` says why it cannot be scored (each scorer then gets an error row); ``columns``,
+    the values of the columns its scorers read besides the run's fields (a trace's ``spans``)."""
 
     fields: dict[str, Any]
     output: Any
     snapshot: dict[str, Any]
     error: str | None = None
+    columns: dict[str, Any] | None = None
+
+
+#: What turns a batch of messages that are not calls into the calls to score.
+CallsOf = Callable[[Sequence[Any]], list[Call]]
 
 
 @dataclass
@@ -134,6 +140,9 @@ class Worker:
 
     One condition guards the queue and the tally: a call is queued with one lock and one
     notify, the cheapest hand-over Python has.
+
+    :param calls: for a worker given other messages than calls (an OTLP receiver's finished
+        traces), the function that turns a batch of them into the calls to score.
     """
 
     def __init__(
@@ -145,20 +154,25 @@ class Worker:
         queue_size: int,
         batch_size: int,
         concurrency: int,
+        calls: CallsOf | None = None,
     ) -> None:
         self._queue_size = queue_size
         self._batch_size = batch_size
-        self._calls: deque[Call] = deque()
+        self._calls: deque[Any] = deque()
         self._lock = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stopped = False
-        self._scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency)
+        self._scoring = BatchScoring(
+            scorers, store, entity=entity, concurrency=concurrency, calls=calls
+        )
         self.tally = Tally()
 
-    def offer(self, call: Call) -> bool:
-        """Queue a snapshot of ``call`` (``copied_call``) unless the queue is full or the worker
-        stopped; never blocks."""
-        if type(call.output) not in _IMMUTABLE or type(call.fields.get("input")) not in _IMMUTABLE:
+    def offer(self, call: Any) -> bool:
+        """Queue a snapshot of ``call`` (``copied_call``; another message as it is) unless the
+        queue is full or the worker stopped; never blocks."""
+        if isinstance(call, Call) and (
+            type(call.output) not in _IMMUTABLE or type(call.fields.get("input")) not in _IMMUTABLE
+        ):
             call = copied_call(call, snapshot)
         if self._thread is None:
             self._start()
@@ -223,7 +237,7 @@ class Worker:
                 self.tally.steps += size
             self._score(batch)
 
-    def _score(self, batch: list[Call]) -> None:
+    def _score(self, batch: list[Any]) -> None:
         started = time.monotonic()
         counts = self._scoring.saved(batch)
         with self._lock:
@@ -237,7 +251,11 @@ class Worker:
 
 class BatchScoring:
     """Scores batches of calls with the scorers and saves their rows: the work of either
-    worker, the thread or the process."""
+    worker, the thread or the process.
+
+    :param calls: turns a batch of messages into the calls to score (default: the messages
+        are the calls); it must not raise.
+    """
 
     def __init__(
         self,
@@ -246,30 +264,34 @@ class BatchScoring:
         *,
         entity: dict[str, str],
         concurrency: int,
+        calls: CallsOf | None = None,
     ) -> None:
         self._scorers = tuple(scorers)
         self._store = store
         self._entity = entity
         self._concurrency = concurrency
+        self._calls = calls
         self._driver = scorers_driver(self._scorers)
         self._records = {s.id: _scorer_record(s) for s in self._scorers}
 
-    def saved(self, batch: Sequence[Call]) -> dict[str, int]:
+    def saved(self, batch: Sequence[Any]) -> dict[str, int]:
         """Score ``batch`` and save its rows in one transaction: the counts of what it gave
         (``scored``, ``not_scorable``, ``errors``, ``write_errors``). Never raises."""
         rows: list[ScoreRow] = []
         counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
         written = {"scored": 0, "errors": 0}
+        plain = _PlainData()
+        calls = batch if self._calls is None else self._calls(batch)
         try:
-            for scorer_id, call, outcome in self._outcomes(batch):
+            for scorer_id, call, outcome in self._outcomes(calls):
                 if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
                     counts["not_scorable"] += 1
                     continue
                 written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
-                rows.append(self._row(scorer_id, call, outcome))
+                rows.append(self._row(scorer_id, call, outcome, plain))
             self._store.save(rows)
         except Exception:  # the app never sees a scoring or storage failure
-            logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(batch))
+            logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(calls))
             counts["write_errors"] += len(rows)
         else:  # one transaction: a batch's rows are all written, or none is
             counts.update(written)
@@ -296,8 +318,23 @@ class BatchScoring:
                 outcomes += zip([scorer.id] * len(runs), readable, results, strict=True)
         return outcomes
 
-    def _row(self, scorer_id: str, call: Call, outcome: ScorerResult | Exception) -> ScoreRow:
+    def _row(
+        self,
+        scorer_id: str,
+        call: Call,
+        outcome: ScorerResult | Exception,
+        plain: _PlainData,
+    ) -> ScoreRow:
         """The LIVE row of one scorer's outcome on one call; an error row when it failed."""
+        result = outcome if isinstance(outcome, ScorerResult) else getattr(outcome, "result", None)
+        given, output = (
+            (call.fields.get("input"), call.output)
+            if result is None
+            else (
+                result.input,
+                result.output,
+            )
+        )
         row: dict[str, Any] = {
             "id": str(uuid.uuid4()),
             "scorer_id": scorer_id,
@@ -306,12 +343,11 @@ class BatchScoring:
             "scorer": self._records[scorer_id],
             "source": "LIVE",
             "request_context": call.snapshot or None,
-            "input": plain_data(call.fields.get("input")),
-            "output": plain_data(call.output),
+            "input": plain(given),
+            "output": plain(output),
             "score": None,
             **{key: call.fields.get(key) for key in _ROW_CALL_FIELDS},
         }
-        result = outcome if isinstance(outcome, ScorerResult) else getattr(outcome, "result", None)
         if result is not None:
             row.update(_result_fields(result))
         if isinstance(outcome, Exception):
@@ -321,6 +357,22 @@ class BatchScoring:
                     failed_step=outcome.failed_step, completed_steps=list(outcome.completed_steps)
                 )
         return ScoreRow(**row)
+
+
+class _PlainData:
+    """``plain_data`` of the values of one batch, each converted once: a call's scorers share
+    its run, so its input and output go into a row per scorer."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, tuple[Any, Any]] = {}
+
+    def __call__(self, value: Any) -> Any:
+        if type(value) in _IMMUTABLE:
+            return value
+        known = self._done.get(id(value))
+        if known is None:  # the value is kept with its conversion, so its id stays its own
+            known = self._done[id(value)] = (value, plain_data(value))
+        return known[1]
 
 
 def snapshot(value: Any) -> Any:
@@ -355,6 +407,7 @@ def copied_call(call: Call, copying: Callable[[Any], Any]) -> Call:
         values["output"],
         call.snapshot,
         "; ".join(errors) or None,
+        call.columns,
     )
 
 
@@ -363,8 +416,6 @@ def _result_fields(result: ScorerResult) -> dict[str, Any]:
     fields = {key: getattr(result, key) for key in _RESULT_FIELDS}
     return {
         **fields,
-        "input": plain_data(result.input),
-        "output": plain_data(result.output),
         "reason": None if result.reason is None else _text(result.reason),
         "judge": {step: record.to_dict() for step, record in result.judge.items()}
         if result.judge
@@ -379,6 +430,7 @@ def _run(call: Call) -> ScorerRun:
         output=call.output,
         run_id=call.fields["run_id"],
         request_context=call.snapshot or None,
+        **(call.columns or {}),
     )
 
 

@@ -105,6 +105,11 @@ class Reading:
     agents: list[AgentRun] = field(default_factory=list)
 
 
+def carries_conversation(key: str) -> bool:
+    """Whether an attribute holds messages or tool calls (their arguments, their results)."""
+    return key.startswith(_CARRIERS)
+
+
 def reading(spans: list[Span], events: Mapping[str, list[LogEvent]]) -> Reading:
     """Each span as what it is; ``events`` are the log events of each span, by span id."""
     read = Reading()

@@ -60,9 +60,15 @@ def _loads(text: str, where: str) -> Any:
         raise unreadable(where, f"is not JSON ({error})") from None
 
 
-def records_of_json(request: Any, where: str) -> Iterator[Span | LogEvent]:
+def records_of_json(
+    request: Any, where: str, problems: list[str] | None = None
+) -> Iterator[Span | LogEvent]:
     """The spans (``resourceSpans``) and span-bound log events (``resourceLogs``: a Collector
-    writes both kinds of lines into one file) of one OTLP JSON request."""
+    writes both kinds of lines into one file) of one OTLP JSON request.
+
+    :param problems: when given, a span or log record that cannot be read is left out and its
+        problem added here (an OTLP receiver refuses it alone); else it raises.
+    """
     if not isinstance(request, Mapping) or not (
         isinstance(request.get("resourceSpans"), list)
         or isinstance(request.get("resourceLogs"), list)
@@ -75,7 +81,7 @@ def records_of_json(request: Any, where: str) -> Iterator[Span | LogEvent]:
     for resource_logs in request.get("resourceLogs") or ():
         for scope_logs in resource_logs.get("scopeLogs") or ():
             for record in scope_logs.get("logRecords") or ():
-                event = _json_log(record, where)
+                event = _read(_json_log, problems, record, where)
                 if event is not None:
                     yield event
     for r, resource_spans in enumerate(request.get("resourceSpans") or ()):
@@ -85,7 +91,20 @@ def records_of_json(request: Any, where: str) -> Iterator[Span | LogEvent]:
         for scope_spans in resource_spans.get("scopeSpans") or ():
             scope = (scope_spans.get("scope") or {}).get("name") or ""
             for span in scope_spans.get("spans") or ():
-                yield _json_span(span, resource, scope, where)
+                read = _read(_json_span, problems, span, resource, scope, where)
+                if read is not None:
+                    yield read
+
+
+def _read(reader: Any, problems: list[str] | None, *args: Any) -> Any:
+    """``reader(*args)``; None, its problem added to ``problems``, when it cannot be read."""
+    if problems is None:
+        return reader(*args)
+    try:
+        return reader(*args)
+    except EvalDagError as error:
+        problems.append(error.message)
+        return None
 
 
 def _json_log(record: Mapping[str, Any], where: str) -> LogEvent | None:
@@ -226,12 +245,7 @@ def protobuf_records(data: bytes, name: str) -> Iterator[Span | LogEvent]:
     requests each after a varint length. A request is a trace or a logs request."""
     for message, where in _framed(data, name):
         if hasattr(message, "resource_logs"):
-            for resource_logs in message.resource_logs:
-                for scope_logs in resource_logs.scope_logs:
-                    for record in scope_logs.log_records:
-                        event = _proto_log(record)
-                        if event is not None:
-                            yield event
+            yield from logs_of_protobuf(message)
         else:
             yield from spans_of_protobuf(message, where)
 
@@ -288,7 +302,7 @@ def _message(data: bytes) -> Any:
     The two requests are alike on the wire (field 1 a list of resources), so each parse is
     checked: spans have 16-byte trace ids, log records a body or an event name.
     """
-    traces, logs = _request_types()
+    traces, logs = request_types()
     for kind, valid in ((traces, _real_spans), (logs, _real_logs)):
         message = kind()
         try:
@@ -308,6 +322,16 @@ def _real_spans(message: Any) -> bool:
 def _real_logs(message: Any) -> bool:
     records = [x for r in message.resource_logs for sl in r.scope_logs for x in sl.log_records]
     return bool(records) and all(x.HasField("body") or x.event_name for x in records)
+
+
+def logs_of_protobuf(request: Any) -> Iterator[LogEvent]:
+    """The span-bound log events of one OTLP protobuf logs request."""
+    for resource_logs in request.resource_logs:
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                event = _proto_log(record)
+                if event is not None:
+                    yield event
 
 
 def _proto_log(record: Any) -> LogEvent | None:
@@ -337,7 +361,7 @@ def _varint(data: bytes, position: int) -> tuple[int, int]:
     return -1, position
 
 
-def _request_types() -> tuple[Any, Any]:
+def request_types() -> tuple[Any, Any]:
     try:
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
             ExportLogsServiceRequest,
@@ -405,3 +429,97 @@ def _proto_value(value: Any) -> Any:
     if kind == "kvlist_value":
         return _proto_attributes(value.kvlist_value.values)
     return getattr(value, kind)
+
+
+# --- writing OTLP JSON -------------------------------------------------------------------------
+
+
+def json_trace_request(spans: Iterable[Span]) -> dict[str, Any]:
+    """Spans as one OTLP JSON ``ExportTraceServiceRequest`` (what ``records_of_json`` reads
+    back), grouped by resource and scope."""
+    groups: dict[tuple[bytes, str], list[Span]] = {}
+    for span in spans:
+        key = (orjson.dumps(span.resource, default=str, option=orjson.OPT_SORT_KEYS), span.scope)
+        groups.setdefault(key, []).append(span)
+    resources: dict[bytes, dict[str, Any]] = {}
+    for (resource, scope), grouped in groups.items():
+        entry = resources.setdefault(
+            resource,
+            {"resource": {"attributes": _json_attributes(grouped[0].resource)}, "scopeSpans": []},
+        )
+        entry["scopeSpans"].append(
+            {"scope": {"name": scope}, "spans": [_span_json(span) for span in grouped]}
+        )
+    return {"resourceSpans": list(resources.values())}
+
+
+def json_logs_request(logs: Iterable[LogEvent]) -> dict[str, Any]:
+    """Span-bound log events as one OTLP JSON ``ExportLogsServiceRequest``."""
+    records = [
+        {
+            "timeUnixNano": str(event.time_ns),
+            "traceId": event.trace_id,
+            "spanId": event.span_id,
+            "eventName": event.name,
+            "body": _any_json(event.body),
+            "attributes": _json_attributes(event.attributes),
+        }
+        for event in logs
+    ]
+    return {"resourceLogs": [{"resource": {}, "scopeLogs": [{"logRecords": records}]}]}
+
+
+def _span_json(span: Span) -> dict[str, Any]:
+    written: dict[str, Any] = {
+        "traceId": span.trace_id,
+        "spanId": span.span_id,
+        "name": span.name,
+        "kind": SPAN_KINDS.index(span.kind) if span.kind in SPAN_KINDS else 0,
+        "startTimeUnixNano": str(span.start_ns),
+        "endTimeUnixNano": str(span.end_ns),
+        "attributes": _json_attributes(span.attributes),
+        "events": [
+            {
+                "name": event.name,
+                "timeUnixNano": str(event.time_ns),
+                "attributes": _json_attributes(event.attributes),
+            }
+            for event in span.events
+        ],
+        "status": {
+            "code": STATUS_CODES.index(span.status) if span.status in STATUS_CODES else 0,
+            "message": span.status_message,
+        },
+    }
+    if span.parent_span_id:
+        written["parentSpanId"] = span.parent_span_id
+    return written
+
+
+def _json_attributes(attributes: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _any_json(value)} for key, value in attributes.items()]
+
+
+def _any_json(value: Any) -> dict[str, Any]:
+    """A Python value as an OTLP/JSON ``AnyValue`` (``any_value`` reads it back)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return {"doubleValue": value}
+        return {
+            "doubleValue": "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+        }
+    if isinstance(value, bytes | bytearray):
+        return {"bytesValue": base64.b64encode(value).decode()}
+    if isinstance(value, Mapping):
+        return {"kvlistValue": {"values": _json_attributes(value)}}
+    if isinstance(value, list | tuple):
+        return {"arrayValue": {"values": [_any_json(item) for item in value]}}
+    return {"stringValue": str(value)}
