@@ -84,15 +84,22 @@ def test_a_process_worker_scores_in_its_own_process_with_error_rows(tmp_path):
     assert answer("after") == "after" and scoring.stats().dropped == 1
 
 
-def test_a_full_queue_drops_and_counts_without_waiting_for_the_process(tmp_path):
+def _held_in_call_0(tmp_path, queue_size):
+    """A process worker's live scoring and its wrapped function, once the process scores call
+    0 and waits in its scorer for the ``release`` file."""
     slow = create_scorer("slow").generate_score(waits_for_release)
-    scoring = live(slow, store=tmp_path / "scores.db", queue_size=2, batch_size=1,
+    scoring = live(slow, store=tmp_path / "scores.db", queue_size=queue_size, batch_size=1,
                    worker="process")  # fmt: skip
     answer = scoring(lambda n: n)
     answer({"folder": str(tmp_path), "n": 0})
     deadline = time.monotonic() + 120
     while not (tmp_path / "started-0").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)  # until the process scores call 0; it then waits in its scorer
+        time.sleep(0.01)
+    return scoring, answer
+
+
+def test_a_full_queue_drops_and_counts_without_waiting_for_the_process(tmp_path):
+    scoring, answer = _held_in_call_0(tmp_path, queue_size=2)
     for n in range(1, 11):
         assert answer({"folder": str(tmp_path), "n": n})["n"] == n
     assert scoring.stats().pending == 3
@@ -103,6 +110,25 @@ def test_a_full_queue_drops_and_counts_without_waiting_for_the_process(tmp_path)
     scoring.close()
     assert (stats.calls, stats.sampled, stats.dropped, stats.scored) == (11, 3, 8, 3)
     assert sorted(row["n"] for row in rows.input) == [0, 1, 2]
+
+
+def test_a_pipe_that_fills_before_its_capacity_drops_calls_and_never_blocks(tmp_path):
+    # A pipe holds fewer bytes than its capacity when writes do not fill its pages (1 MiB takes
+    # 128 messages of 6.7 KB): the write must not block the app, and a message the pipe took
+    # in part must reach the process whole.
+    scoring, answer = _held_in_call_0(tmp_path, queue_size=10_000)
+    padding = "x" * 6_600
+    for n in range(1, 401):
+        assert answer({"folder": str(tmp_path), "n": n, "padding": padding})["n"] == n
+    held = scoring.stats()
+    (tmp_path / "release").touch()
+    assert scoring.flush(timeout=120)
+    stats = scoring.stats()
+    rows = read_scores(tmp_path / "scores.db")
+    scoring.close()
+    assert held.dropped > 0 and held.sampled + held.dropped == 401
+    assert (stats.sampled, stats.scored) == (held.sampled, held.sampled)
+    assert sorted(row["n"] for row in rows.input) == list(range(held.sampled))
 
 
 def test_scorers_that_cannot_be_sent_are_refused_when_wrapping(tmp_path, monkeypatch):
