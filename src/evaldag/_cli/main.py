@@ -1,13 +1,12 @@
-"""The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``, ``compare``.
+"""The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``, ``compare``, ``serve``.
 
 Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
 or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
-configuration or input error (the message goes to stderr), or for a run a results file or the
-score store could not take (its summary is printed first), 130 when interrupted (Ctrl-C) and 143
-when terminated (SIGTERM), with the command that goes on from its checkpoint. ``evaldag demo``
-and ``evaldag report`` exit 0 once their files are written, whatever the verdict, and 3 on an
-error; ``evaldag compare`` exits 1 on a regression or when B lacks scorers or items of A, else 0;
-``evaldag serve`` 0 once stopped. Every command exits 4 on an unexpected error (a bug: traceback).
+configuration or input error, or a results file or score store that could not take the run (its
+summary is printed first), 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM). ``demo``
+and ``report`` exit 0 once their files are written, whatever the verdict, 3 on an error;
+``compare`` 1 on a regression or when B lacks scorers or items of A, else 0; ``serve`` 0 once
+stopped. Every command exits 4 on an unexpected error (a bug: the traceback is printed).
 """
 
 from __future__ import annotations
