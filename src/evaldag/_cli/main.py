@@ -54,9 +54,8 @@ _EPILOG = """\
 exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
-'demo' and 'report' exit 0 once their files are written, whatever the verdict;
-'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0;
-'serve' exits 0 once stopped (SIGTERM or SIGINT)."""
+'demo' and 'report' exit 0 once their files are written, whatever the verdict, 'serve' once stopped;
+'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0."""
 
 
 class _Parser(argparse.ArgumentParser):
