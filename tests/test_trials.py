@@ -334,3 +334,106 @@ def test_a_checkpoint_of_one_trial_is_not_taken_for_three(judge_server, tmp_path
     )
     with pytest.raises(EvalDagError, match="the trials of scorer 'graded'"):
         run_evals(_data(4), scorers=[scorer], trials=2, checkpoint=checkpoint)
+
+
+def test_the_store_keeps_each_trial_by_its_index(judge_server, tmp_path):
+    from evaldag import SqlScoreStore, read_scores
+
+    _bernoulli_judge(judge_server, p=0.5)
+    store = tmp_path / "scores.db"
+    code = create_scorer("code").generate_score(lambda run: 1.0)
+    result = run_evals(
+        _data(5), scorers=[_graded(judge_server.judge(instructions="Grade.")), code], trials=3,
+        store=store,
+    )  # fmt: skip
+    rows = read_scores(store)
+    graded = rows[rows["scorer_id"] == "graded"].sort_values("id")
+    trials = [row["trials"] for row in graded["metadata"]]
+    expected = result.items["graded.trial_scores"].tolist()
+    assert sorted([[t["score"] for t in entry["scores"]] for entry in trials]) == sorted(expected)
+    assert all([t["trial"] for t in entry["scores"]] == [0, 1, 2] for entry in trials)
+    assert all("trials" not in m for m in rows[rows["scorer_id"] == "code"]["metadata"])
+    back = SqlScoreStore(store).result(result.experiment_id)
+    assert back.summary.trials == result.summary.trials
+    assert back.items["graded.trial_scores"].tolist() == expected
+    assert back.items["graded.trial_flips"].tolist() == result.items["graded.trial_flips"].tolist()
+
+
+def test_the_report_and_the_cli_summary_show_the_spread(judge_server, tmp_path):
+    from evaldag._cli.summary import summary_table
+    from evaldag._report.html import report_html
+
+    _bernoulli_judge(judge_server, p=0.5)
+    code = create_scorer("code").generate_score(lambda run: 1.0)
+    result = run_evals(
+        _data(20), scorers=[_graded(judge_server.judge(instructions="Grade.")), code], trials=3
+    )
+    spread = result.summary.trials["graded"]
+    table = summary_table(result, "t")
+    assert "trials: 3 per item" in table
+    assert f"graded: 3 trials, mean: run-to-run SD {spread.run_to_run_sd:.3f}" in table
+    assert f"flips on {spread.flipped_items} of 20 items" in table
+    assert "code: scored once (a code scorer: deterministic)" in table
+    html = report_html(result)
+    assert '<section id="trials">' in html and f"{spread.run_to_run_sd:.3f}" in html
+    assert "scored once (a code scorer)" in html
+    one = run_evals(_data(2), scorers=[code])
+    assert "trials:" not in summary_table(one, "t") and 'id="trials"' not in report_html(one)
+
+
+EVAL_FILE = """\
+import evaldag
+
+judge = evaldag.Judge(
+    "openai/mock-judge", api_base={url!r}, api_key="sk-test", instructions="Grade."
+)
+scorers = [
+    evaldag.create_scorer("graded", judge=judge).generate_score(
+        evaldag.PromptStep("Grade the answer", lambda run: f"Grade this answer: {{run.output}}")
+    )
+]
+"""
+
+
+def test_evaldag_run_takes_trials_and_a_reducer(judge_server, tmp_path, capsys):
+    from evaldag._cli.main import main
+
+    _bernoulli_judge(judge_server, p=0.5)
+    (tmp_path / "eval.py").write_text(EVAL_FILE.format(url=judge_server.url))
+    _data(4).to_json(tmp_path / "items.jsonl", orient="records", lines=True)
+    args = ["run", str(tmp_path / "eval.py"), "--data", str(tmp_path / "items.jsonl")]
+    out_file = tmp_path / "r.parquet"
+    code = main([*args, "--trials", "3", "--reducer", "pass_hat_k(2)", "--out", str(out_file)])
+    out = capsys.readouterr().out
+    assert code == 0 and "trials: 3 per item" in out and "graded: 3 trials, pass_hat_k(2)" in out
+    assert len(judge_server.requests) == 12
+    assert EvalResult.read_parquet(out_file).summary.trials["graded"].reducer == "pass_hat_k(2)"
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--trials", "0", "--no-checkpoint"])
+    assert exited.value.code == 3
+    assert "argument --trials: must be an integer >= 1, got '0'" in capsys.readouterr().err
+    assert main([*args, "--trials", "2", "--reducer", "pass_at_k(3)", "--no-checkpoint"]) == 3
+    assert (
+        "reducer='pass_at_k(3)' draws 3 trials of an item, but trials=2" in capsys.readouterr().err
+    )
+
+
+def test_the_estimate_counts_every_trial(judge_server):
+    from evaldag import cost_estimate
+
+    code = create_scorer("code").generate_score(lambda run: 1.0)
+    scorers = [_graded(judge_server.judge(instructions="Grade.")), code]
+    once = cost_estimate(_data(4), scorers=scorers)
+    thrice = cost_estimate(_data(4), scorers=scorers, trials=3)
+    assert (once.scorers["graded"].calls, thrice.scorers["graded"].calls) == (4, 12)
+    assert thrice.total.input_tokens == 3 * once.total.input_tokens
+    assert thrice.unjudged == ["code"] and not judge_server.requests
+
+
+def test_trials_cannot_run_on_an_executor(judge_server):
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(
+            _data(2), scorers=[_graded(judge_server.judge(instructions="Grade."))], trials=2,
+            executor="dask",
+        )  # fmt: skip
+    assert raised.value.id == "INVALID_EXECUTOR_OPTIONS" and "trials" in raised.value.message

@@ -32,6 +32,8 @@ from evaldag._cli.resume import (
     terminated_as_interrupted,
 )
 from evaldag._cli.traces import add_trace_options, traced_items
+from evaldag._cli.trials import add_trial_options, trial_options
+from evaldag._cli.values import dollars, positive_int, seconds, share
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
 
@@ -141,15 +143,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="judge, async-step and target calls in flight at once (default: 8)",
     )
     add_resume_options(run)
+    add_trial_options(run)
     run.add_argument(
         "--max-error-share",
-        type=_share,
+        type=share,
         default=1.0,
         metavar="S",
         help="exit 3 (an error, not a verdict) when a scorer or the target fails on more than "
@@ -157,21 +160,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--budget-usd",
-        type=_dollars,
+        type=dollars,
         metavar="USD",
         help="stop judging once the judge calls have cost this much (litellm's prices); the "
         "items not judged yet are not scorable, what was scored is kept",
     )
     run.add_argument(
         "--step-timeout",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="a scorer step that takes longer than S seconds on an item is that item's error, "
         "and the run goes on (for scorers that set no step_timeout of their own)",
     )
     run.add_argument(
         "--target-timeout",
-        type=_seconds,
+        type=seconds,
         metavar="S",
         help="a target call that takes longer than S seconds is that item's target error, and "
         "the run goes on",
@@ -220,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         metavar="N",
         help="judge calls in flight at once (default: 8)",
@@ -276,46 +279,6 @@ def _column_entries(text: str) -> dict[str, str]:
             raise argparse.ArgumentTypeError(f"names the field {field!r} twice")
         entries[field] = column
     return entries
-
-
-def _positive_int(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
-    return number
-
-
-def _dollars(text: str) -> float:
-    try:
-        dollars = float(text)
-    except ValueError:
-        dollars = -1.0
-    if not 0 <= dollars < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of US dollars >= 0, got {text!r}")
-    return dollars
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return seconds
-
-
-def _share(text: str) -> float:
-    try:
-        share = float(text)
-    except ValueError:
-        share = -1.0
-    if not 0 <= share <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number from 0 to 1, got {text!r}")
-    return share
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -402,6 +365,7 @@ def _run_command(args: argparse.Namespace) -> int:
             gates=definition.gates,
             target=definition.target,
             columns=columns,
+            trials=args.trials,
         )
         print(estimate_text(estimate, title))
         return EXIT_PASSED
@@ -423,6 +387,7 @@ def _run_command(args: argparse.Namespace) -> int:
             budget_usd=args.budget_usd,
             step_timeout=args.step_timeout,
             target_timeout=args.target_timeout,
+            **trial_options(args),
         )
     except ResultNotSavedError as error:
         _print_summary(error.result, title)  # scored, though not saved: shown, then the error

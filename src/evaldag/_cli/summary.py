@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from evaldag._cli.trials import trial_lines
 from evaldag._report.failing import (
     bounds,
     failing_items,
@@ -64,6 +65,7 @@ def summary_table(result: EvalResult, title: str) -> str:
     lines += _unscored_texts(result, [s for s in summaries if s.not_scorable and not s.scored])
     if result.summary.target_errors:
         lines.append(f"target failed on {result.summary.target_errors} items")
+    lines += trial_lines(result)
     lines += [f"note: {problem}" for problem in result.summary.judge_cache_problems]
     lines += [f"warning: {warning}" for warning in result.summary.target_warnings]
     total = result.usage.get("total")

@@ -13,6 +13,8 @@ estimated rather than counted:
 - **output tokens**: ``OUTPUT_TOKENS`` per call (the answers are short JSON or a sentence);
 - **dollars**: litellm's price table for each judge's model; the calls of a model it does not
   price are listed in ``unpriced`` and left out of the dollars; the local judge costs nothing;
+- with **trials** (``trials=N``), a judged scorer's calls, tokens and dollars are N times one
+  trial's (each trial its own calls; code scorers score once);
 - with a **target**, outputs are not produced (that would call it): prompts are rendered with
   an empty output; a **conversation's turns** each with their own input, their judged scorers
   and gates estimated per turn index (``turn N: <id>``) as the run's summary names them.
@@ -37,6 +39,7 @@ from evaldag._engine.stages import advanced_states, prepared_states
 from evaldag._eval.column_mapping import column_mapping
 from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.preflight import checked_data
+from evaldag._eval.trials import with_trials
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import TurnSpecs
 from evaldag._judge.settings import LOCAL_MODEL, Judge, resolved_judge
@@ -76,6 +79,17 @@ class JudgeCallEstimate(BaseModel):
             unpriced=sorted({*self.unpriced, *other.unpriced}),
         )
 
+    def times(self, count: int) -> JudgeCallEstimate:
+        """The estimate of ``count`` such runs (trials), its notes kept."""
+        return self.model_copy(
+            update={
+                "calls": self.calls * count,
+                "input_tokens": self.input_tokens * count,
+                "output_tokens": self.output_tokens * count,
+                "cost_usd": self.cost_usd * count,
+            }
+        )
+
 
 class CostEstimate(BaseModel):
     """What a run's judges would be asked, and cost, before anything is asked."""
@@ -101,12 +115,14 @@ def cost_estimate(
     gates: Iterable[Any] = (),
     target: Any = None,
     columns: Mapping[str, str] | None = None,
+    trials: int = 1,
 ) -> CostEstimate:
     """The judge calls ``run_evals`` would make on ``data``, with tokens and dollars; no judge
     (and no target) is called. Arguments as ``run_evals``'s; what is estimated rather than
     counted is in this module's docstring."""
     plan = eval_plan(scorers, gates, target)
     dataset, fields, plan = checked_data(data, plan, column_mapping(columns))
+    plan = with_trials(plan, trials, "mean")
     runs = _runs(plan, dataset, fields)
     estimates, unjudged = {}, []
     for scorer in plan.all_scorers:
@@ -115,6 +131,8 @@ def cost_estimate(
             unjudged.append(scorer.id)
             continue
         notes = [*estimate.notes, *_text_notes(scorer, dataset)]
+        if plan.trials is not None and plan.trials.repeats(scorer.id):
+            estimate = estimate.times(plan.trials.count)
         estimates[scorer.id] = estimate.model_copy(update={"notes": notes})
     for name, scorer, turn_runs in _turn_runs(plan.turn_specs, runs):
         estimate = _scorer_estimate(scorer, turn_runs)

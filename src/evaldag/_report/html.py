@@ -1,10 +1,11 @@
 """The HTML report of an eval run: one self-contained file, readable offline.
 
 ``write_report(result, path)`` writes it; ``report_html(result)`` returns the text. It holds the
-verdict, the gates and thresholds, a score histogram per scorer (inline SVG), the items that
-scored worst with their reasons and judge records, the conversations as threads of turns, judge
-usage and cost, and the eval's DAG (Graphviz's SVG when the ``dot`` program is installed, else a
-drawing of the eval's stages and the DOT text). No script, font or picture is fetched from anywhere.
+verdict, the gates and thresholds, a score histogram per scorer (inline SVG), how far the scores
+moved across trials (``run_evals(trials=N)``), the items that scored worst with their reasons and
+judge records, the conversations as threads of turns, judge usage and cost, and the eval's DAG
+(Graphviz's SVG when the ``dot`` program is installed, else a drawing of the eval's stages and the
+DOT text). No script, font or picture is fetched from anywhere.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from evaldag._report.summary import (
 )
 from evaldag._report.svg import histogram_svg, stages_svg
 from evaldag._report.text import escaped, number_text
+from evaldag._report.trials import trials_section
 from evaldag._results.eval_result import EvalResult, ScorerUsage
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError
@@ -62,6 +64,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _header(result, shown_title, summaries),
         _requirements_section([*summaries, *turn_summaries(result)]),
         _scores_section(summaries),
+        trials_section(result),
         items_section(result.canonical_items(), summaries),
         conversations_section(result),
         _usage_section(result.usage, judge_limit_texts(result), result.target_usage),

@@ -28,26 +28,19 @@ _SCORE_REDUCERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "max": lambda scores: scores.max(axis=1),
     "min": lambda scores: scores.min(axis=1),
 }
-_PASS_REDUCERS = ("pass_at_k", "pass_hat_k")
-NAMES = (*_SCORE_REDUCERS, "mode", *_PASS_REDUCERS)
 _WITH_K = re.compile(r"^(pass_at_k|pass_hat_k)\((\d+)\)$")
 
 
 @dataclass(frozen=True)
 class Reducer:
-    """How an item's trial scores become its score: one of ``NAMES``, with ``k`` for the
-    pass reducers (``pass_at_k(k)``, ``pass_hat_k(k)``)."""
+    """How an item's trial scores become its score: ``mean``, ``median``, ``mode``, ``max``,
+    ``min``, or a pass reducer with its ``k`` (``pass_at_k(k)``, ``pass_hat_k(k)``)."""
 
     name: str
     k: int | None = None
 
     def __str__(self) -> str:
         return self.name if self.k is None else f"{self.name}({self.k})"
-
-    @property
-    def reads_verdicts(self) -> bool:
-        """Whether it reduces the trials' verdicts rather than their scores."""
-        return self.name in _PASS_REDUCERS
 
     def reduced(self, scores: np.ndarray, passes: np.ndarray) -> np.ndarray:
         """Each row's reduced score.

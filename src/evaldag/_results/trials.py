@@ -119,16 +119,17 @@ class TrialSpread(_Model):
     )
 
     def text(self) -> str:
-        """One line: ``3 trials, run-to-run SD 0.12, verdict flips on 4 % of items``."""
+        """One line: ``3 trials, mean: run-to-run SD 0.120; the verdict (score >= 1.00) flips
+        on 8 of 200 items (4.0%)``."""
         if not self.repeated:
             return "scored once (a code scorer: deterministic)"
         if not self.items:
-            return f"{self.trials} trials, no item scored in every trial"
-        line = self.pass_line
-        passing = "" if line is None else f" (pass {threshold_text(line)})"
+            return f"{self.trials} trials, {self.reducer}: no item was scored in every trial"
+        line = "" if self.pass_line is None else f" (score {threshold_text(self.pass_line)})"
         return (
-            f"{self.trials} trials ({self.reducer}), run-to-run SD {self.run_to_run_sd:.3f}, "
-            f"verdict flips on {self.flip_share:.1%}{passing} of {self.items} items"
+            f"{self.trials} trials, {self.reducer}: run-to-run SD {self.run_to_run_sd:.3f}; "
+            f"the verdict{line} flips on {self.flipped_items} of {self.items} items "
+            f"({self.flip_share:.1%})"
         )
 
 

@@ -40,7 +40,7 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
     name = entity or _DEFAULT_ENTITY
     scorer_ids = [definition["id"] for definition in result.scorers]
     records = {definition["id"]: _scorer_record(definition) for definition in result.scorers}
-    own = {column for sid in scorer_ids for column in ScorerColumns(sid).all}
+    own = {c for sid in scorer_ids for c in (*ScorerColumns(sid).all, *ScorerColumns(sid).trials)}
     items = result.canonical_items()
     data_columns = [c for c in items.columns if c not in own and c not in _RUN_COLUMNS]
     rows = []
@@ -57,7 +57,7 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
                     scorer=records[sid],
                     source="TEST",
                     experiment_id=result.experiment_id,
-                    metadata=metadata,
+                    metadata={**metadata, **_trials_record(item, sid)},
                     trace_id=_text(item.get("trace_id")),
                     span_id=_text(item.get("span_id")),
                     **shared,
@@ -219,12 +219,47 @@ def _scorer_fields(item: dict[str, Any], scorer_id: str) -> dict[str, Any]:
     }
 
 
+def _trials_record(item: dict[str, Any], scorer_id: str) -> dict[str, Any]:
+    """A repeated scorer's trials (``run_evals(trials=N)``) for its row's ``metadata.trials``:
+    each trial's score by its index (from 0), their mean, spread and flips; none for a scorer
+    scored once."""
+    own = ScorerColumns(scorer_id)
+    if own.trial_scores not in item:
+        return {}
+    scores = _cell(item[own.trial_scores]) or []
+    return {
+        "trials": {
+            "scores": [{"trial": index, "score": score} for index, score in enumerate(scores)],
+            "mean": _cell(item[own.trial_mean]),
+            "spread": _cell(item[own.trial_spread]),
+            "flips": _cell(item[own.trial_flips]),
+        }
+    }
+
+
+def _trial_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """An item's trial columns from its row's ``metadata.trials`` (none for a scorer scored
+    once)."""
+    trials = (row["metadata"] or {}).get("trials")
+    if trials is None:
+        return {}
+    own = ScorerColumns(row["scorer_id"])
+    spread, mean = trials["spread"], trials["mean"]
+    return {
+        own.trial_scores: [entry["score"] for entry in trials["scores"]],
+        own.trial_mean: math.nan if mean is None else mean,
+        own.trial_spread: math.nan if spread is None else spread,
+        own.trial_flips: trials["flips"],
+    }
+
+
 def _item_columns(row: dict[str, Any]) -> dict[str, Any]:
     """An item's ``<scorer_id>.*`` columns from a row, as ``run_evals`` writes them."""
     own = ScorerColumns(row["scorer_id"])
     steps = {key: row[key] for key in (*RESULT_KEYS, *_PROMPT_KEYS) if row[key] is not None}
     score = row["score"]
     return {
+        **_trial_columns(row),
         own.score: math.nan if score is None else score,
         own.reason: row["reason"],
         own.error: row["error"],
