@@ -377,6 +377,10 @@ def test_the_report_and_the_cli_summary_show_the_spread(judge_server, tmp_path):
     html = report_html(result)
     assert '<section id="trials">' in html and f"{spread.run_to_run_sd:.3f}" in html
     assert "scored once (a code scorer)" in html
+    shown = [
+        ", ".join(f"{s:.2f}" for s in trials) for trials in result.items["graded.trial_scores"]
+    ]
+    assert any(f"Trials: {text} (spread" in html for text in shown)
     one = run_evals(_data(2), scorers=[code])
     assert "trials:" not in summary_table(one, "t") and 'id="trials"' not in report_html(one)
 
@@ -437,3 +441,20 @@ def test_trials_cannot_run_on_an_executor(judge_server):
             executor="dask",
         )  # fmt: skip
     assert raised.value.id == "INVALID_EXECUTOR_OPTIONS" and "trials" in raised.value.message
+
+
+def test_the_cluster_bootstrap_resamples_items_not_trials():
+    from evaldag._results.intervals import bootstrap_interval, cluster_bootstrap_interval
+
+    # each item's five trials agree: they are one measurement, not five
+    verdicts = np.random.default_rng(1).integers(0, 2, 100).astype(float)
+    clustered = cluster_bootstrap_interval(verdicts * 5, np.full(100, 5))
+    by_item = bootstrap_interval(verdicts)
+    as_if_independent = bootstrap_interval(np.repeat(verdicts, 5))
+
+    def width(interval):
+        return interval.high - interval.low
+
+    assert width(clustered) == pytest.approx(width(by_item), rel=0.1)
+    assert width(as_if_independent) < 0.6 * width(clustered)  # 1/sqrt(5) ≈ 0.45 as wide
+    assert cluster_bootstrap_interval([3.0], [3]) is None

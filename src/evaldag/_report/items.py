@@ -180,6 +180,14 @@ def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
         lines.append(f'<p class="muted">Not scorable: {escaped(_plain_text(not_scorable))}</p>')
     if _present(reason):
         lines.append(f'<p class="reason">{escaped(clipped(_plain_text(reason)))}</p>')
+    trials = row.get(columns.trial_scores)
+    if pd.api.types.is_list_like(trials) and len(trials):
+        shown = ", ".join(number_text(score) for score in trials)
+        spread = number_text(row.get(columns.trial_spread))
+        lines.append(
+            f'<p class="muted">Trials: {shown} (spread {spread}; the reason is the first'
+            " trial's)</p>"
+        )
     steps = _decoded(row.get(columns.steps))
     if _present(steps) and steps:
         lines.append(
