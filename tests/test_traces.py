@@ -228,3 +228,23 @@ def test_a_model_call_without_content_is_an_error_unless_content_is_optional(tmp
     assert (
         checks.did_not_call("delete_db").run(input=item["input"], output=item["output"]).score == 0
     )
+
+
+def test_log_events_belong_to_their_trace_when_span_ids_repeat(tmp_path):
+    """A span id is unique within its trace only: two traces whose spans share ids (another
+    generator, a replayed test run) each read their own log events."""
+    shape = TRACES / "openai_v2_latest_events"
+    text = "\n".join(
+        (shape / f"one_tool{suffix}").read_text() for suffix in (".jsonl", ".logs.jsonl")
+    )
+    trace_id = json.loads(text.splitlines()[0])["resourceSpans"][0]["scopeSpans"][0]["spans"][0][
+        "traceId"
+    ]
+    other = text.replace(trace_id, "f" * 32).replace("Paris", "Rome")
+    path = tmp_path / "both.jsonl"
+    path.write_text(text + "\n" + other + "\n")
+    items = read_traces(path).set_index("trace_id")
+    for trace, city in ((trace_id, "Paris"), ("f" * 32, "Rome")):
+        conversation = json.dumps([items.loc[trace, "input"], items.loc[trace, "output"]])
+        assert city in conversation
+        assert ({"Paris", "Rome"} - {city}).pop() not in conversation

@@ -110,11 +110,12 @@ def carries_conversation(key: str) -> bool:
     return key.startswith(_CARRIERS)
 
 
-def reading(spans: list[Span], events: Mapping[str, list[LogEvent]]) -> Reading:
-    """Each span as what it is; ``events`` are the log events of each span, by span id."""
+def reading(spans: list[Span], events: Mapping[tuple[str, str], list[LogEvent]]) -> Reading:
+    """Each span as what it is; ``events`` are the log events of each span, by trace and span
+    id (a span id is unique within its trace only)."""
     read = Reading()
     for span in spans:
-        found = _span(span, events.get(span.span_id, ()))
+        found = _span(span, events.get((span.trace_id, span.span_id), ()))
         if isinstance(found, ModelCall):
             read.calls.append(found)
         elif isinstance(found, ToolRun):

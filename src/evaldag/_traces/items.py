@@ -37,9 +37,9 @@ def otel_items(
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
         by_trace.setdefault(span.trace_id, []).append(span)
-    events: dict[str, list[LogEvent]] = {}
+    events: dict[tuple[str, str], list[LogEvent]] = {}
     for event in sorted(logs, key=lambda e: e.time_ns):
-        events.setdefault(event.span_id, []).append(event)
+        events.setdefault((event.trace_id, event.span_id), []).append(event)
     items = []
     for trace_spans in by_trace.values():
         nodes, roots = span_tree(
@@ -61,7 +61,7 @@ def _walk(node: Any) -> Iterable[Any]:
 def _otel_item(
     root: Span,
     spans: list[Span],
-    events: Mapping[str, list[LogEvent]],
+    events: Mapping[tuple[str, str], list[LogEvent]],
     tree: Any,
     content_required: bool,
 ) -> dict[str, Any]:
