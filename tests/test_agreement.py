@@ -210,6 +210,16 @@ def test_items_left_out_are_counted_by_why_never_read_as_a_class():
     assert overall.figures["f1"].value == pytest.approx(metrics.f1_score(y, (s >= 0.5)))
 
 
+def test_a_positive_label_the_items_lack_is_said_unless_none_is_there(binary_run):
+    found = evaldag.agreement(
+        binary_run, labels="human", positive=["faithful", "Benign"], resamples=50
+    )
+    assert found.overall.notes[0] == "positive=['Benign']: no item has this label"
+    assert found.overall.positives == int(LABELS.sum())
+    with pytest.raises(EvalDagError, match="positive='Benign' is no label in 'human'"):
+        evaldag.agreement(binary_run, labels="human", positive=["Benign", "Unwanted"])
+
+
 def test_one_class_and_no_positive_call_are_undefined_and_said():
     run = labelled_result([0.1, 0.2, 0.3, 0.4], {"ok": [1, 1, 1, 1]})
     overall = evaldag.agreement(run, labels="ok", resamples=50).overall

@@ -48,6 +48,8 @@ _EXPORTS = {
     "compare_experiments": "evaldag._experiments.compare",
     "agreement": "evaldag._agreement.agreement",
     "Agreement": "evaldag._agreement.agreement",
+    "compare_judges": "evaldag._agreement.judges",
+    "JudgeComparison": "evaldag._agreement.judges",
     "cost_estimate": "evaldag._eval.estimate",
     "CostEstimate": "evaldag._eval.estimate",
     "Comparison": "evaldag._experiments.compare",
@@ -80,6 +82,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from evaldag import checks, local_judge, messages, scorers, transcripts
     from evaldag._agreement.agreement import Agreement, agreement
+    from evaldag._agreement.judges import JudgeComparison, compare_judges
     from evaldag._eval.estimate import CostEstimate, cost_estimate
     from evaldag._eval.run_evals import run_evals
     from evaldag._eval.visualize import visualize

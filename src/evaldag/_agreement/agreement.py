@@ -50,6 +50,19 @@ RESAMPLES = 2_000
 THRESHOLD = 0.5
 #: The slice of the items whose ``by`` column is empty.
 NO_VALUE = "(no value)"
+#: Each figure's name in text and reports.
+FIGURE_NAMES = {
+    "precision": "precision",
+    "recall": "recall",
+    "f1": "F1",
+    "balanced_accuracy": "balanced accuracy",
+    "cohen_kappa": "Cohen's κ",
+    "roc_auc": "ROC-AUC",
+    "best_threshold": "best threshold",
+    "spearman": "Spearman's ρ",
+    "kendall_tau": "Kendall's τ-b",
+    "mae": "mean absolute error",
+}
 
 
 class _Model(BaseModel):
@@ -334,6 +347,9 @@ def agreement(
     threshold = _threshold(read.kind, threshold, scores, scorer_id)
     options = {"level": level, "resamples": resamples, "seed": seed}
     overall = _slice_agreement(None, scores, values, excluded, read, threshold, **options)
+    if read.absent:
+        absent = f"positive={list(read.absent)!r}: no item has this label"
+        overall = overall.model_copy(update={"notes": [absent, *overall.notes]})
     slices = []
     if by is not None:
         keys = items[by].map(lambda v: NO_VALUE if _is_missing(v) else str(v))

@@ -35,6 +35,8 @@ class ReadLabels:
     values: pd.Series
     positive: tuple[Any, ...] = ()
     order: tuple[Any, ...] = ()
+    #: Positive values no item holds (a sample may lack one; not all of them).
+    absent: tuple[Any, ...] = ()
 
 
 def _error(message: str, column: str, **details: Any) -> EvalDagError:
@@ -96,8 +98,8 @@ def read_labels(
                 name,
             )
         wanted = _as_tuple(positive)
-        absent = [value for value in wanted if value not in set(distinct)]
-        if absent:
+        absent = tuple(value for value in wanted if value not in set(distinct))
+        if len(absent) == len(wanted):
             raise _error(
                 f"positive={absent[0]!r} is no label in '{name}'; its labels are "
                 f"{_shown(distinct)}",
@@ -105,7 +107,7 @@ def read_labels(
                 positive=[str(v) for v in wanted],
             )
         values = present.isin(wanted).astype(float)
-        return ReadLabels("binary", values.reindex(column.index), positive=wanted)
+        return ReadLabels("binary", values.reindex(column.index), positive=wanted, absent=absent)
     if order is not None:
         places = list(order)
         if len(places) < 2 or len(set(places)) != len(places):

@@ -180,7 +180,7 @@ def _stats_table(comparison: Comparison) -> list[str]:
         f">= {comparison.pass_score:.2f}, delta = B avg - A avg, Mastra = its rule: a delta "
         "beyond the threshold the worse way is a regression):"
     )
-    return [title, *_table(rows, numeric=range(2, 11))]
+    return [title, *text_table(rows, numeric=range(2, 11))]
 
 
 def _deltas_table(comparison: Comparison) -> list[str]:
@@ -208,7 +208,7 @@ def _deltas_table(comparison: Comparison) -> list[str]:
         f"Paired per-item deltas (B - A on the items scored in both; {level} percentile "
         f"bootstrap interval of their mean, {how}):"
     )
-    return [title, *_table(rows, numeric=range(1, 5))]
+    return [title, *text_table(rows, numeric=range(1, 5))]
 
 
 def _change_words(s: ScorerComparison) -> str:
@@ -219,7 +219,7 @@ def _change_words(s: ScorerComparison) -> str:
     return s.change
 
 
-def _table(rows: list[tuple[str, ...]], numeric: range) -> list[str]:
+def text_table(rows: list[tuple[str, ...]], numeric: range) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  "

@@ -69,6 +69,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from evaldag._cli.agree import add_agree_command
     from evaldag._cli.compare import add_compare_command
     from evaldag._cli.serve import add_serve_command
 
@@ -263,6 +264,7 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(command=_report_command)
     add_compare_command(commands)
     add_serve_command(commands)
+    add_agree_command(commands)
     return parser
 
 

@@ -202,8 +202,8 @@ def compare_experiments(
     # Paired by the run fields whatever each run's data called them (run_evals(columns=...)).
     items_a, items_b = result_a.canonical_items(), result_b.canonical_items()
     fields = {column: field for field, column in {**result_b.columns, **result_a.columns}.items()}
-    item_key = _item_key(items_a, items_b, None if key is None else fields.get(key, key))
-    keys_a, keys_b = _keys(items_a, item_key), _keys(items_b, item_key)
+    item_key = pairing_key(items_a, items_b, None if key is None else fields.get(key, key))
+    keys_a, keys_b = item_keys(items_a, item_key), item_keys(items_b, item_key)
     roles, roles_b = _roles(result_a), _roles(result_b)
     missing_scorers = [sid for sid in roles if sid not in roles_b]
     roles.update({sid: role for sid, role in roles_b.items() if sid not in roles})
@@ -360,7 +360,7 @@ def _require_known_ids(
             )
 
 
-def _item_key(items_a: pd.DataFrame, items_b: pd.DataFrame, key: str | None) -> str:
+def pairing_key(items_a: pd.DataFrame, items_b: pd.DataFrame, key: str | None) -> str:
     """The column that pairs items: ``key``, else the first of ``KEY_COLUMNS`` that names every
     item of both runs once, else ``'position'`` for runs of one size."""
     if key is not None:
@@ -389,7 +389,7 @@ def _item_key(items_a: pd.DataFrame, items_b: pd.DataFrame, key: str | None) -> 
 def _key_problem(items: pd.DataFrame, column: str) -> str | None:
     if column not in items.columns:
         return f"'{column}' is missing"
-    keys = _keys(items, column)
+    keys = item_keys(items, column)
     if keys.isna().any():
         return f"'{column}' has missing values"
     if keys.duplicated().any():
@@ -397,7 +397,7 @@ def _key_problem(items: pd.DataFrame, column: str) -> str | None:
     return None
 
 
-def _keys(items: pd.DataFrame, item_key: str) -> pd.Series:
+def item_keys(items: pd.DataFrame, item_key: str) -> pd.Series:
     """Each item's key as text (JSON for a non-text value), by the items' index."""
     if item_key == "position" and item_key not in items.columns:
         return pd.Series([str(n) for n in range(len(items))], index=items.index)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from string import Template
 
+from evaldag._agreement.agreement import Agreement
 from evaldag._io.files import atomic_write_text
 from evaldag._io.pictures import drawn_dot
+from evaldag._report.agreement import agreement_section
 from evaldag._report.conversations import conversations_section
 from evaldag._report.failing import requirements
 from evaldag._report.items import items_section
@@ -51,13 +54,22 @@ def is_report(path: Path) -> bool:
         return False
 
 
-def write_report(result: EvalResult, path: str | Path, *, title: str | None = None) -> Path:
+def write_report(
+    result: EvalResult,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    agreement: Sequence[Agreement] = (),
+) -> Path:
     """Write the report of ``result`` to ``path`` (an ``.html`` file); returns the path."""
-    return atomic_write_text(path, report_html(result, title=title))
+    return atomic_write_text(path, report_html(result, title=title, agreement=agreement))
 
 
-def report_html(result: EvalResult, *, title: str | None = None) -> str:
-    """The report of ``result`` as one HTML document."""
+def report_html(
+    result: EvalResult, *, title: str | None = None, agreement: Sequence[Agreement] = ()
+) -> str:
+    """The report of ``result`` as one HTML document; ``agreement``: its scorers' agreement
+    with human labels (``evaldag.agreement``), drawn in a section of its own."""
     summaries = scorer_summaries(result)
     shown_title = title or "Eval report"
     sections = [
@@ -65,6 +77,7 @@ def report_html(result: EvalResult, *, title: str | None = None) -> str:
         _requirements_section([*summaries, *turn_summaries(result)]),
         _scores_section(summaries),
         trials_section(result),
+        agreement_section(list(agreement)),
         items_section(result.canonical_items(), summaries),
         conversations_section(result),
         _usage_section(result.usage, judge_limit_texts(result), result.target_usage),
