@@ -531,3 +531,87 @@ def test_main_block_draws_the_dag_and_runs_the_smoke_example(name, tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert (folder / "dag.png").read_bytes()[:4] == b"\x89PNG"
     assert re.search(r"(verdict|gate): (passed|scored|failed)", completed.stdout)
+
+
+# --- judge_agreement -----------------------------------------------------------------------------
+
+#: The labelled sets, read where they live (never copied into the repository).
+DATASETS = next(
+    (p / "shared" / "datasets" for p in DATAFLOWS.parents if (p / "shared" / "datasets").is_dir()),
+    None,
+)
+needs_datasets = pytest.mark.skipif(DATASETS is None, reason="no shared/datasets folder")
+
+
+def test_judge_agreement_has_the_hub_files_and_its_configs_build():
+    folder = DATAFLOWS / "judge_agreement"
+    for file in [*FILES, "requirements.txt"]:
+        assert (folder / file).is_file(), f"judge_agreement/{file} is missing"
+    readme = (folder / "README.md").read_text()
+    for heading in ("# Purpose of this module", "# Configuration Options", "# Limitations"):
+        assert f"\n{heading}\n" in f"\n{readme}"
+    assert "evaldag" in json.loads((folder / "tags.json").read_text())["use_case_tags"]
+    lines = (folder / "valid_configs.jsonl").read_text().splitlines()
+    configs = [json.loads(line)["config"] for line in lines if line.strip()]
+    assert len(configs) == 3
+    for config in configs:
+        names = {v.name for v in _driver("judge_agreement", config).list_available_variables()}
+        assert {"judge_agreement", "agreement_figures", "agreement_report"} <= names
+
+
+@needs_datasets
+def test_judge_agreement_reads_the_labelled_sets_where_they_live():
+    faithbench = _driver("judge_agreement", {"dataset": "faithbench", "scorer": "faithfulness"})
+    items = faithbench.execute(
+        ["labelled_items"], inputs={"datasets_dir": str(DATASETS), "items": 30}
+    )["labelled_items"]
+    source = pd.read_csv(DATASETS / "faithbench" / "FaithBench.csv")
+    assert len(items) == 30 and items["LLM"].value_counts().max() == 3  # 10 LLMs, 3 each
+    row = source.loc[int(items["id"].iloc[0].removeprefix("faithbench-"))]
+    assert items["output"].iloc[0] == row["summary"].strip()
+    assert items["contexts"].iloc[0] == [row["source"]]
+    assert items["worst-label"].iloc[0] == row["worst-label"]
+    halueval = _driver("judge_agreement", {"dataset": "halueval", "scorer": "classifier"})
+    answers = halueval.execute(
+        ["labelled_items"], inputs={"datasets_dir": str(DATASETS), "items": 50}
+    )["labelled_items"]
+    assert len(answers) == 50 and set(answers["hallucination"]) <= {"yes", "no"}
+
+
+@needs_datasets
+def test_judge_agreement_scores_faithbench_and_measures_agreement():
+    """Twelve FaithBench summaries through a scripted judge: its verdicts say no for the
+    passages that mention a year, and the dataflow's agreement is evaldag.agreement's."""
+    with JudgeServer() as server:
+        server.on(_asks_for("claims"), {"claims": ["The summary says something."]})
+        server.on(lambda r: _asks_for("verdicts")(r) and re.search(r"\b20\d\d\b", r.prompt),
+                  _verdicts("no"))  # fmt: skip
+        server.on(_asks_for("verdicts"), _verdicts("yes"))
+        outputs = _driver(
+            "judge_agreement", {"dataset": "faithbench", "scorer": "faithfulness"}
+        ).execute(
+            ["eval_result", "judge_agreement", "agreement_figures", "agreement_report"],
+            inputs={
+                "datasets_dir": str(DATASETS),
+                "items": 12,
+                "judge_model": "openai/gpt-4o-mini",
+                "judge_api_base": server.url,
+                "judge_api_key": "sk-test",
+                "resamples": 100,
+                "concurrency": 4,
+            },
+        )
+    result, found = outputs["eval_result"], outputs["judge_agreement"]
+    scores = result.items["faithfulness-scorer.score"]
+    assert len(result.items) == 12 and set(scores) == {0.0, 1.0}
+    expected = evaldag.agreement(
+        result,
+        labels="worst-label",
+        positive=["Consistent", "Benign"],
+        by="LLM",
+        resamples=100,
+    )
+    assert found == expected and found.overall.compared == 12
+    assert len(found.slices) == 10
+    assert "**faithfulness-scorer** against `worst-label`" in outputs["agreement_report"]
+    assert len(outputs["agreement_figures"]) == 11 * 7
