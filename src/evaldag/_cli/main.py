@@ -69,9 +69,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from evaldag._cli.agree import add_agree_command
-    from evaldag._cli.compare import add_compare_command
-    from evaldag._cli.serve import add_serve_command
+    from evaldag._cli import agree, compare, serve
 
     parser = _Parser(
         prog="evaldag",
@@ -262,9 +260,9 @@ def _parser() -> argparse.ArgumentParser:
         help="replace --out even if it is a file other than an evaldag report (never RESULTS)",
     )
     report.set_defaults(command=_report_command)
-    add_compare_command(commands)
-    add_serve_command(commands)
-    add_agree_command(commands)
+    compare.add_compare_command(commands)
+    serve.add_serve_command(commands)
+    agree.add_agree_command(commands)
     return parser
 
 
