@@ -8,6 +8,7 @@ docs/concepts.md writes down ("Where things live").
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -331,3 +332,44 @@ print(json.dumps({{"before": before, "after": after}}))
         or (name.startswith("evaldag") and level != [0, 0])
     }
     assert changed == {}
+
+
+_CODE_SCORER_RUN = """
+import json, os, sys
+import evaldag
+from evaldag import checks
+
+result = evaldag.run_evals(
+    [{"input": "a", "output": "hello world"}], scorers=[checks.includes("hello")], progress=False
+)
+assert result.summary.total_items == 1
+heavy = {"litellm", "dask", "ray", "aiohttp"}
+print(json.dumps({
+    "imported": sorted({m.split(".")[0] for m in sys.modules} & heavy),
+    "extensions": sorted(m for m in sys.modules if m.startswith("hamilton.plugins.")),
+    "setting": os.environ.get("HAMILTON_AUTOLOAD_EXTENSIONS"),
+}))
+"""
+
+
+def _code_scorer_run(**env: str) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k != "HAMILTON_AUTOLOAD_EXTENSIONS"}
+    done = subprocess.run(
+        [sys.executable, "-c", _CODE_SCORER_RUN],
+        capture_output=True, text=True, env={**environment, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_a_code_scorer_run_imports_no_judge_transport_and_no_hamilton_extension():
+    found = _code_scorer_run()
+    assert found == {"imported": [], "extensions": [], "setting": None}
+
+
+@pytest.mark.slow
+def test_hamilton_autoloads_its_extensions_when_the_user_says_so():
+    found = _code_scorer_run(HAMILTON_AUTOLOAD_EXTENSIONS="1")
+    assert "hamilton.plugins.pandas_extensions" in found["extensions"]
+    assert found["setting"] == "1"

@@ -51,7 +51,9 @@ ToolInvocationState = Literal[
 class MastraModel(BaseModel):
     """A model of Mastra JSON: writes back the keys it was given, in their order (plus its tags)."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, alias_generator=to_camel)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, alias_generator=to_camel, defer_build=True
+    )
 
     #: Fields written even when left at their default: the tags that give the JSON its shape.
     _always_written: ClassVar[frozenset[str]] = frozenset()

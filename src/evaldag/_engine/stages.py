@@ -20,7 +20,6 @@ from evaldag._engine.concurrency import gather_limited, row_limit
 from evaldag._engine.run_state import STEP_INPUTS, RunState
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
-from evaldag._judge.transport import judged_value  # imported here, not by the first call
 from evaldag._reader import python_data
 from evaldag._scorer.run import ScorerRun
 from evaldag._scorer.scores import checked_score
@@ -168,6 +167,11 @@ def advanced_states(
     in_flight = any(type(state) is PendingState for state in states)
     if isinstance(definition, FunctionStep) and not definition.is_async and not in_flight:
         return _advanced_sync(states, scorer, step, definition, seconds)
+    if isinstance(definition, PromptStep):
+        # The judge transport (aiohttp) is imported on this thread, before the rows start: on
+        # the engine loop every row of the first batch would wait for it. A run of code
+        # scorers never imports it.
+        import evaldag._judge.transport  # noqa: F401
     row = _Row(scorer, step, judge_cache, budget, seconds)
     if in_engine_thread():  # a scorer run from a step: on a private loop, all at once
         limit = asyncio.Semaphore(concurrency)
@@ -296,6 +300,8 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
             prompt = await limited_call(
                 definition.create_prompt, (), inputs, row.seconds, row.overrun
             )
+            from evaldag._judge.transport import judged_value
+
             try:
                 value, execution = await judged_value(
                     prompt,

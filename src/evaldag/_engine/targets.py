@@ -13,7 +13,6 @@ from typing import Any
 
 from evaldag._engine.concurrency import gather_limited
 from evaldag._engine.time_limits import limited_call
-from evaldag._judge.via_litellm import configured_litellm
 from evaldag._reader import read_transcript
 from evaldag._scorer.steps import is_async_callable
 from evaldag._scorer.time_limits import target_overrun
@@ -39,6 +38,8 @@ class TargetFailure:
 
 def _model_target(model: str) -> Callable[..., Any]:
     async def answer(input: Any) -> str:
+        from evaldag._judge.via_litellm import configured_litellm  # httpx, litellm: on use
+
         litellm = configured_litellm()
         messages = input if isinstance(input, list) else [{"role": "user", "content": str(input)}]
         response = await litellm.acompletion(model=model, messages=messages)

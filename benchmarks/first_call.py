@@ -1,0 +1,111 @@
+"""The first call's cost: a fresh interpreter that imports evaldag and runs two checks over two
+items (``run_evals``), and ``evaldag --help``; CPU seconds (user + system of the whole process,
+interpreter start included) and the modules imported.
+
+Targets (issue 27): the first run at most 0.4 s of CPU, ``--help`` at most 0.2 s. Each is run
+``--repeats`` times; the minimum is the figure (other jobs on a shared machine only add to it),
+the median is shown beside it.
+
+    python benchmarks/first_call.py [--repeats 7]
+
+Writes ``benchmarks/results/first_call.json`` and the first-call section of ``RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+
+FIRST_RUN = """
+import sys
+import evaldag
+from evaldag import checks
+
+result = evaldag.run_evals(
+    [{"input": "a", "output": "hello world"}, {"input": "b", "output": "bye"}],
+    scorers=[checks.includes("hello"), checks.equals("bye")],
+    progress=False,
+)
+assert result.summary.total_items == 2
+heavy = ["litellm", "dask", "ray", "aiohttp", "scipy", "polars", "pyspark"]
+print({"modules": len(sys.modules), "imported": [m for m in heavy if m in sys.modules]})
+"""
+
+
+def _child_cpu(command: list[str]) -> tuple[float, str]:
+    """CPU seconds (user + system) of ``command`` run to its end, and what it printed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        command, capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "LITELLM_OFFLINE_MODE": "true"},
+    )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return cpu, done.stdout
+
+
+def measured(command: list[str], repeats: int) -> dict:
+    runs = [_child_cpu(command) for _ in range(repeats)]
+    cpu = [c for c, _ in runs]
+    return {"min_cpu_s": min(cpu), "median_cpu_s": statistics.median(cpu), "stdout": runs[0][1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    python = [sys.executable]
+    load = os.getloadavg()
+    empty = measured([*python, "-c", "pass"], args.repeats)
+    first = measured([*python, "-c", FIRST_RUN], args.repeats)
+    found = eval(first["stdout"].strip().splitlines()[-1])  # the child's own dict literal
+    cli = measured([*python, "-m", "evaldag", "--help"], args.repeats)
+    report = {
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "load": [round(x, 1) for x in load],
+        "load_after": [round(x, 1) for x in os.getloadavg()],
+        "interpreter_cpu_s": empty["min_cpu_s"],
+        "first_run_cpu_s": first["min_cpu_s"],
+        "first_run_median_cpu_s": first["median_cpu_s"],
+        "first_run_modules": found["modules"],
+        "first_run_heavy_imports": found["imported"],
+        "help_cpu_s": cli["min_cpu_s"],
+        "help_median_cpu_s": cli["median_cpu_s"],
+    }
+    print(json.dumps(report, indent=1))
+    (BENCHMARKS / "results" / "first_call.json").write_text(json.dumps(report, indent=1) + "\n")
+    sys.path.insert(0, str(BENCHMARKS))
+    from results_md import markers, write_section
+
+    start, end = markers("first_call")
+    body = (
+        f"Measured {report['measured']} (Python {report['python']}, load average "
+        f"{', '.join(map(str, report['load']))} before, "
+        f"{', '.join(map(str, report['load_after']))} after; CPU of the whole process, the "
+        f"interpreter's start included, minimum of {args.repeats} runs, median beside it).\n\n"
+        "| figure | CPU s (min) | CPU s (median) | target |\n|---|---:|---:|---:|\n"
+        f"| `python -c pass` | {empty['min_cpu_s']:.3f} | {empty['median_cpu_s']:.3f} | |\n"
+        f"| first run: `import evaldag`, `run_evals` of 2 checks over 2 items | "
+        f"{report['first_run_cpu_s']:.3f} | {report['first_run_median_cpu_s']:.3f} | 0.4 |\n"
+        f"| `python -m evaldag --help` | {report['help_cpu_s']:.3f} | "
+        f"{report['help_median_cpu_s']:.3f} | 0.2 |\n\n"
+        f"The first run imported {report['first_run_modules']} modules; of litellm, dask, ray, "
+        f"aiohttp, scipy, polars and pyspark: {report['first_run_heavy_imports'] or 'none'}."
+    )
+    heading = "## The first call (`benchmarks/first_call.py`)"
+    write_section("first_call", f"{start}\n{heading}\n\n{body}\n{end}")
+
+
+if __name__ == "__main__":
+    main()
