@@ -79,7 +79,8 @@ def test_tools_are_described_from_signature_and_docstring():
     assert "description" not in parameters["properties"]["exact"]
 
 
-@pytest.mark.parametrize("transport", ["http", "litellm"])
+# litellm's import takes seconds: its case is slow.
+@pytest.mark.parametrize("transport", ["http", pytest.param("litellm", marks=pytest.mark.slow)])
 def test_the_weather_agent_calls_its_tool_and_answers(judge_server, transport):
     judge_server.script(_call("Paris"), "It is 22°C and clear in Paris, humidity 40%.")
     weather_agent = _weather_agent(judge_server, transport)

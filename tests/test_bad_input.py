@@ -116,6 +116,7 @@ def _complete(out: Path, result: EvalResult) -> None:
 # --- missing, renamed and empty columns ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @FAST
 @given(rows, st.sampled_from(["input", "output"]), st.sampled_from(FORMS))
 def test_a_missing_column_is_named(records, column, form):
@@ -189,6 +190,7 @@ def test_a_missing_output_is_named_with_its_row(records, form, data):
         _refused(lambda: run_evals(source, scorers=[LENGTH]), "'output'", f"index {index}")
 
 
+@pytest.mark.slow
 @FAST
 @given(rows, st.sampled_from(["records", "frame", "jsonl", "parquet"]), st.data())
 def test_a_missing_input_value_is_scored_as_none(records, form, data):
@@ -206,6 +208,7 @@ def test_a_missing_input_value_is_scored_as_none(records, form, data):
 # --- non-string outputs and nested junk ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(junk.filter(lambda v: v is not None), min_size=1, max_size=4))
 def test_any_output_value_is_scored(outputs):
@@ -216,6 +219,7 @@ def test_any_output_value_is_scored(outputs):
     assert 0 <= result.scores["length"] <= 1
 
 
+@pytest.mark.slow
 @FAST
 @given(rows, st.sampled_from(["ground_truth", "request_context", "expected_trajectory", "meta"]))
 @example([{"input": "q", "output": "a"}, {"input": "r", "output": "b"}], "meta")
@@ -230,6 +234,7 @@ def test_nested_junk_in_other_columns_is_carried_through(records, column):
     assert result.items["length.error"].isna().all()
 
 
+@pytest.mark.slow
 @FAST
 @given(st.lists(junk.filter(lambda v: v is not None) | st.binary(max_size=4), max_size=4))
 @example([1, "x"])
@@ -245,6 +250,7 @@ def test_any_output_value_is_written_to_out(outputs):
         _complete(out, result)
 
 
+@pytest.mark.slow
 def test_a_one_megabyte_text_round_trips(tmp_path):
     big = "é" + "x" * (2**20) + "🙂"
     records = [{"input": big, "output": big[::-1]}, {"input": "small", "output": "small"}]
@@ -354,6 +360,7 @@ thresholds = (
 )
 
 
+@pytest.mark.slow
 @FAST
 @given(thresholds)
 @example({"min": 0.8, "max": 0.2})
@@ -492,6 +499,7 @@ def test_a_corrupt_file_is_named(content, suffix):
             _complete(out, result)
 
 
+@pytest.mark.slow
 @FAST
 @given(rows, st.sampled_from(["jsonl", "csv", "parquet"]), st.floats(0, 1))
 def test_a_truncated_file_is_named_or_read_in_part(records, form, share):
@@ -637,6 +645,7 @@ def test_cli_names_a_corrupt_file(length_eval, content, suffix):
         _nothing_left(out)
 
 
+@pytest.mark.slow
 @settings(FAST, max_examples=10)
 @given(st.lists(junk.filter(lambda v: isinstance(v, dict | list | str)), min_size=1, max_size=3))
 def test_cli_scores_nested_outputs(length_eval, outputs):
@@ -949,6 +958,7 @@ def test_no_javascript_link_reaches_the_report_from_a_results_file(tmp_path):
     assert "<a " not in html.split('id="dag"')[1]
 
 
+@pytest.mark.slow
 def test_a_huge_output_is_clipped_in_the_report(tmp_path):
     from evaldag._report.html import write_report
 

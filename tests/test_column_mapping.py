@@ -157,6 +157,7 @@ def test_a_field_mapped_to_its_own_name_is_no_mapping():
     assert result.columns == {"output": "answer"}
 
 
+@pytest.mark.slow
 def test_the_mapping_survives_parquet_the_store_the_report_and_compare(tmp_path):
     result = run_evals(ROWS, scorers=[EXACT], columns=MAPPING, out=tmp_path / "a.parquet")
     again = EvalResult.read_parquet(tmp_path / "a.parquet")
