@@ -10,6 +10,7 @@ and the scorer's last step node waits for them. The graphs call these from one n
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 
 from evaldag._engine.concurrency import gather_limited, row_limit
 from evaldag._engine.run_state import STEP_INPUTS, RunState
+from evaldag._engine.step_clock import CLOCK, judge_call_timed
 from evaldag._engine.time_limits import limited_call, limited_rows
 from evaldag._judge.budget import JudgeBudget
 from evaldag._reader import python_data
@@ -236,10 +238,18 @@ async def _next_state(
     if state.done:
         return state
     definition = row.step.definition
+    clock = CLOCK.get()
+
+    def advancing() -> Awaitable[RunState]:  # a traced run's clock notes its times, not the wait
+        step = _advanced_async(state, row)
+        return (
+            step if clock is None else clock.timed_async(step, row.scorer.id, row.step.stage, state)
+        )
+
     if isinstance(definition, FunctionStep) and not definition.is_async and row.seconds is None:
-        return await _advanced_async(state, row)  # no wait: no slot
+        return await advancing()  # no wait: no slot
     async with limit:
-        return await _advanced_async(state, row)
+        return await advancing()
 
 
 def _advanced_sync(
@@ -277,6 +287,9 @@ def _advanced_sync(
         except Exception as error:
             return state.failed(scorer, stage, error)
 
+    clock = CLOCK.get()
+    if clock is not None:
+        advanced = clock.timed(advanced, scorer_id, stage)
     with gc_paused():
         if seconds is None:
             return [advanced(state) for state in states]
@@ -302,6 +315,7 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
             )
             from evaldag._judge.transport import judged_value
 
+            started = time.time_ns()
             try:
                 value, execution = await judged_value(
                     prompt,
@@ -316,6 +330,7 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
                 execution = getattr(error, "execution", None)
                 raise
             finally:
+                judge_call_timed(scorer.id, step.stage, state, started)
                 if budget is not None:
                     budget.spend(execution)
             return state.advanced(scorer, step, value, prompt=prompt, execution=execution)

@@ -21,6 +21,7 @@ from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import Checkpoint, SavedBatch
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
+from evaldag._eval.telemetry import RunTelemetry
 from evaldag._eval.trials import TrialRuns
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._results.item_columns import ScorerColumns
@@ -55,18 +56,23 @@ def scored_items(
     on_error: str,
     progress: bool | None,
     checkpoint: Checkpoint | None,
+    telemetry: RunTelemetry | None = None,
 ) -> ScoredItems:
     """Every batch of ``dataset`` through ``dr``, or as ``checkpoint`` saved it.
 
     :param fields: the run fields of ``dataset``'s rows, read before the run (``run_fields``).
     :param inputs: the graph's inputs that stay the same for every batch (``concurrency``, the
         judge cache, the target, ...).
+    :param telemetry: the run's spans, when a tracer provider is configured: each batch's
+        items are traced once scored.
     """
     wanted = ["batch_items", "outputs"]
     if on_item_complete is not None or on_error == "raise":
         wanted += [last_node(s) for s in plan.scorers]
     if plan.turn_specs:
         wanted.append("turn_items")
+    if telemetry is not None:  # every scorer's and gate's runs, for their spans
+        wanted += [node for node in telemetry.wanted if node not in wanted]
     rescoring = Rescoring(plan)
     repeated = None if plan.trials is None else TrialRuns(plan)
     stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
@@ -118,6 +124,8 @@ def scored_items(
                         checkpoint.save(batch.start, batch.rows, items)
                     except EvalDagError as error:  # a full disk: the run goes on without
                         checkpoint_error = error
+                if telemetry is not None:
+                    telemetry.batch_scored(batch.rows, values)
                 if on_item_complete is not None and RESCORED not in values:
                     _item_callbacks(
                         on_item_complete, batch.rows, values, plan, inputs["data_columns"]

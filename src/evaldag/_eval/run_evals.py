@@ -31,6 +31,7 @@ from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.local_batches import scored_items, waits
 from evaldag._eval.measures import JudgeMeasures
 from evaldag._eval.preflight import checked_data, scorer_judges
+from evaldag._eval.telemetry import RunTelemetry, traced_result, traced_run
 from evaldag._eval.trials import ReducerSetting, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver
@@ -224,51 +225,53 @@ def run_evals(
         require_prices(budget, judges)
     size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
-    if executor is not None:
-        _require_local_only_options_unset(
-            on_item_complete=on_item_complete is not None,
-            checkpoint=checkpoint is not None,
-            conversations=bool(plan.turn_specs),
-            workflow_target=plan.workflow,
-            on_error=on_error == "raise",
-            cache=cache is not None,
-            budget_usd=budget is not None,
-            trials=plan.trials is not None,
-        )
-        result, failures = _distributed_run(
+    with traced_run(plan, name, experiment_id) as telemetry:
+        if executor is not None:
+            _require_local_only_options_unset(
+                on_item_complete=on_item_complete is not None,
+                checkpoint=checkpoint is not None,
+                conversations=bool(plan.turn_specs),
+                workflow_target=plan.workflow,
+                on_error=on_error == "raise",
+                cache=cache is not None,
+                budget_usd=budget is not None,
+                trials=plan.trials is not None,
+            )
+            result, failures = _distributed_run(
+                plan,
+                dataset,
+                fields,
+                executor,
+                size,
+                concurrency,
+                out,
+                (experiment_id, name),
+                time_limits,
+                mapping,
+            )
+            saved = _saved(result, failures, store, target, files=(out,))
+            return traced_result(telemetry, require_trustworthy(saved, max_error_share))
+        result, failures = _local_run(
             plan,
             dataset,
             fields,
-            executor,
-            size,
-            concurrency,
-            out,
-            (experiment_id, name),
-            time_limits,
-            mapping,
+            run_inputs={
+                **_run_inputs(plan, cache, experiment_id, name, mapping),
+                "judge_budget": budget,
+                **time_limits,
+            },
+            batch_size=size,
+            concurrency=concurrency,
+            on_item_complete=on_item_complete,
+            on_error=on_error,
+            progress=progress,
+            out=out,
+            checkpoint=checkpoint,
+            resume=resume,
+            telemetry=telemetry,
         )
-        saved = _saved(result, failures, store, target, files=(out,))
-        return require_trustworthy(saved, max_error_share)
-    result, failures = _local_run(
-        plan,
-        dataset,
-        fields,
-        run_inputs={
-            **_run_inputs(plan, cache, experiment_id, name, mapping),
-            "judge_budget": budget,
-            **time_limits,
-        },
-        batch_size=size,
-        concurrency=concurrency,
-        on_item_complete=on_item_complete,
-        on_error=on_error,
-        progress=progress,
-        out=out,
-        checkpoint=checkpoint,
-        resume=resume,
-    )
-    saved = _saved(result, failures, store, target, files=(out, checkpoint))
-    return require_trustworthy(saved, max_error_share)
+        saved = _saved(result, failures, store, target, files=(out, checkpoint))
+        return traced_result(telemetry, require_trustworthy(saved, max_error_share))
 
 
 #: What could not be written: the results files it was (none for the store), and why.
@@ -352,6 +355,7 @@ def _local_run(
     out: str | os.PathLike[str] | None,
     checkpoint: str | os.PathLike[str] | None,
     resume: Resume,
+    telemetry: RunTelemetry | None = None,
 ) -> tuple[EvalResult, Unsaved]:
     """The eval here: the batches (``evaldag._eval.local_batches``), then the verdict's nodes
     over all items; and the results files that could not be written."""
@@ -391,6 +395,7 @@ def _local_run(
         on_error=on_error,
         progress=progress,
         checkpoint=saved,
+        telemetry=telemetry,
     )
     turns = {} if scored.turns is None else {"turns": scored.turns}
     inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
