@@ -27,7 +27,7 @@ from hamilton.function_modifiers import ResolveAt, config, group, inject, resolv
 from hamilton.htypes import Collect, Parallelizable
 
 from evaldag._engine.columns import TEXT
-from evaldag._engine.targets import TargetFailure
+from evaldag._engine.targets import TargetFailure, TargetRun
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._reader import python_data
 from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
@@ -54,15 +54,17 @@ def read_outputs__target(target_runs: pd.Series) -> pd.Series:
     Mastra's shape); the TargetFailure it raised, or one when it is no text or transcript
     evaldag reads."""
     return pd.Series(
-        [r if isinstance(r, TargetFailure) else _read_output(r.output) for r in target_runs],
+        [r if isinstance(r, TargetFailure) else _read_output(r) for r in target_runs],
         index=target_runs.index,
         dtype=object,
     )
 
 
-def _read_output(output: Any) -> Any:
+def _read_output(run: TargetRun) -> Any:
+    if run.turns:  # a conversation's: each turn's messages were read as the turn ended
+        return run.output
     try:
-        return run_field("output", output)
+        return run_field("output", run.output)
     except EvalDagError as error:
         return TargetFailure(
             f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"
