@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from evaldag import EvalDagError, create_scorer, not_scorable, run_evals
+from evaldag import EvalDagError, EvalResult, create_scorer, not_scorable, run_evals
 
 DATA = pd.DataFrame(
     {"input": [str(i) for i in range(60)], "output": ["x" * (i % 13) for i in range(60)]}
@@ -35,12 +35,14 @@ def _same(a, b):
 
 
 @pytest.mark.slow
-def test_dask_local_cluster_gives_the_local_result():
+def test_dask_local_cluster_gives_the_local_result(tmp_path):
     pytest.importorskip("distributed")
     local = run_evals(DATA, **_config())
-    distributed = run_evals(DATA, **_config(), executor="dask", batch_size=16)
+    out = tmp_path / "results.parquet"
+    distributed = run_evals(DATA, **_config(), executor="dask", batch_size=16, out=out)
     assert _same(distributed, local)
     assert distributed.summary.errors == {"flaky": 1}
+    assert EvalResult.read_parquet(out) == distributed  # written as a local run writes it
 
 
 def test_ray_gives_the_local_result():
