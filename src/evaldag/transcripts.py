@@ -307,7 +307,8 @@ def get_system_messages(run_input: Any) -> list[str]:
     record = _input_record(run_input)
     if not isinstance(record, dict):
         return []
-    prompts = []
+    prompts: list[str] = []
+    text: str | None
     system_messages = record.get("systemMessages")
     if isinstance(system_messages, list | tuple):
         for message in map(_plain, system_messages):
@@ -442,7 +443,7 @@ def merge_tool_invocations(message: Any) -> list[dict[str, Any]]:
         return from_parts
     part_ids = {_call_id(invocation) for invocation in from_parts} - {None, ""}
     positions = {_call_id(invocation): index for index, invocation in enumerate(legacy)}
-    merged = []
+    merged: list[dict[str, Any]] = []
     next_legacy = 0
     for invocation in from_parts:
         call_id = _call_id(invocation)
@@ -550,7 +551,7 @@ def extract_tool_results(run_output: Any) -> list[ToolResult]:
     """The tool calls that returned (state 'result' with a ``result``), in order."""
     return [
         ToolResult(
-            invocation.get("toolName"),
+            invocation.get("toolName") or "",
             invocation.get("toolCallId") or "",
             invocation["args"] if js_truthy(invocation.get("args")) else {},
             invocation["result"],

@@ -8,6 +8,7 @@ rule), or when B lacks scorers, gates or items that A has (unless ``--allow-miss
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ def _change_words(s: ScorerComparison) -> str:
     return s.change
 
 
-def text_table(rows: list[tuple[str, ...]], numeric: range) -> list[str]:
+def text_table(rows: Sequence[tuple[str, ...]], numeric: range) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  "

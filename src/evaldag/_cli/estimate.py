@@ -8,7 +8,7 @@ from evaldag._eval.estimate import CostEstimate, JudgeCallEstimate
 def estimate_text(estimate: CostEstimate, title: str) -> str:
     """A row per judged scorer and the total, why items make no call and which scorers have no
     judged step, then what is estimated rather than counted."""
-    rows = [("scorer", "calls", "input tokens", "output tokens", "cost")]
+    rows: list[tuple[str, ...]] = [("scorer", "calls", "input tokens", "output tokens", "cost")]
     parts = [*estimate.scorers.items(), ("total", estimate.total)] if estimate.scorers else []
     rows += [(name, *_cells(part)) for name, part in parts]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

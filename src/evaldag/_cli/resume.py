@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evaldag.errors import EvalDagError
 
@@ -59,13 +59,13 @@ def add_resume_options(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _resume_mode(text: str) -> str:
+def _resume_mode(text: str) -> Literal["refresh"]:
     if text != "refresh":
         raise argparse.ArgumentTypeError(
             f"takes no value, or 'refresh' (--resume=refresh), got {text!r}; put --resume "
             "after EVAL"
         )
-    return text
+    return "refresh"
 
 
 class Terminated(KeyboardInterrupt):

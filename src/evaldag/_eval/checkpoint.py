@@ -21,6 +21,7 @@ whose rows or target changed is run again whole. ``resume=False`` starts afresh.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ def checked_resume(resume: Any, checkpoint: Any) -> Resume:
         raise EvalDagError(
             "INVALID_RESUME", "resume='refresh' needs checkpoint=: the checkpoint to refresh"
         )
-    return resume
+    return "refresh" if resume == "refresh" else bool(resume)
 
 
 def run_fingerprint(plan: EvalPlan) -> dict[str, Any]:
@@ -186,7 +187,9 @@ class Checkpoint:
         stale ("refresh"); or start afresh (False).
     """
 
-    def __init__(self, path: str | Path, definition: dict[str, Any], resume: Resume) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], definition: dict[str, Any], resume: Resume
+    ) -> None:
         self.path = Path(path)
         self.parts = self.path.with_name(self.path.name + PARTS_SUFFIX)
         self.manifest = definition
@@ -265,7 +268,7 @@ class Checkpoint:
 
 
 def finished_run(
-    path: str | Path, definition: dict[str, Any], dataset: pd.DataFrame, resume: Resume
+    path: str | os.PathLike[str], definition: dict[str, Any], dataset: pd.DataFrame, resume: Resume
 ) -> EvalResult | None:
     """The results at ``path`` if an earlier run with this data, target and scorers finished;
     None when there are none yet (or the run is still partial). A finished run that is stale

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,8 @@ def _python_cells(frame: pd.DataFrame) -> pd.DataFrame:
 def _jsonl(path: Path, columns: dict[str, str]) -> pd.DataFrame:
     """A JSONL file's objects, values as written (pandas' reader turns ``"001"`` into 1); each
     has an input (or a conversation's), under the data's name (``columns``)."""
-    items, numbers = [], []
+    items: list[Mapping[str, Any]] = []
+    numbers: list[int] = []
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -119,7 +120,7 @@ def _file_error(path: Path, problem: str, line: int, key: str = "input") -> Eval
 
 
 def _from_file(path: Path, columns: dict[str, str]) -> pd.DataFrame:
-    readers = {
+    readers: dict[str, Callable[[Path], pd.DataFrame]] = {
         ".parquet": _parquet,
         ".csv": partial(_csv, columns=columns),
         ".jsonl": partial(_jsonl, columns=columns),

@@ -69,9 +69,7 @@ def eval_definition(spec: str) -> EvalDefinition:
         target=getattr(module, "target", None),
         data=getattr(module, "data", None),
         columns=_mapping(spec, getattr(module, "columns", None)),
-        folder=Path(module.__file__).resolve().parent
-        if getattr(module, "__file__", None)
-        else None,
+        folder=Path(file).resolve().parent if (file := getattr(module, "__file__", None)) else None,
     )
     _require_known_names(spec, module, definition)
     return definition
@@ -146,7 +144,7 @@ def _listed(scorers: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
     return entries
 
 
-def _entries(spec: str, name: str, value: Any) -> list[Any] | Mapping[str, Any]:
+def _entries(spec: str, name: str, value: Any) -> Any:
     if name == "scorers" and isinstance(value, Mapping):
         return value  # an agent or workflow config, checked by run_evals
     if not isinstance(value, list | tuple):

@@ -96,7 +96,9 @@ class ScorerConfig:
     steps: tuple[str, ...] = ()
 
 
-def scorer_entries(entries: Iterable[Any], where: str) -> tuple[list[Scorer], dict]:
+def scorer_entries(
+    entries: Iterable[Any], where: str
+) -> tuple[list[Scorer], dict[str, ThresholdSpec]]:
     """Scorers and their thresholds, from scorers, ``with_threshold`` entries or Mastra dicts.
 
     :param where: names the list in errors, e.g. ``scorers`` or ``scorers['agent']``.
@@ -294,7 +296,7 @@ def scorer_config(scorers: Any, gates: Iterable[Any], *, workflow_target: bool) 
         raise EvalDagError("NO_SCORERS_PROVIDED", f"At least one {parts} scorer must be provided")
     checked_ids([("gates", gate_list)])
     keyed: list[Scorer] = []
-    thresholds: dict[str, ThresholdSpec] = {}
+    thresholds = {}
     sources = {g.id: TRAJECTORY_RUNS for g in gate_list if g.type == "trajectory"}
     for prefix, runs, where, group_scorers, group_thresholds in groups:
         checked_ids([(where, group_scorers)])

@@ -152,7 +152,11 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` whole or not at all."""
-    return atomic_write(path, lambda temporary: temporary.write_bytes(data))
+
+    def written(temporary: Path) -> None:
+        temporary.write_bytes(data)
+
+    return atomic_write(path, written)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:

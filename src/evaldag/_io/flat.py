@@ -74,7 +74,7 @@ def _csv_cell(value: Any) -> Any:
     value = _value(value)
     if value is None or isinstance(value, str | bool | int | float):
         return value
-    text = json_text(value)
+    text = json_text(value) or "null"
     # A value JSON writes as a string (bytes as base64, a datetime in ISO 8601) is that text,
     # as in a JSONL line, not the text in JSON's quotes.
     return json.loads(text) if text.startswith('"') else text

@@ -47,7 +47,7 @@ def column_name(name: Any) -> Any:
 
 def _json(value: Any) -> Any:
     """A value the json module cannot write (a numpy number, a model) as one it can."""
-    return json.loads(json_text(value))
+    return json.loads(json_text(value) or "null")
 
 
 def _cell_text(value: Any) -> str | None:

@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaldag._judge.errors import JudgeError
 from evaldag._judge.redaction import judge_secrets, url_without_credentials
 from evaldag._judge.settings import LOCAL_MODEL, MAX_REPLY_BYTES, Judge, call_limit
 from evaldag._judge.transports import AUTO, named_transport
@@ -118,9 +119,13 @@ def require_endpoint(judge: Judge) -> Endpoint | None:
 
 
 def _endpoint(judge: Judge) -> Endpoint:
+    if judge.model is None:  # the steps refuse a judge without a model before they call it
+        raise JudgeError(
+            "EVALDAG_INVALID_JUDGE", "the judge has no model: give one", category="USER"
+        )
     transport = _transport(judge.model, judge.api_base, judge.transport, judge.litellm_kwargs)
     route = named_transport(transport).route(judge)
-    style = judge.structured_output
+    style: str = judge.structured_output
     if style == "auto":
         style = _default_style(route.model_name, route.provider, transport)
     return Endpoint(

@@ -59,7 +59,7 @@ class ExecutionFailure(Exception):
         message: str,
         *,
         name: str,
-        category: str = "THIRD_PARTY",
+        category: Category = "THIRD_PARTY",
         cause: JudgeCallError | None = None,
     ) -> None:
         super().__init__(message)

@@ -143,7 +143,7 @@ class Tally:
     ) -> JudgeExecution:
         """The judge record of this execution: a success with ``value``, or ``failure``."""
         usage = JudgeUsage(**self.usage)
-        common = {
+        common: dict[str, Any] = {
             "prompt": prompt,
             "judge_model_id": self.model_id,
             "judge_provider": self.provider,

@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
@@ -63,6 +63,10 @@ def is_secret_setting(name: str) -> bool:
     return lowered not in _TOKEN_COUNTS and any(part in lowered for part in _SECRET_PARTS)
 
 
+@overload
+def url_without_credentials(url: str) -> str: ...
+@overload
+def url_without_credentials(url: None) -> None: ...
 def url_without_credentials(url: str | None) -> str | None:
     """``url`` as evaldag shows and stores it: its user-info and every query value masked
     (``http://**********@host/v1?api-key=**********``), the names of the query kept."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import Iterable
@@ -129,7 +130,9 @@ async def judged_value(
     )
 
 
-def require_caches(judges: Iterable[Judge], run_cache: bool | str | Path | None) -> None:
+def require_caches(
+    judges: Iterable[Judge], run_cache: bool | str | os.PathLike[str] | None
+) -> None:
     """Open the reply cache of every one of ``judges`` (``run_cache`` for those that set none):
     a file that is not a cache is an error here, before any judge is called."""
     for judge in judges:
@@ -418,7 +421,7 @@ def _call_failure(
             cause=cause,
         )
     if fault.kind == "refused":
-        hint = _REFUSAL_HINTS.get(status, "the request is not retried")
+        hint = _REFUSAL_HINTS.get(status or 0, "the request is not retried")
         return ExecutionFailure(
             "EVALDAG_JUDGE_REFUSED",
             f"{subject} {endpoint.model!r} at {endpoint.where} refused the request ({label}): "

@@ -17,7 +17,7 @@ import asyncio
 import atexit
 import functools
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -109,12 +109,11 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     body = {"model": endpoint.model_name}
     body.update((key, value) for key, value in request.items() if key not in _NOT_BODY)
     body.update(request.get("extra_body") or {})
-    url = completions_url(endpoint.api_base)
+    api_base = cast(str, endpoint.api_base)  # route() gives the http transport one
+    url = completions_url(api_base)
     proxy, proxy_auth = _proxy(url)
-    session = _pooled_session(endpoint.api_base)
-    own = session is None
-    if own:
-        session = aiohttp.ClientSession()
+    pooled = _pooled_session(api_base)
+    session = pooled if pooled is not None else aiohttp.ClientSession()
     fault = None
     try:
         async with session.post(
@@ -137,7 +136,7 @@ async def http_reply(endpoint: Endpoint, request: dict[str, Any], timeout: float
     except aiohttp.ClientError as error:  # an invalid URL, too many redirects...
         fault = CallFault("APIError", None, _described(error), "failed")
     finally:
-        if own:
+        if pooled is None:
             await session.close()
     if fault is not None:  # raised outside the except blocks: aiohttp's errors need not pickle
         raise fault

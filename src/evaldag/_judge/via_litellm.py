@@ -88,11 +88,12 @@ class LitellmTransport(Transport):
 TRANSPORT = LitellmTransport()
 
 
-def _litellm_provider(model: str, api_base: str | None) -> tuple[str, str | None]:
+def _litellm_provider(model: str | None, api_base: str | None) -> tuple[str, str | None]:
     # Raised outside the except block: tblib (installed by dask) pickles the context chain, and
     # litellm's exceptions do not unpickle.
     try:
-        return _provider(model, api_base)
+        if model is not None:
+            return _provider(model, api_base)
     except Exception:
         pass
     raise JudgeError(

@@ -102,9 +102,9 @@ def _app(engine: Any, alias: str) -> web.Application:
             reply = await asyncio.to_thread(engine.handle_chat_completions, body)
         except ValueError as error:  # also what xllamacpp raises for a malformed request
             return _error(400, str(error))
-        error = reply.get("error")
-        if error is not None:
-            status = error.get("code") if isinstance(error.get("code"), int) else 500
+        failure = reply.get("error")
+        if failure is not None:
+            status = failure.get("code") if isinstance(failure.get("code"), int) else 500
             return web.json_response(reply, status=status)
         return web.json_response({**reply, "model": alias})
 

@@ -211,7 +211,7 @@ def _calls(message: Mapping[str, Any], at: Place) -> list[dict[str, Any]]:
 
 def _openai_call(call: Any, path: str, at: Place) -> dict[str, Any]:
     """An OpenAI ``tool_calls`` entry (``function`` or ``custom``) as a call."""
-    function = call.get("function") if isinstance(call, Mapping) else None
+    function: Any = call.get("function") if isinstance(call, Mapping) else None
     if function is None and isinstance(call, Mapping):
         function = call.get("custom")
     name = function.get("name") if isinstance(function, Mapping) else None

@@ -85,7 +85,7 @@ def read_message(message: Mapping[str, Any], at: Place) -> None:
     path = at.path
     if message.get("lc") == 1:
         ids = message.get("id")
-        name = ids[-1] if isinstance(ids, list | tuple) and ids else None
+        name: Any = ids[-1] if isinstance(ids, list | tuple) and ids else None
         kind = _CLASSES.get(name)
         if kind is None:
             raise malformed(f"{path}.id", f"is {ids!r}, which names no LangChain message class")
@@ -96,7 +96,7 @@ def read_message(message: Mapping[str, Any], at: Place) -> None:
     else:
         kind, data = _CLASSES.get(message["type"], message["type"]), message
     require_known_keys(data, _READ | _METADATA, path, "a LangChain message")
-    role = _ROLES[kind]
+    role: str | None = _ROLES[kind]
     if role == "chat":
         role = {"user": "user", "assistant": "assistant", "system": "system"}.get(data.get("role"))
         if role is None:

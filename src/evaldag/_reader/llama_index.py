@@ -48,7 +48,7 @@ def read_message(message: Mapping[str, Any], at: Place) -> None:
     require_known_keys(
         message, ("role", "additional_kwargs", "blocks", "content"), at.path, "a LlamaIndex message"
     )
-    given = message.get("role")
+    given: Any = message.get("role")
     role = _ROLES.get(given)
     if role is None:
         raise malformed(f"{at.path}.role", f"is {given!r}, not a LlamaIndex message role")

@@ -172,7 +172,7 @@ def _mastra_invocation(part: Mapping[str, Any], path: str, at: Place) -> Parts:
 
 def _ui_tool(part: Mapping[str, Any], path: str, at: Place, name: Any) -> Parts:
     """An AI SDK 5+ UI tool part (``tool-<name>`` or ``dynamic-tool``): call and outcome in one."""
-    given = part.get("state")
+    given: Any = part.get("state")
     state = _UI_STATES.get(given)
     if state is None:
         raise malformed(

@@ -10,8 +10,9 @@ and order where the shape has no ids): state ``result`` with ``result``, ``outpu
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from evaldag._reader.problems import brief, malformed
@@ -78,10 +79,10 @@ class Transcript:
     """
 
     field: str
-    messages: list[Any] = field(default_factory=list)
+    messages: list[Any] = dataclasses.field(default_factory=list)
     #: Whether a message differs from the one given (then a new list is returned).
     changed: bool = False
-    _waiting: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _waiting: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def keep(self, message: Any, *, changed: bool = False) -> None:
         """A message in the shape readers take: as given, or (``changed``) as read."""
@@ -121,7 +122,11 @@ class Transcript:
         if not isinstance(name, str) or not name:
             raise malformed(path, f"is a tool call without a tool name (got {brief(name)})")
         given = call_id if isinstance(call_id, str) and call_id else None
-        invocation = {"state": "call", "toolCallId": given or default_id, "toolName": name}
+        invocation: dict[str, Any] = {
+            "state": "call",
+            "toolCallId": given or default_id,
+            "toolName": name,
+        }
         invocation["args"] = args
         invocation.update(fields)
         if invocation["state"] in _WAITING:

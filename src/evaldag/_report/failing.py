@@ -55,14 +55,14 @@ def turn_rows(result: EvalResult, index: int) -> pd.DataFrame:
 def requirements(result: EvalResult) -> list[Requirement]:
     """Every gate, then every threshold of the run, then those of each turn of its
     conversations: all that make its verdict."""
+    turns: list[Requirement] = []
+    for turn in result.turn_results:
+        turns.extend(Requirement(g, turn.index) for g in turn.gate_results)
+        turns.extend(Requirement(t, turn.index) for t in turn.threshold_results)
     return [
         *(Requirement(g) for g in result.gate_results),
         *(Requirement(t) for t in result.threshold_results),
-        *(
-            Requirement(outcome, turn.index)
-            for turn in result.turn_results
-            for outcome in (*turn.gate_results, *turn.threshold_results)
-        ),
+        *turns,
     ]
 
 

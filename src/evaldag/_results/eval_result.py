@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -241,7 +242,7 @@ class EvalResult(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's ``runEvals`` result shape (camelCase; absent parts left out)."""
-        summary = {"totalItems": self.summary.total_items}
+        summary: dict[str, Any] = {"totalItems": self.summary.total_items}
         if self.summary.not_scorable:
             summary["notScorable"] = dict(self.summary.not_scorable)
         if self.summary.errors:
@@ -282,7 +283,9 @@ class EvalResult(BaseModel):
             "columns": self.columns,
         }
 
-    def to_parquet(self, path: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
+    def to_parquet(
+        self, path: str | os.PathLike[str], *, extra: dict[str, Any] | None = None
+    ) -> Path:
         """Write the items, with everything else in the file's metadata; see ``read_parquet``.
 
         :param extra: more metadata to keep in the file (JSON-ready; ``read_parquet`` leaves it).
@@ -292,7 +295,7 @@ class EvalResult(BaseModel):
         return write_results(self.items, {**self._metadata(), **(extra or {})}, Path(path))
 
     @classmethod
-    def read_parquet(cls, path: str | Path) -> EvalResult:
+    def read_parquet(cls, path: str | os.PathLike[str]) -> EvalResult:
         """An EvalResult read back from ``to_parquet``'s file."""
         from evaldag._io.parquet import parquet_results
 

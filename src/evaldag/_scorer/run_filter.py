@@ -155,13 +155,13 @@ def filter_run(
     :param max_output_messages: the same for the output messages.
     :param drop_request_context: set ``request_context`` to None (likewise the other ``drop_*``).
     """
-    options = {
+    options: dict[str, Any] = {
         "part_types": _patterns("part_types", part_types),
         "tool_names": _patterns("tool_names", tool_names),
         "max_remembered_messages": _limit("max_remembered_messages", max_remembered_messages),
         "max_output_messages": _limit("max_output_messages", max_output_messages),
     }
-    flags = {
+    flags: dict[str, Any] = {
         "drop_request_context": drop_request_context,
         "drop_expected_trajectory": drop_expected_trajectory,
         "drop_ground_truth": drop_ground_truth,

@@ -25,7 +25,7 @@ def _finite_within(value: Any, top: float) -> bool:
         isinstance(value, numbers.Real)
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and 0 <= value <= top
+        and 0 <= float(value) <= top
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 
@@ -63,7 +64,7 @@ def experiment_id(connection: sa.Connection, experiment: str, location: str) -> 
     raise _not_found(f"{problem} (store.experiments() lists the stored runs)", location, experiment)
 
 
-def _listed(texts: list[str]) -> str:
+def _listed(texts: Sequence[str]) -> str:
     return ", ".join(repr(text) for text in texts[:_LISTED])
 
 

@@ -66,7 +66,7 @@ def read_scores(
     :param scorer_id: only this scorer's rows.
     :param source: only ``"LIVE"`` or only ``"TEST"`` rows.
     """
-    if is_store(location):
+    if isinstance(location, ScoreStore) or is_store(location):
         with open_store(location) as store:
             return store.scores(experiment_id=experiment_id, scorer_id=scorer_id, source=source)
     result = EvalResult.read_parquet(location)
@@ -84,7 +84,7 @@ def read_scores(
 def read_result(location: Location, experiment: str | None = None) -> EvalResult:
     """An ``EvalResult`` from a results Parquet file, or a store's run ``experiment`` (an id or a
     name; default: its latest)."""
-    if is_store(location):
+    if isinstance(location, ScoreStore) or is_store(location):
         with open_store(location) as store:
             return store.result(experiment)
     result = EvalResult.read_parquet(location)

@@ -113,8 +113,8 @@ def result_from_rows(rows: pd.DataFrame, stored: dict[str, Any]) -> EvalResult:
     make; the items in their original order."""
     columns = stored["item_columns"]
     names = {str(column): column for column in columns}  # a data column's name, as JSON's key
-    items: dict[int, dict[str, Any]] = {}
-    turns: dict[tuple[int, int], dict[str, Any]] = {}
+    items: dict[Any, dict[str, Any]] = {}
+    turns: dict[tuple[Any, Any], dict[str, Any]] = {}
     for row in rows.to_dict("records"):
         metadata = row["metadata"] or {}
         if "turnIndex" in metadata:

@@ -34,7 +34,7 @@ from evaldag._store.values import loaded_json, nul_free, stored_json
 from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
-_UPSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+_UPSERTS: dict[str, Any] = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 #: Seconds a writer waits for another's lock: SQLite's write lock, PostgreSQL's row and
 #: advisory locks.
 _LOCK_WAIT = 30

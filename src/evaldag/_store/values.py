@@ -42,22 +42,22 @@ def loaded_json(text: str | bytes | None) -> Any:
     if text is None:
         return None
     value = orjson.loads(text)
-    marker = _NUMBER if isinstance(text, str) else _NUMBER.encode()
-    return _untagged(value) if marker in text else value
+    found = _NUMBER in text if isinstance(text, str) else _NUMBER.encode() in text
+    return _untagged(value) if found else value
 
 
 def nul_free(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` (a score row's fields) with every NUL character replaced, and the fields that
     had one listed in its ``metadata["nulReplaced"]``; ``record`` itself when it has none."""
-    changed = {}
+    changed: dict[str, Any] = {}
     for name, value in record.items():
         if type(value) is str:
             if _NUL in value:
                 changed[name] = value.replace(_NUL, _REPLACEMENT)
-        elif not isinstance(value, _SCALARS) and "\\u0000" in (json_text(value) or ""):
+        elif not isinstance(value, _SCALARS) and "\\u0000" in (text := json_text(value) or ""):
             # JSON text escapes NUL, in keys as in values (and models, arrays as the store writes
             # them); rare, so only then is the value walked
-            changed[name] = _nul_replaced(orjson.loads(json_text(value)))
+            changed[name] = _nul_replaced(orjson.loads(text))
     if not changed:
         return record
     metadata = {**(changed.get("metadata") or record.get("metadata") or {})}

@@ -155,7 +155,7 @@ def unused_tools_warnings(outputs: Iterable[Any]) -> list[str]:
         seen = set()
         for message in output if isinstance(output, list) else ():
             content = message.get("content") if isinstance(message, dict) else None
-            metadata = content.get("metadata") if isinstance(content, dict) else None
+            metadata: Any = content.get("metadata") if isinstance(content, dict) else None
             agent = metadata.get("agent") if isinstance(metadata, dict) else None
             if not isinstance(agent, dict) or not agent.get("tools"):
                 continue

@@ -46,7 +46,7 @@ def target_parts(target: Any) -> Parts:
             "its final variables": list(target.final_vars),
             "its input name": target.input_name,
         }
-        functions = {}
+        functions: dict[str, Any] = {}
         for name in sorted(target.nodes):
             for fn in target.driver.graph.nodes[name].originating_functions or ():
                 functions.setdefault(f"{fn.__module__}.{fn.__qualname__}", fn)

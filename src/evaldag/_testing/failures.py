@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from evaldag._report.failing import Requirement, failing_items, item_ids, shortfall_text
+from evaldag._results.eval_result import GateResult
 from evaldag._results.item_columns import has_scorer
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 
@@ -39,7 +40,7 @@ def failure(result: EvalResult, requirement: Requirement, min_pass_rate: float =
         requirement.outcome,
         "" if requirement.turn is None else f"turn {requirement.turn}: ",
     )
-    if requirement.is_gate:
+    if isinstance(outcome, GateResult):
         passed = outcome.passed if min_pass_rate == 1.0 else outcome.score >= min_pass_rate
         if passed and outcome.reason is None:
             return None

@@ -406,7 +406,9 @@ def _openllmetry_call(span: Span) -> ModelCall:
 
 def _openllmetry_message(flat: Mapping[str, Any]) -> dict[str, Any]:
     message = _unflattened(flat)
-    chat = {key: message[key] for key in ("role", "content", "tool_call_id") if key in message}
+    chat: dict[str, Any] = {
+        key: message[key] for key in ("role", "content", "tool_call_id") if key in message
+    }
     calls = message.get("tool_calls")
     if isinstance(calls, Mapping):
         chat["tool_calls"] = [

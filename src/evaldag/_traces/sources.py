@@ -124,7 +124,10 @@ def _add_file(path: Path, data: TraceData) -> None:
 
 
 def _keep(record: Span | LogEvent, data: TraceData) -> None:
-    (data.spans if isinstance(record, Span) else data.logs).append(record)
+    if isinstance(record, Span):
+        data.spans.append(record)
+    else:
+        data.logs.append(record)
 
 
 def _mastra_json(text: str) -> bool:

@@ -287,7 +287,7 @@ def check_trajectory_efficiency(
             "total tokens",
         )
     declared = data.get("totalDurationMs")
-    total_duration = declared
+    total_duration: float = declared
     if declared is None:
         total_duration = 0
         for step in steps:
@@ -303,7 +303,7 @@ def check_trajectory_efficiency(
                 "EVALDAG_TRAJECTORY_MEASUREMENTMISSING",
                 "Cannot evaluate duration budget: missing or invalid duration measurements",
             )
-    redundant = []
+    redundant: list[dict[str, Any]] = []
     if no_redundant_calls:
         for index in range(1, len(steps)):
             previous, current = steps[index - 1], steps[index]

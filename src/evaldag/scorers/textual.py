@@ -307,7 +307,7 @@ def tone(
 
     def tone_difference(run: Any) -> dict[str, float]:
         response = _text.comparative_sentiment(_output_text(run, limit))
-        reference = _text.comparative_sentiment(reference_tone)
+        reference = _text.comparative_sentiment(reference_tone or "")
         difference = abs(response - reference)
         return {
             "score": max(0, 1 - difference),

@@ -425,9 +425,10 @@ def find(
     if compiled.anchored:
         starts = (low,)
     elif at is not None and compiled.keys is not None:
-        starts = at.starts.get(id(compiled))
-        if starts is None:
-            starts = at.starts[id(compiled)] = _starts(at.positions, compiled.keys)
+        cached = at.starts.get(id(compiled))
+        if cached is None:
+            cached = at.starts[id(compiled)] = _starts(at.positions, compiled.keys)
+        starts = cached
         if low and starts and starts[0] < low:
             starts = starts[bisect_left(starts, low) :]
     else:
@@ -473,7 +474,7 @@ def _starts(positions: dict[str, list[int]], keys: frozenset[str]) -> list[int]:
     return hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
 
 
-def _leads(terms: Sequence[Term], at: Index, i: int, end: int, lead) -> bool:
+def _leads(terms: Sequence[Term], at: Index | None, i: int, end: int, lead) -> bool:
     """Whether the terms from ``i`` have the keys of the pattern's leading tokens."""
     if i + len(lead) > end:
         return False

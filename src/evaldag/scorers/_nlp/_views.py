@@ -21,7 +21,7 @@ class Doc(list):
         super().__init__(sentences)
         self._indexes: dict[int, Index] = {}
 
-    def index(self, n: int) -> Index:
+    def index(self, n: int) -> Index:  # type: ignore[override]  # a sentence's index, not list.index
         found = self._indexes.get(n)
         if found is None:
             found = self._indexes[n] = Index(self[n])
