@@ -345,7 +345,7 @@ def agreement(
     scores, values, excluded = compared_items(result, scorer_id, read)
     _require_compared(scores, values, excluded, scorer_id, labels)
     threshold = _threshold(read.kind, threshold, scores, scorer_id)
-    options = {"level": level, "resamples": resamples, "seed": seed}
+    options: dict[str, Any] = {"level": level, "resamples": resamples, "seed": seed}
     overall = _slice_agreement(None, scores, values, excluded, read, threshold, **options)
     if read.absent:
         absent = f"positive={list(read.absent)!r}: no item has this label"

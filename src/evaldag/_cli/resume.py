@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
+    from evaldag._eval.checkpoint import Resume
     from evaldag._results.eval_result import EvalResult
 
 #: The folder of ``evaldag run``'s checkpoints, beside ``--out``.
@@ -132,7 +133,7 @@ def _saved_items(checkpoint: Path) -> int:
     return sum(pq.read_metadata(p).num_rows for p in _partial(checkpoint).glob("batch-*.parquet"))
 
 
-def _say_what_becomes_of(checkpoint: Path, resume: bool | str) -> None:
+def _say_what_becomes_of(checkpoint: Path, resume: Resume) -> None:
     """A note on stderr when a run replaces an unfinished one, or has nothing to resume."""
     if not resume and _partial(checkpoint).exists():
         print(
@@ -148,7 +149,7 @@ def _say_what_becomes_of(checkpoint: Path, resume: bool | str) -> None:
 
 
 def checkpointed_run(
-    data: Any, checkpoint: Path | None, resume: bool | str, **options: Any
+    data: Any, checkpoint: Path | None, resume: Resume, **options: Any
 ) -> EvalResult:
     """``run_evals(data, **options)`` keeping ``checkpoint`` (None for none) and going on from
     it as ``resume`` says; errors worded for the command line. A run whose checkpoint is

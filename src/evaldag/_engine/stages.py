@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Awaitable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast, overload
 
 from evaldag._engine.concurrency import gather_limited, row_limit
 from evaldag._engine.run_state import STEP_INPUTS, RunState
@@ -128,10 +128,11 @@ class PendingState:
     """
 
     __slots__ = ("limit", "task")
+    #: Set on the engine loop, by the call that starts the row's step (``_started_rows``).
+    task: asyncio.Task[RunState]
 
     def __init__(self, limit: AbstractAsyncContextManager[Any]) -> None:
         self.limit = limit
-        self.task: asyncio.Task[RunState] | None = None  # set on the engine loop
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _unpickled, (settled_states([self])[0],)
@@ -141,6 +142,30 @@ def _unpickled(state: RunState) -> RunState:
     return state
 
 
+@overload
+def advanced_states(
+    states: Sequence[RunState | PendingState],
+    scorer: ScorerSpec,
+    step: Step,
+    concurrency: int,
+    judge_cache: bool | str | Path | None = None,
+    *,
+    settle: Literal[True] = True,
+    budget: JudgeBudget | None = None,
+    step_timeout: float | None = None,
+) -> list[RunState]: ...
+@overload
+def advanced_states(
+    states: Sequence[RunState | PendingState],
+    scorer: ScorerSpec,
+    step: Step,
+    concurrency: int,
+    judge_cache: bool | str | Path | None = None,
+    *,
+    settle: bool,
+    budget: JudgeBudget | None = None,
+    step_timeout: float | None = None,
+) -> list[RunState | PendingState]: ...
 def advanced_states(
     states: Sequence[RunState | PendingState],
     scorer: ScorerSpec,
@@ -151,7 +176,7 @@ def advanced_states(
     settle: bool = True,
     budget: JudgeBudget | None = None,
     step_timeout: float | None = None,
-) -> list[RunState | PendingState]:
+) -> Sequence[RunState | PendingState]:
     """Each state after ``step``; finished states pass through untouched.
 
     Sync function steps over settled states run here in a plain loop. Async function steps and
@@ -168,7 +193,8 @@ def advanced_states(
     seconds = time_limit(scorer, step_timeout)
     in_flight = any(type(state) is PendingState for state in states)
     if isinstance(definition, FunctionStep) and not definition.is_async and not in_flight:
-        return _advanced_sync(states, scorer, step, definition, seconds)
+        settled = cast("Sequence[RunState]", states)  # none in flight
+        return _advanced_sync(settled, scorer, step, definition, seconds)
     if isinstance(definition, PromptStep):
         # The judge transport (aiohttp) is imported on this thread, before the rows start: on
         # the engine loop every row of the first batch would wait for it. A run of code
@@ -176,10 +202,10 @@ def advanced_states(
         import evaldag._judge.transport  # noqa: F401
     row = _Row(scorer, step, judge_cache, budget, seconds)
     if in_engine_thread():  # a scorer run from a step: on a private loop, all at once
-        limit = asyncio.Semaphore(concurrency)
-        return run_sync(_gathered(_next_state(s, row, limit) for s in states))
-    limit = next((s.limit for s in states if type(s) is PendingState), None)
-    limit = limit or row_limit(scorer, concurrency)
+        private = asyncio.Semaphore(concurrency)
+        return run_sync(_gathered(_next_state(s, row, private) for s in states))
+    shared = next((s.limit for s in states if type(s) is PendingState), None)
+    limit = shared or row_limit(scorer, concurrency)
     advanced: list[RunState | PendingState] = []
     started = []
     for state in states:
@@ -195,13 +221,9 @@ def advanced_states(
 
 def settled_states(states: Sequence[RunState | PendingState]) -> list[RunState]:
     """``states`` with every pending one waited for."""
-    waiting = [i for i, state in enumerate(states) if type(state) is PendingState]
-    settled = list(states)
-    if waiting:
-        done = on_engine_loop(_gathered(states[i].task for i in waiting))
-        for i, state in zip(waiting, done, strict=True):
-            settled[i] = state
-    return settled
+    waiting = [state.task for state in states if isinstance(state, PendingState)]
+    done = iter(on_engine_loop(_gathered(waiting)) if waiting else ())
+    return [next(done) if isinstance(state, PendingState) else state for state in states]
 
 
 async def _gathered(awaitables: Iterable[Awaitable[Any]]) -> list[Any]:
@@ -232,9 +254,9 @@ def _started_rows(rows: list[tuple[PendingState, RunState | PendingState]], row:
 
 
 async def _next_state(
-    previous: RunState | PendingState, row: _Row, limit: asyncio.Semaphore
+    previous: RunState | PendingState, row: _Row, limit: AbstractAsyncContextManager[Any]
 ) -> RunState:
-    state = previous if type(previous) is RunState else await previous.task
+    state = await previous.task if isinstance(previous, PendingState) else previous
     if state.done:
         return state
     definition = row.step.definition

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextvars
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +54,7 @@ def batches(
     *,
     saved_items: Callable[[int, pd.DataFrame], pd.DataFrame | None] | None = None,
     slots: RowSlots | None = None,
-) -> Iterator[Batch]:
+) -> Generator[Batch, None, None]:
     """Each batch of ``size`` rows of ``dataset``, in order, with its saved items or values.
 
     :param execute: the graph's ``execute()`` of a batch's rows (given its first row's position).

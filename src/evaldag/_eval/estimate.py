@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -187,10 +187,11 @@ def _scorer_estimate(scorer: ScorerSpec, runs: list[ScorerRun]) -> JudgeCallEsti
     for step in scorer.steps[: judged[0]]:
         states = advanced_states(states, scorer, step, 8)
     first_step = scorer.steps[judged[0]]
-    first = first_step.definition
+    first = cast(PromptStep, first_step.definition)
     judges = [
-        resolved_judge(scorer.steps[i].definition.judge, scorer.judge, scorer.steps[i].stage)
-        for i in judged
+        resolved_judge(step.definition.judge, scorer.judge, step.stage)
+        for step in scorer.steps
+        if isinstance(step.definition, PromptStep)
     ]
     estimate = JudgeCallEstimate()
     uncalled: Counter[str] = Counter()
@@ -199,9 +200,8 @@ def _scorer_estimate(scorer: ScorerSpec, runs: list[ScorerRun]) -> JudgeCallEsti
             uncalled[f"not scorable ({state.not_scorable.reason})"] += 1
             continue
         if state.error is not None:
-            uncalled[
-                f"failing at {state.error.failed_step} ({error_message(state.error.cause)})"
-            ] += 1
+            cause = state.error.cause or state.error
+            uncalled[f"failing at {state.error.failed_step} ({error_message(cause)})"] += 1
             continue
         try:
             prompt = first.create_prompt(**state.inputs(first_step.inputs))
@@ -249,7 +249,8 @@ def _call_estimate(judge: Judge, prompt: str) -> JudgeCallEstimate:
     if judge.instructions:
         messages.insert(0, {"role": "system", "content": judge.instructions})
     tokens = litellm.token_counter(model=judge.model, messages=messages)
-    cost, unpriced = 0.0, []
+    cost = 0.0
+    unpriced: list[str] = []
     if judge.prices is not None:
         cost = tokens * judge.prices[0] + OUTPUT_TOKENS * judge.prices[1]
     elif judge.model != LOCAL_MODEL:  # the local judge costs nothing
@@ -259,7 +260,7 @@ def _call_estimate(judge: Judge, prompt: str) -> JudgeCallEstimate:
             )
             cost = input_usd + output_usd
         except Exception:  # litellm's table does not price the model
-            unpriced = [judge.model]
+            unpriced = [str(judge.model)]
     return JudgeCallEstimate(
         calls=1, input_tokens=tokens, output_tokens=OUTPUT_TOKENS, cost_usd=cost, unpriced=unpriced
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 from hamilton.function_modifiers import (
@@ -116,10 +117,10 @@ def _gates(plan: EvalPlan) -> parameterize:
 def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult:
     """The gate passes when its average is at least 1.0 (exact comparison, no tolerance); a
     gate that could score no item fails."""
-    unscored = _unscored(score_average)
-    if unscored:
+    unscored, mean = _unscored(score_average), score_average.mean
+    if unscored or mean is None:  # a mean is there when an item was scored
         return GateResult(id=gate_id, passed=False, score=0.0, reason=unscored)
-    return GateResult(id=gate_id, passed=score_average.mean >= 1.0, score=score_average.mean)
+    return GateResult(id=gate_id, passed=mean >= 1.0, score=mean)
 
 
 def _gate_results(plan: EvalPlan) -> inject:
@@ -160,7 +161,8 @@ def threshold_result(
     """The scorer's average against its threshold; an item the scorer failed on fails it, and
     so does having no item it could score."""
     unscored = _unscored(score_average)
-    average_score = 0.0 if unscored else score_average.mean
+    mean = score_average.mean
+    average_score = 0.0 if unscored or mean is None else mean
     return ThresholdResult(
         id=scorer_id,
         passed=not unscored
@@ -280,7 +282,7 @@ def usage(
         batches' run measured them (``evaldag._judge.limiter.judge_limits``).
     """
     totals = _judge_usage(items, scorer_ids)
-    endpoints = {}
+    endpoints: dict[str, Any] = {}
     for sid in scorer_ids:
         if sid in totals:
             limits = judge_limits.get(sid, [])
@@ -322,7 +324,7 @@ def _model_calls(output: object) -> list[dict]:
     ]
 
 
-def _summed(executions: list[dict]) -> dict[str, float]:
+def _summed(executions: list[dict]) -> dict[str, Any]:
     """Calls, tokens and dollars of judge or model-call records (Mastra's camelCase)."""
     calls = input_tokens = output_tokens = total_tokens = 0
     cost = 0.0
@@ -346,7 +348,7 @@ def _summed(executions: list[dict]) -> dict[str, float]:
 
 def _judge_usage(items: pd.DataFrame, scorer_ids: Sequence[str]) -> dict[str, ScorerUsage]:
     """Sum the judge records in ``items`` per scorer; ``total`` sums them all."""
-    totals: dict[str, dict[str, float]] = {}
+    totals: dict[str, dict[str, Any]] = {}
     for sid in scorer_ids:
         records = [
             execution

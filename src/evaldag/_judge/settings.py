@@ -298,7 +298,7 @@ def reply_settings(judge: Judge | None) -> dict[str, Any] | None:
     return kept
 
 
-def cache_directory(setting: bool | str | Path | None) -> Path | None:
+def cache_directory(setting: bool | str | os.PathLike[str] | None) -> Path | None:
     """Where a judge's reply cache lives, or None when caching is off."""
     if setting is False:
         return None

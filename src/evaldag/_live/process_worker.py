@@ -96,6 +96,16 @@ class ProcessWorker:
     :param niceness: the process's niceness; background work by default.
     """
 
+    # Set by restart(): the process, the pipe's end and the shared counts (None until started),
+    # the pipe's capacity and what was offered and written to it.
+    _process: Any
+    _writer: Any
+    _counts: Any
+    _capacity: int
+    _offered: int
+    _written_bytes: int
+    _taken: tuple[int, int]
+
     def __init__(
         self,
         scorers: Sequence[Scorer],
@@ -256,11 +266,11 @@ class ProcessWorker:
         """No process, pipe or counts until the next call: at the start, and in a forked
         child, which must not write to its parent's process."""
         self._lock = threading.Lock()
-        self._process: Any = None
-        self._writer: Any = None
+        self._process = None
+        self._writer = None
         self._fd = -1
         self._rest = b""
-        self._counts: Any = None
+        self._counts = None
         self._capacity = 0
         self._offered = self._written_bytes = 0
         self._taken = (0, 0)

@@ -299,7 +299,9 @@ class BatchScoring:
 
     def _outcomes(self, batch: Sequence[Call]) -> list[tuple[str, Call, Any]]:
         """Each scorer's outcome for each call: a result, or the exception it failed with."""
-        runs, readable, outcomes = [], [], []
+        runs: list[Any] = []
+        readable: list[Call] = []
+        outcomes: list[tuple[str, Call, Any]] = []
         for call in batch:
             if not call.fields.get("run_id"):
                 call.fields["run_id"] = fresh_run_id()
@@ -446,7 +448,7 @@ def _scorer_record(scorer: Scorer) -> dict[str, Any]:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json_text(value)
+    return value if isinstance(value, str) else json_text(value) or "null"
 
 
 def fresh_run_id() -> str:

@@ -23,7 +23,7 @@ import weakref
 from asyncio import isfuture
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -284,6 +284,7 @@ class LiveScoring:
         same calls are scored).
         """
         next(self._calls)
+        fields: Mapping[str, Any]
         try:
             if self._run_fields is None:
                 fields = _default_fields(args, kwargs)
@@ -293,7 +294,7 @@ class LiveScoring:
             if trace_id is None and run_id is None:
                 run_id = fresh_run_id()
             bound = self._bound
-            if bound is not None and sha256((trace_id or run_id).encode()).digest() >= bound:
+            if bound is not None and sha256(str(trace_id or run_id).encode()).digest() >= bound:
                 return None
             return self._filtered(fields, run_id)
         except Exception as error:
@@ -334,7 +335,7 @@ class LiveScoring:
             self._queued(call, value)
             return value
         if kind is CoroutineType:
-            awaiting = self._awaited(call, value)
+            awaiting = cast("CoroutineType[Any, Any, Any]", self._awaited(call, value))
             awaiting.__name__, awaiting.__qualname__ = value.__name__, value.__qualname__
             return awaiting
         if isfuture(value):
@@ -523,7 +524,7 @@ def _default_fields(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, 
     return {"input": rest or None, "request_context": context}
 
 
-def _checked_scorers(scorers: Iterable[Any]) -> tuple[Scorer, ...]:
+def _checked_scorers(scorers: Iterable[Any] | Scorer) -> tuple[Scorer, ...]:
     checked = tuple(scorers) if not isinstance(scorers, Scorer) else (scorers,)
     if not checked:
         raise EvalDagError("NO_SCORERS_PROVIDED", "live(...) needs at least one scorer")

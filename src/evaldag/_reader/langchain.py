@@ -17,6 +17,8 @@ from evaldag._reader.parts import read_part
 from evaldag._reader.problems import brief, malformed, require_known_keys, text_of
 from evaldag._reader.transcript import Place, arguments, reasoning_part, result_value, text_part
 
+#: A ChatMessage's role, as a transcript's.
+_CHAT_ROLES = {"user": "user", "assistant": "assistant", "system": "system"}
 _ROLES = {
     "human": "user",
     "ai": "assistant",
@@ -96,14 +98,15 @@ def read_message(message: Mapping[str, Any], at: Place) -> None:
     else:
         kind, data = _CLASSES.get(message["type"], message["type"]), message
     require_known_keys(data, _READ | _METADATA, path, "a LangChain message")
-    role: str | None = _ROLES[kind]
+    role = _ROLES[kind]
     if role == "chat":
-        role = {"user": "user", "assistant": "assistant", "system": "system"}.get(data.get("role"))
-        if role is None:
+        chat_role = _CHAT_ROLES.get(str(data.get("role")))
+        if chat_role is None:
             raise malformed(
                 f"{path}.role",
                 f"is {data.get('role')!r}; a ChatMessage's role is user, assistant or system",
             )
+        role = chat_role
     if role == "remove":
         raise malformed(path, "is a RemoveMessage, a LangGraph state update and no message")
     content = data.get("content")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from evaldag._judge.settings import Judge, as_judge, resolved_judge
 from evaldag._scorer.needs import DataNeed
@@ -202,6 +202,15 @@ class Step:
         return STAGE_VALUES[self.stage] + self.node_name[len(self.stage) :]
 
 
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+
+
+def described_step(fn: Fn, description: str) -> Fn:
+    """``fn`` with the description its step shows (in pictures and ``get_steps``)."""
+    fn.description = description  # type: ignore[attr-defined]  # read back by FunctionStep
+    return fn
+
+
 class ScorerSpec(Protocol):
     """What the engine and the graphs read from a scorer (``Scorer`` is the one implementation)."""
 
@@ -234,6 +243,11 @@ class ScorerSpec(Protocol):
 
     @property
     def needs(self) -> tuple[DataNeed, ...]: ...
+
+    @property
+    def has_async_steps(self) -> bool: ...
+
+    def __hash__(self) -> int: ...  # the engine keys a scorer's row limits by the scorer
 
 
 def prompt_judges(scorer: ScorerSpec) -> Iterator[Judge]:

@@ -287,7 +287,7 @@ def check_trajectory_efficiency(
             "total tokens",
         )
     declared = data.get("totalDurationMs")
-    total_duration: float = declared
+    total_duration: Any = declared
     if declared is None:
         total_duration = 0
         for step in steps:

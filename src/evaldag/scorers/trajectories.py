@@ -367,13 +367,13 @@ def trajectory(
         actual = trajectory_dict(run.output, "run.output")
         config = {**base, **_camel_dict(run.expected_trajectory, "run.expected_trajectory")}
         found, _ = _dimensions(actual, config, chosen, counted)
-        steps = config.get("steps")
+        steps: Any = config.get("steps")
         nested = (
             _nested_results(trajectory_dict(steps)["steps"], actual["steps"], chosen, counted)
             if js_truthy(steps) and len(steps) > 0
             else []
         )
-        result = {
+        result: dict[str, Any] = {
             name: found[name]
             for name in ("accuracy", "efficiency", "blacklist", "toolFailures")
             if name in found

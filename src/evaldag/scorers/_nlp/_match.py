@@ -441,7 +441,7 @@ def find(
             continue
         if i > last_start:
             break
-        if lead and not _leads(terms, at, i, end, lead):
+        if lead and at is not None and not _leads(terms, at, i, end, lead):
             continue
         if compiled.simple:
             result = _simple_here(terms, i, tokens, low, end)
@@ -474,7 +474,7 @@ def _starts(positions: dict[str, list[int]], keys: frozenset[str]) -> list[int]:
     return hits[0] if len(hits) == 1 else sorted({p for hit in hits for p in hit})
 
 
-def _leads(terms: Sequence[Term], at: Index | None, i: int, end: int, lead) -> bool:
+def _leads(terms: Sequence[Term], at: Index, i: int, end: int, lead) -> bool:
     """Whether the terms from ``i`` have the keys of the pattern's leading tokens."""
     if i + len(lead) > end:
         return False

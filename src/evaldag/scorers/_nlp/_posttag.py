@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from evaldag.scorers._nlp._contractions import contraction_terms
 from evaldag.scorers._nlp._lexicon import Clause, _word, clauses
@@ -448,7 +449,7 @@ def post_tag(doc: list[Clause], model: Model) -> None:
 
 # --- chunks: Noun, Verb, Adjective or Pivot for every term (3-three/chunker) -------------------
 
-_CHUNK_RULES = [
+_CHUNK_RULES: list[dict[str, Any]] = [
     {"match": "[that] #Determiner #Noun", "group": 0, "chunk": "Pivot"},
     {"match": "#PastTense [that]", "group": 0, "chunk": "Pivot"},
     {"match": "[so] #Determiner", "group": 0, "chunk": "Pivot"},

@@ -79,7 +79,7 @@ def un_tag(terms: Iterable[Term], tag: str, model: Model) -> None:
         term.tags.pop(tag, None)
 
 
-def can_be(terms: Iterable[Term], tag: str, model: Model) -> bool:
+def can_be(terms: Iterable[Term], tag: str | None, model: Model) -> bool:
     """Whether no term has a tag that conflicts with ``tag`` (``canBe``)."""
     info = model.tags.get(tag)
     if info is None:

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
@@ -70,7 +70,8 @@ class JudgedStep:
     @property
     def key(self) -> str:
         """The JSON key of the answer's list (``'claims'``, ``'verdicts'`` ...)."""
-        ((name, field),) = self.answer.model_fields.items()
+        fields = self.answer.model_fields if self.answer is not None else {}
+        ((name, field),) = fields.items()
         return field.alias or name
 
 
@@ -140,7 +141,7 @@ def item_verdicts(
         listed = list((preprocess_step_result or {}).get(items_key) or [])
         return aligned_verdicts(analyze_step_result, verdicts_key, listed, lambda _: missing)
 
-    analyze.description = f"One verdict per {items}: extra verdicts dropped, missing ones filled"
+    described_step(analyze, f"One verdict per {items}: extra verdicts dropped, missing ones filled")
     return analyze
 
 
@@ -184,19 +185,17 @@ def item_verdict_scorer(
     def listed(results: Any) -> list[str]:
         return results["preprocess_step_result"][items_key]
 
-    fillers = {
-        name: by_name(text, f"the text of ${name}")
-        for name, text in {
-            "input": user_text,
-            "output": assistant_text,
-            "items": lambda results: numbered(listed(results), "(none)"),
-            "item_count": lambda results: str(len(listed(results))),
-            "verdicts": lambda results: json_text(results["analyze_step_result"][verdicts_key]),
-            "score": lambda score: f"{score:g}",
-            "scale": lambda: f"{scale:g}",
-            **texts,
-        }.items()
+    sources: dict[str, Callable[..., Any]] = {
+        "input": user_text,
+        "output": assistant_text,
+        "items": lambda results: numbered(listed(results), "(none)"),
+        "item_count": lambda results: str(len(listed(results))),
+        "verdicts": lambda results: json_text(results["analyze_step_result"][verdicts_key]),
+        "score": lambda score: f"{score:g}",
+        "scale": lambda: f"{scale:g}",
+        **texts,
     }
+    fillers = {name: by_name(text, f"the text of ${name}") for name, text in sources.items()}
 
     def judged(step: JudgedStep, stage: str) -> PromptStep:
         async def create_prompt(run: Any, results: Any) -> str:
@@ -226,6 +225,8 @@ def item_verdict_scorer(
         scorer = scorer.preprocess(judged(items, "preprocess"))
     scorer = scorer.analyze(judged(verdicts, "analyze"))
     if missing is not None:
+        if items_key is None or item is None:
+            raise ValueError("missing= keeps one verdict per item: give items= and item= too")
         reason_missing = f"The judge gave no {verdict} for this {item}."
         scorer = scorer.analyze(
             item_verdicts(

@@ -37,6 +37,7 @@ from typing import Any
 from evaldag._reader import looks_like_json, plain_data
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.steps import described_step
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._shared import (
     PromptTemplate,
@@ -350,5 +351,5 @@ def piece_verdicts(
             "verdictCountMismatch": {"expected": len(pieces), "received": len(answers)},
         }
 
-    analyze.description = description
+    described_step(analyze, description)
     return analyze

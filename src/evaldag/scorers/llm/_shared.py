@@ -74,7 +74,7 @@ from evaldag._judge.settings import Judge, as_judge
 from evaldag._scorer.builder import create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
-from evaldag._scorer.steps import NotScorable, not_scorable
+from evaldag._scorer.steps import NotScorable, described_step, not_scorable
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
     effective_role,
@@ -296,7 +296,7 @@ def scorer_needing(
     needs = " and ".join(
         what for what, needed in (("context", context), ("ground truth", ground_truth)) if needed
     )
-    preprocess.description = f"Not scorable without its {needs}"
+    described_step(preprocess, f"Not scorable without its {needs}")
     return scorer.preprocess(preprocess)
 
 

@@ -253,7 +253,10 @@ def classifier(
         named = _named_texts(choices, "choices", 2)
         choice_scores = _choice_scores(named, scores)
         answers = f"{CHOICE_ANSWERS}\n{_answer_list(named)}"
-        field = (str, choice(*named, description="The name of the chosen answer."))
+        field: tuple[Any, Any] = (
+            str,
+            choice(*named, description="The name of the chosen answer."),
+        )
         answer_format = '{"choice": "<name>", "reason": "..."}'
     elif levels is not None:
         descriptions = _levels(levels)
@@ -273,11 +276,12 @@ def classifier(
         answer_format = '{"probability": <0 to 1>, "reason": "..."}'
     kind = given[0]
     key = {"choices": "choice", "levels": "level", "boolean": "probability"}[kind]
+    fields: dict[str, Any] = {
+        key: field,
+        "reason": (str, Field(default="", description="One sentence saying why.")),
+    }
     answer_model: type[BaseModel] = create_model(
-        "ClassifierAnswer",
-        __doc__="The answer to the question, and why.",
-        **{key: field},
-        reason=(str, Field(default="", description="One sentence saying why.")),
+        "ClassifierAnswer", __doc__="The answer to the question, and why.", **fields
     )
 
     async def classify_prompt(run: Any) -> str:

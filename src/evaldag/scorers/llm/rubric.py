@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._item_verdicts import aligned_verdicts
 from evaldag.scorers.llm._options import ScorerOptions, options_model
@@ -237,7 +237,7 @@ def rubric(
     def analyze(run: Any, analyze_step_result: Any) -> dict[str, Any]:
         return _one_verdict_per_criterion(analyze_step_result, rubric_of(run))
 
-    analyze.description = "One verdict per criterion, with the rubric's required flags"
+    described_step(analyze, "One verdict per criterion, with the rubric's required flags")
 
     def rubric_score(analyze_step_result: Any) -> float:
         passed, _ = _gate(analyze_step_result["criteria"])

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from evaldag._compat.js import round_to_two_decimals
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
 from evaldag.scorers.llm._item_verdicts import aligned_verdicts
 from evaldag.scorers.llm._retrieval import RunContext, run_context
@@ -261,7 +261,7 @@ def summarization(
         questions = counted(preprocess_step_result)
         return aligned_verdicts(analyze_step_result, "coverage", questions, _missing_answer)
 
-    analyze.description = "One answer per question, extra answers dropped, missing ones filled"
+    described_step(analyze, "One answer per question, extra answers dropped, missing ones filled")
 
     def axes(preprocess_step_result: Any, analyze_step_result: Any) -> tuple[float, float]:
         claims = preprocess_step_result["alignment"]

@@ -243,7 +243,7 @@ def trajectory_accuracy_llm(
     def trajectory_text(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         expected = static if static is not None else _run_expectation(run)
-        prepared = {
+        prepared: dict[str, Any] = {
             "actualTrajectory": actual,
             "actualTrajectoryFormatted": formatted_steps(actual["steps"]),
         }
