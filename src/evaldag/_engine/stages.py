@@ -221,8 +221,9 @@ def advanced_states(
 
 def settled_states(states: Sequence[RunState | PendingState]) -> list[RunState]:
     """``states`` with every pending one waited for."""
-    waiting = [state.task for state in states if isinstance(state, PendingState)]
-    done = iter(on_engine_loop(_gathered(waiting)) if waiting else ())
+    waiting = [state for state in states if isinstance(state, PendingState)]
+    # Their tasks are read on the engine loop, after the calls that made them (_started_rows).
+    done = iter(on_engine_loop(_gathered(p.task for p in waiting)) if waiting else ())
     return [next(done) if isinstance(state, PendingState) else state for state in states]
 
 
