@@ -111,7 +111,7 @@ def scored_items(
     )
     try:
         for batch in scored:
-            items = batch.items
+            items: pd.DataFrame = batch.items  # a saved batch's; an executed one's below
             if batch.values is not None:
                 values = batch.values
                 if on_error == "raise":

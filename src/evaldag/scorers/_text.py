@@ -56,7 +56,7 @@ _INDEXED_LENGTH = 24
 def _covering_parts(candidates: set[str]) -> set[str]:
     """Every substring of more than 3 characters, and more than 60% of its length, of each
     candidate of at most :data:`_INDEXED_LENGTH` characters."""
-    parts = set()
+    parts: set[str] = set()
     for candidate in candidates:
         size = len(candidate)
         if size > _INDEXED_LENGTH:
