@@ -247,7 +247,7 @@ def compare_judges(
         raise _error(
             "a and b are the same run: give scorer_b= the second judge's scorer id", labels=labels
         )
-    options = {"level": level, "resamples": resamples, "seed": seed}
+    options: dict[str, Any] = {"level": level, "resamples": resamples, "seed": seed}
     found_a = agreement(
         result_a,
         labels=labels,

@@ -294,7 +294,7 @@ def comparison_text(comparison: JudgeComparison) -> str:
         ),
         "",
     ]
-    rows = [("", "A", "B", "B - A", f"{comparison.level:.0%} interval")]
+    rows: list[tuple[str, ...]] = [("", "A", "B", "B - A", f"{comparison.level:.0%} interval")]
     for name, d in comparison.differences.items():
         rows.append(
             (

@@ -173,7 +173,7 @@ class LiveScoring:
         self._entity_name = entity
         self._owns_store = not isinstance(store, ScoreStore)
         self._store = opened_store(store)
-        self._options = {"queue_size": queue_size, "batch_size": batch_size}
+        self._options: dict[str, Any] = {"queue_size": queue_size, "batch_size": batch_size}
         self._concurrency = concurrency
         self._worker_kind = ProcessWorker if worker == "process" else Worker
         self._worker: Worker | ProcessWorker | None = None

@@ -108,11 +108,11 @@ def received(body: bytes, media: str, signal: Signal) -> Received:
         )
     for record in records:
         if isinstance(record, Span):
-            problem = _invalid_ids(record)
-            if problem is None:
+            invalid = _invalid_ids(record)
+            if invalid is None:
                 found.spans.append(record)
             else:
-                found.problems.append(problem)
+                found.problems.append(invalid)
         else:
             found.logs.append(record)
     return found

@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -168,7 +168,7 @@ class OtlpReceiver:
         filter: Any = None,
         root: str | None = None,
         content: Literal["required", "optional"] = "required",
-        columns: dict[str, str] | None = None,
+        columns: Mapping[str, str] | None = None,
         entity: str | None = None,
         grace: float = 2.0,
         max_wait: float = 300.0,
@@ -396,7 +396,7 @@ class OtlpReceiver:
             if self._flow.idle:
                 break
             await asyncio.sleep(_TICK)
-        left = [*unfinished, *self._flow.unscored()]
+        left: list[Any] = [*unfinished, *self._flow.unscored()]
         await asyncio.to_thread(self._flow.stop_workers)
         if left:
             self._counts["spooled"] += spooled(self._spool, left)
