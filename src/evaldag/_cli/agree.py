@@ -138,6 +138,12 @@ def agree_command(args: argparse.Namespace) -> int:
         comparison = compare_judges(
             result, other, scorer=args.scorer, scorer_b=args.scorer_vs, key=args.key, **options
         )
+        comparison = comparison.model_copy(
+            update={
+                "a": comparison.a.model_copy(update={"source": args.eval}),
+                "b": comparison.b.model_copy(update={"source": args.vs}),
+            }
+        )
         print()
         print(comparison_text(comparison))
     if args.json:

@@ -54,6 +54,10 @@ def _article(found: Agreement) -> str:
         pictures = (
             f'<div class="agreement-pictures">{confusion_svg(overall)}'
             f"{roc_svg(overall.roc, found.threshold, _best(overall))}</div>"
+            '<p class="muted small">On the ROC curve: <span class="key judge">●</span> the '
+            f'judge\'s threshold ({found.threshold:g}), <span class="key best">●</span> the '
+            f"threshold with the best balanced accuracy ({number_text(_best(overall), 2)}); the "
+            "dashed diagonal is chance.</p>"
         )
     notes = "".join(f"<li>{escaped(note)}</li>" for note in overall.notes)
     return (
