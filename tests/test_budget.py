@@ -93,16 +93,6 @@ def test_a_budget_is_a_finite_number_of_dollars(budget):
         )
 
 
-def test_a_budget_runs_locally_only():
-    with pytest.raises(EvalDagError, match="budget_usd cannot be combined with executor="):
-        run_evals(
-            _items(1),
-            scorers=[create_scorer("s").generate_score(lambda run: 1)],
-            budget_usd=1,
-            executor="dask",
-        )
-
-
 def test_per_turn_scorers_spend_the_same_budget(judge_server):
     judge_server.reply = Reply({"score": 0.75}, usage=USAGE)
     graded = _judged(judge_server)

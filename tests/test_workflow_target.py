@@ -212,13 +212,3 @@ def test_an_input_that_fits_no_input_is_the_items_error():
             scorers=[checks.includes("x")],  # the list form scores the workflow's output too
         )
     assert "input_name=" in raised.value.result.items["target_error"][0]
-
-
-def test_a_workflow_runs_locally_only(judge_server):
-    with pytest.raises(EvalDagError, match="workflow_target cannot be combined with executor="):
-        run_evals(
-            [{"input": "hi"}],
-            target=_target(judge_server),
-            scorers={"workflow": [checks.includes("x")]},
-            executor="dask",
-        )

@@ -53,3 +53,32 @@ def demo_gates() -> list[Scorer]:
         checks.max_tool_calls(5),
         checks.excludes("internal note", id="no-internal-notes"),
     ]
+
+
+def demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple[Any, str]:
+    """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
+    from evaldag._judge.redaction import url_without_credentials
+    from evaldag._judge.settings import LOCAL_MODEL
+
+    if choice == "none":
+        return None, (
+            "faithfulness: skipped, no --judge; the code scorers and checks still run "
+            "(--judge openai/gpt-4o-mini, or --judge local for the bundled local judge: "
+            "about 6 minutes on 2 cores)"
+        )
+    if choice == LOCAL_MODEL:
+        from evaldag.local_judge import local_judge_endpoint
+
+        endpoint = local_judge_endpoint()
+        # The llama.cpp server answers one request at a time: two in flight keep it busy
+        # without queueing calls into their timeout.
+        judge = Judge(LOCAL_MODEL, max_concurrency=2)
+        return judge, (
+            f"faithfulness: judged by the local SmolLM2-135M judge on {endpoint.api_base}: "
+            "89 calls of about 4 s each on 2 cores, about 6 minutes; its verdicts are weak, "
+            "the plumbing is real"
+        )
+    settings = {"api_base": api_base, "api_key": api_key}
+    judge = Judge(choice, **{name: value for name, value in settings.items() if value})
+    where = f" at {url_without_credentials(api_base)}" if api_base else ""
+    return judge, f"faithfulness: judged by {choice}{where}"

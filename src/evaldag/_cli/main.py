@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from evaldag._cli.cluster import add_executor_option
 from evaldag._cli.resume import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -149,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_resume_options(run)
     add_trial_options(run)
+    add_executor_option(run)
     run.add_argument(
         "--max-error-share",
         type=share,
@@ -388,6 +390,7 @@ def _run_command(args: argparse.Namespace) -> int:
             step_timeout=args.step_timeout,
             target_timeout=args.target_timeout,
             **trial_options(args),
+            executor=args.executor,
         )
     except ResultNotSavedError as error:
         _print_summary(error.result, title)  # scored, though not saved: shown, then the error
@@ -440,12 +443,12 @@ def _print_summary(result: EvalResult, title: str) -> None:
 
 
 def _demo_command(args: argparse.Namespace) -> int:
-    from evaldag._cli.demo import TITLE, demo_gates, demo_items, demo_scorers
+    from evaldag._cli.demo import TITLE, demo_gates, demo_items, demo_judge, demo_scorers
     from evaldag._eval.run_evals import run_evals
     from evaldag._eval.visualize import visualize
     from evaldag._report.html import write_report
 
-    judge, judge_line = _demo_judge(args.judge, args.judge_api_base, args.judge_api_key)
+    judge, judge_line = demo_judge(args.judge, args.judge_api_base, args.judge_api_key)
     items = demo_items()
     kinds = [item["kind"] for item in items]
     print(
@@ -481,35 +484,6 @@ def _demo_command(args: argparse.Namespace) -> int:
         "1 for scored, 2 for failed."
     )
     return 0
-
-
-def _demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple[Any, str]:
-    """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
-    from evaldag._judge.redaction import url_without_credentials
-    from evaldag._judge.settings import LOCAL_MODEL, Judge
-
-    if choice == "none":
-        return None, (
-            "faithfulness: skipped, no --judge; the code scorers and checks still run "
-            "(--judge openai/gpt-4o-mini, or --judge local for the bundled local judge: "
-            "about 6 minutes on 2 cores)"
-        )
-    if choice == LOCAL_MODEL:
-        from evaldag.local_judge import local_judge_endpoint
-
-        endpoint = local_judge_endpoint()
-        # The llama.cpp server answers one request at a time: two in flight keep it busy
-        # without queueing calls into their timeout.
-        judge = Judge(LOCAL_MODEL, max_concurrency=2)
-        return judge, (
-            f"faithfulness: judged by the local SmolLM2-135M judge on {endpoint.api_base}: "
-            "89 calls of about 4 s each on 2 cores, about 6 minutes; its verdicts are weak, "
-            "the plumbing is real"
-        )
-    settings = {"api_base": api_base, "api_key": api_key}
-    judge = Judge(choice, **{name: value for name, value in settings.items() if value})
-    where = f" at {url_without_credentials(api_base)}" if api_base else ""
-    return judge, f"faithfulness: judged by {choice}{where}"
 
 
 # --- report ------------------------------------------------------------------------------------

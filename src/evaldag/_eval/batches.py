@@ -54,6 +54,7 @@ def batches(
     *,
     saved_items: Callable[[int, pd.DataFrame], pd.DataFrame | None] | None = None,
     slots: RowSlots | None = None,
+    ahead: int | None = None,
 ) -> Generator[Batch, None, None]:
     """Each batch of ``size`` rows of ``dataset``, in order, with its saved items or values.
 
@@ -61,6 +62,8 @@ def batches(
     :param saved_items: a checkpoint's items of the batch at a row, or None to execute it.
     :param slots: the run's slots for rows waiting on a call: the next batch then runs while the
         current one's last rows are in flight; None runs one batch after another, here.
+    :param ahead: batches run ahead of the one handed on (default: ``AHEAD`` with ``slots``,
+        else none): a cluster runs as many as it has room for.
     """
     starts = iter(range(0, len(dataset), size))
 
@@ -71,26 +74,30 @@ def batches(
         rows = dataset.iloc[start : start + size]
         return Batch(start, rows, saved_items(start, rows) if saved_items else None)
 
-    if slots is None:
+    if ahead is None:
+        ahead = 0 if slots is None else AHEAD
+    if ahead == 0:
         while (batch := next_batch()) is not None:
             if batch.items is None:
                 batch.values = execute(batch.start, batch.rows)
             yield batch
         return
     queue: deque[_Ahead] = deque()
-    pool = ThreadPoolExecutor(AHEAD + 1, thread_name_prefix="evaldag-batch")
+    pool = ThreadPoolExecutor(ahead + 1, thread_name_prefix="evaldag-batch")
     try:
         while True:
-            while sum(ahead.values is not None for ahead in queue) <= AHEAD:
+            while sum(running.values is not None for running in queue) <= ahead:
                 batch = next_batch()
                 if batch is None:
                     break
-                ahead = _Ahead(batch)
+                running = _Ahead(batch)
                 if batch.items is None:
-                    ahead.slots = BatchSlots(slots, batch.start)
+                    running.slots = None if slots is None else BatchSlots(slots, batch.start)
                     context = contextvars.copy_context()  # the caller's context variables
-                    ahead.values = pool.submit(context.run, _executed, execute, batch, ahead.slots)
-                queue.append(ahead)
+                    running.values = pool.submit(
+                        context.run, _executed, execute, batch, running.slots
+                    )
+                queue.append(running)
             if not queue:
                 return
             head = queue[0]
@@ -99,14 +106,16 @@ def batches(
             queue.popleft()
             yield head.batch
     finally:
-        for ahead in queue:  # not handed on: the run stops here
-            if ahead.slots is not None:
-                ahead.slots.stop()
+        for running in queue:  # not handed on: the run stops here
+            if running.slots is not None:
+                running.slots.stop()
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _executed(
-    execute: Callable[[int, pd.DataFrame], Values], batch: Batch, slots: BatchSlots
+    execute: Callable[[int, pd.DataFrame], Values], batch: Batch, slots: BatchSlots | None
 ) -> Values:
+    if slots is None:
+        return execute(batch.start, batch.rows)
     with batch_running(slots):
         return execute(batch.start, batch.rows)

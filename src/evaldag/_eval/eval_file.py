@@ -211,8 +211,19 @@ def _module_from_file(path: Path) -> ModuleType:
         )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    _pickled_by_value(module)
     spec.loader.exec_module(module)
     return module
+
+
+def _pickled_by_value(module: ModuleType) -> None:
+    """The eval file's functions travel to a cluster's workers (``--executor``) by value: the
+    workers cannot import it by its name."""
+    try:
+        import cloudpickle  # Dask's and Ray's: there is no cluster without it
+    except ImportError:
+        return
+    cloudpickle.register_pickle_by_value(module)
 
 
 def _load_error(spec: str, error: BaseException) -> EvalDagError:

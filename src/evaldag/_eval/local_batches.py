@@ -3,7 +3,8 @@ in dataset order (the next beside the current one's last rows when items wait on
 ``evaldag._eval.batches``), scored again for each further trial (``evaldag._eval.trials``),
 saved to the checkpoint as it finishes, with ``on_item_complete``, ``on_error="raise"`` and
 progress between batches. What they give, every item and turn, is an input of the verdict's
-nodes."""
+nodes. On a cluster the batches are the same, each ``execute()`` a task on a worker
+(``evaldag._cluster``), as many running ahead as the cluster has room for."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pandas as pd
 from hamilton import driver
 
+from evaldag._cluster.batches import ClusterBatches
 from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches
@@ -57,6 +59,7 @@ def scored_items(
     progress: bool | None,
     checkpoint: Checkpoint | None,
     telemetry: RunTelemetry | None = None,
+    cluster: ClusterBatches | None = None,
 ) -> ScoredItems:
     """Every batch of ``dataset`` through ``dr``, or as ``checkpoint`` saved it.
 
@@ -90,6 +93,8 @@ def scored_items(
         batch_inputs = {**inputs, "run_fields": fields.iloc[start : start + len(rows)]}
         if start in stale:
             values = rescoring.values(stale.pop(start), rows, batch_inputs, on_error == "raise")
+        elif cluster is not None:
+            values = cluster.values(rows, wanted, inputs, batch_inputs["run_fields"])
         else:
             values = dr.execute(wanted, inputs={"dataset": rows, **batch_inputs})
         if repeated is None:
@@ -107,7 +112,8 @@ def scored_items(
         batch_size,
         executed,
         saved_items=saved_items,
-        slots=RowSlots(inputs["concurrency"]) if waits(plan) else None,
+        slots=RowSlots(inputs["concurrency"]) if waits(plan) and cluster is None else None,
+        ahead=None if cluster is None else cluster.ahead,
     )
     try:
         for batch in scored:

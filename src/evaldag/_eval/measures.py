@@ -17,8 +17,9 @@ from evaldag._scorer.steps import prompt_judges
 class JudgeMeasures:
     """Taken as a run's batches start; :meth:`inputs` once they are done.
 
-    A Dask or Ray worker limits its calls and keeps its caches in its own process: a run on a
-    cluster measures none of them here.
+    On a cluster, the limits are read from the run's coordinator (the judge limits of the
+    client's context: ``evaldag._judge.limiter.limits_in``) and the workers' caches' figures
+    come back with their batches (``evaldag._judge.cache.noted_elsewhere``).
     """
 
     def __init__(self, plan: EvalPlan) -> None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 from hamilton import driver
 
+from evaldag._cluster.batches import ClusterBatches, cluster_batches
 from evaldag._eval.checkpoint import (
     PARTS_SUFFIX,
     Checkpoint,
@@ -35,12 +37,12 @@ from evaldag._eval.telemetry import RunTelemetry, traced_result, traced_run
 from evaldag._eval.trials import ReducerSetting, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver
-from evaldag._graph.executors import task_executor
 from evaldag._graph.plan import EvalPlan
 from evaldag._graph.render import full_picture
 from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import writable_path
 from evaldag._judge.budget import JudgeBudget, require_prices
+from evaldag._judge.settings import cache_directory
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
@@ -147,9 +149,11 @@ def run_evals(
         starts afresh. Saved batches call no ``on_item_complete``.
     :param cache: judge reply cache for judges that set none: a directory, True for
         ``$EVALDAG_CACHE_DIR`` (else ``~/.cache/evaldag``), False for none.
-    :param executor: run the row batches as tasks on ``"dask"`` (a local cluster),
-        a ``dask.distributed.Client``, or ``"ray"`` (Hamilton's task executors); results are
-        the same as a local run.
+    :param executor: run the row batches as tasks on a cluster: ``"dask"`` (a local one),
+        ``"dask://HOST:PORT"`` (a scheduler) or a ``dask.distributed.Client``; ``"ray"`` (the
+        Ray cluster of ``RAY_ADDRESS`` or this machine, else a local one) or
+        ``"ray://HOST:PORT"``. Every option works as in a local run, with the same results;
+        the judge limits and ``budget_usd`` hold for the whole cluster (see docs/cluster.md).
     :param max_error_share: the share of items a scorer, gate or the target may fail on; above
         it, or when one fails on every item, the run raises ``UntrustworthyRunError`` (carrying
         the result, after writing ``out``) instead of returning a verdict, as it does when no
@@ -225,41 +229,20 @@ def run_evals(
         require_prices(budget, judges)
     size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
-    with traced_run(plan, name, experiment_id) as telemetry:
-        if executor is not None:
-            _require_local_only_options_unset(
-                on_item_complete=on_item_complete is not None,
-                checkpoint=checkpoint is not None,
-                conversations=bool(plan.turn_specs),
-                workflow_target=plan.workflow,
-                on_error=on_error == "raise",
-                cache=cache is not None,
-                budget_usd=budget is not None,
-                trials=plan.trials is not None,
-            )
-            result, failures = _distributed_run(
-                plan,
-                dataset,
-                fields,
-                executor,
-                size,
-                concurrency,
-                out,
-                (experiment_id, name),
-                time_limits,
-                mapping,
-            )
-            saved = _saved(result, failures, store, target, files=(out,))
-            return traced_result(telemetry, require_trustworthy(saved, max_error_share))
+    with traced_run(plan, name, experiment_id) as telemetry, ExitStack() as stack:
+        cluster = None
+        if executor is not None:  # a cluster started here stops with the run
+            cluster = stack.enter_context(cluster_batches(executor, plan, budget))
+        run_inputs = _run_inputs(plan, cache, experiment_id, name, mapping)
+        if cluster is not None:
+            budget = cluster.budget
+            # The client's cache, where workers on this machine share it (SQLite in WAL mode).
+            run_inputs["judge_cache"] = cache_directory(cache) or cache
         result, failures = _local_run(
             plan,
             dataset,
             fields,
-            run_inputs={
-                **_run_inputs(plan, cache, experiment_id, name, mapping),
-                "judge_budget": budget,
-                **time_limits,
-            },
+            run_inputs={**run_inputs, "judge_budget": budget, **time_limits},
             batch_size=size,
             concurrency=concurrency,
             on_item_complete=on_item_complete,
@@ -269,6 +252,7 @@ def run_evals(
             checkpoint=checkpoint,
             resume=resume,
             telemetry=telemetry,
+            cluster=cluster,
         )
         saved = _saved(result, failures, store, target, files=(out, checkpoint))
         return traced_result(telemetry, require_trustworthy(saved, max_error_share))
@@ -356,9 +340,11 @@ def _local_run(
     checkpoint: str | os.PathLike[str] | None,
     resume: Resume,
     telemetry: RunTelemetry | None = None,
+    cluster: ClusterBatches | None = None,
 ) -> tuple[EvalResult, Unsaved]:
-    """The eval here: the batches (``evaldag._eval.local_batches``), then the verdict's nodes
-    over all items; and the results files that could not be written."""
+    """The eval here: the batches (``evaldag._eval.local_batches``; each on a worker of the
+    ``cluster`` if one is given), then the verdict's nodes over all items; and the results files
+    that could not be written."""
     saved = None
     if checkpoint is not None and plan.turn_specs:
         raise EvalDagError(
@@ -396,6 +382,7 @@ def _local_run(
         progress=progress,
         checkpoint=saved,
         telemetry=telemetry,
+        cluster=cluster,
     )
     turns = {} if scored.turns is None else {"turns": scored.turns}
     inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
@@ -431,47 +418,3 @@ def _out_written(result: EvalResult, out: str | os.PathLike[str] | None) -> Unsa
     except Exception as error:  # a full disk, or a value the format cannot hold: it is kept
         return [((str(out),), error)]
     return []
-
-
-def _require_local_only_options_unset(**used: bool) -> None:
-    names = [name for name, is_used in used.items() if is_used]
-    if names:
-        raise EvalDagError(
-            "INVALID_EXECUTOR_OPTIONS",
-            f"{', '.join(names)} cannot be combined with executor=; run locally for them",
-            details={"options": names},
-        )
-
-
-def _distributed_run(
-    plan: EvalPlan,
-    dataset: pd.DataFrame,
-    fields: pd.DataFrame,
-    executor: Any,
-    batch_size: int,
-    concurrency: int,
-    out: str | os.PathLike[str] | None,
-    experiment: tuple[str, str | None],
-    time_limits: dict[str, float | None],
-    data_columns: dict[str, str],
-) -> tuple[EvalResult, Unsaved]:
-    """The eval on a Dask or Ray cluster: batches fan out as tasks and ``items`` collects them;
-    then the verdict's nodes here, as after a local run's batches; and the results file, if it
-    could not be written."""
-    run_inputs = _run_inputs(plan, None, *experiment, data_columns)
-    measures = JudgeMeasures(plan)
-    with task_executor(executor) as remote:
-        cluster = eval_driver(plan, remote)
-        inputs = {
-            "data": dataset,
-            "data_fields": fields,
-            "batch_size": batch_size,
-            "concurrency": concurrency,
-            **run_inputs,
-            **time_limits,
-        }
-        items = cluster.execute(["items"], inputs=inputs)["items"]
-        picture = full_picture(cluster, plan).source
-    inputs = {"items": items, **measures.inputs(), **run_inputs}
-    result = _result(eval_driver(plan), inputs, picture)
-    return result, _out_written(result, out)

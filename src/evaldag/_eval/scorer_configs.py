@@ -70,7 +70,6 @@ RESERVED_IDS = frozenset(
         "has_turns",
         "workflow_target",
         "has_steps",
-        "distributed",
     }
 )
 #: Characters an id may not hold: '.' separates node names, Graphviz reads ':' as a port and

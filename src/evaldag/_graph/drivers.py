@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 from hamilton import driver
-from hamilton.execution import executors
-from hamilton.execution.executors import TaskExecutor
 
 from evaldag._graph import eval_dag, scorer_dag, target_dag, turn_dag, verdict
 from evaldag._graph.plan import EvalPlan, last_node
@@ -41,29 +39,18 @@ class _RaisedToTheCaller(logging.Filter):
 _RAISED = _RaisedToTheCaller()
 
 
-def eval_driver(plan: EvalPlan, executor: TaskExecutor | None = None) -> driver.Driver:
-    """One driver for the whole eval: every scorer and gate, items and the verdict.
-
-    :param executor: a Hamilton task executor (Dask, Ray) to run row batches on; the graph then
-        fans out over ``row_batch: Parallelizable`` batches of the ``data`` and ``data_fields``
-        inputs and collects them into ``items``. Without one, ``items`` is an input: the
-        batches' ``batch_items``, each batch one ``execute()``.
-    """
+def eval_driver(plan: EvalPlan) -> driver.Driver:
+    """One driver for the whole eval: every scorer and gate, and the verdict; ``items`` is an
+    input: the batches' ``batch_items``, each batch one ``execute()``."""
     for name in _FAILURE_LOGGERS:
         if _RAISED not in logging.getLogger(name).filters:
             logging.getLogger(name).addFilter(_RAISED)
-    builder = (
+    return (
         driver.Builder()
         .with_modules(eval_dag, target_dag, turn_dag, scorer_dag, verdict)
-        .with_config(plan.config(distributed=executor is not None))
+        .with_config(plan.config())
+        .build()
     )
-    if executor is not None:
-        builder = (
-            builder.enable_dynamic_execution(allow_experimental_mode=True)
-            .with_local_executor(executors.SynchronousLocalTaskExecutor())
-            .with_remote_executor(executor)
-        )
-    return builder.build()
 
 
 def scorers_driver(scorers: Sequence[ScorerSpec]) -> driver.Driver:

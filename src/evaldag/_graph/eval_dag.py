@@ -11,20 +11,19 @@ through the verdict.
 ``dataset`` is one batch of rows as the data gives them, ``run_fields`` the fields of their runs
 as read before the run (``run_evals`` reads each item's once, checking it); ``run_evals``
 executes the graph up to ``batch_items`` per batch, then the verdict's nodes once, with
-``items`` (every batch's items) as an input. With a Dask or Ray executor (``distributed``),
-``row_batch`` is a ``Parallelizable`` of the batches and ``items`` collects them. The scorers'
-nodes are in ``scorer_dag``; averages, gates, thresholds and the verdict in ``verdict``.
+``items`` (every batch's items) as an input; on a Dask or Ray cluster (``evaldag._cluster``)
+a batch's ``execute()`` runs on a worker. The scorers' nodes are in ``scorer_dag``; averages,
+gates, thresholds and the verdict in ``verdict``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
 from hamilton.function_modifiers import ResolveAt, config, group, inject, resolve, source, value
-from hamilton.htypes import Collect, Parallelizable
 
 from evaldag._engine.columns import TEXT
 from evaldag._engine.targets import TargetFailure, TargetRun
@@ -180,39 +179,3 @@ def batch_items(
             columns[own.error] = frame["error"].where(~hit, skipped)
             columns[own.failed_step] = frame["failed_step"].where(~hit, "target")
     return pd.DataFrame(columns, index=dataset.index)
-
-
-class RowBatch(NamedTuple):
-    """Rows of the data and their run fields: one task of a distributed run."""
-
-    rows: pd.DataFrame
-    fields: pd.DataFrame
-
-
-@config.when(distributed=True)
-def row_batch(
-    data: pd.DataFrame, data_fields: pd.DataFrame, batch_size: int
-) -> Parallelizable[RowBatch]:
-    """The data and its run fields (read before the run) in row batches, each run through the
-    scorers as one task."""
-    for start in range(0, len(data), batch_size):
-        end = start + batch_size
-        yield RowBatch(data.iloc[start:end], data_fields.iloc[start:end])
-
-
-@config.when(distributed=True)
-def dataset__batch(row_batch: RowBatch) -> pd.DataFrame:
-    """The batch's rows."""
-    return row_batch.rows
-
-
-@config.when(distributed=True)
-def run_fields__batch(row_batch: RowBatch) -> pd.DataFrame:
-    """The run fields of the batch's rows."""
-    return row_batch.fields
-
-
-@config.when(distributed=True)
-def items(batch_items: Collect[pd.DataFrame]) -> pd.DataFrame:
-    """All items, collected from the batches in order."""
-    return pd.concat(list(batch_items))

@@ -120,7 +120,7 @@ class EvalPlan:
             for s in self.all_scorers
         ]
 
-    def config(self, *, distributed: bool = False) -> dict[str, Any]:
+    def config(self) -> dict[str, Any]:
         """The Hamilton config of the eval graph: this plan, and what ``@config.when`` tests."""
         return {
             "hamilton.enable_power_user_mode": True,  # per-scorer nodes come from @resolve
@@ -133,7 +133,6 @@ class EvalPlan:
             "has_turns": bool(self.turn_specs),
             "workflow_target": self.workflow,
             "has_steps": bool(self.steps),
-            "distributed": distributed,
         }
 
     def __repr__(self) -> str:  # shown by Hamilton where config values are listed

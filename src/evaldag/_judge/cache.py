@@ -197,9 +197,19 @@ def _stored_reply(text: str) -> dict[str, Any] | None:
 
 
 def dropped_rows() -> int:
-    """Rows dropped so far by every cache this process opened."""
+    """Rows dropped so far by every cache this process opened (and by the caches of the
+    processes that ran its tasks: see :func:`noted_elsewhere`)."""
     with _caches_lock:
-        return sum(cache.dropped for cache in _caches.values() if cache is not None)
+        here = sum(cache.dropped for cache in _caches.values() if cache is not None)
+        return here + _dropped_elsewhere[0]
+
+
+def noted_elsewhere(problems: Iterable[str], dropped: int) -> None:
+    """Count what the caches of another process (a cluster's worker running this process's
+    row batches) dropped and why they stopped, each problem said once."""
+    with _caches_lock:
+        _dropped_elsewhere[0] += dropped
+        _problems.extend(p for p in dict.fromkeys(problems) if p not in _problems)
 
 
 def cache_problems() -> list[str]:
@@ -211,6 +221,7 @@ def cache_problems() -> list[str]:
 #: The process's caches by directory; None for one that could not open (not tried again).
 _caches: dict[Path, JudgeCache | None] = {}
 _problems: list[str] = []
+_dropped_elsewhere = [0]
 _caches_lock = threading.Lock()
 
 

@@ -9,11 +9,13 @@ are kept, with the time of each, for the run's usage summary.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
 
 from evaldag._judge.redaction import endpoint_name
 from evaldag._judge.settings import Judge, call_limit
@@ -134,14 +136,56 @@ _limits: dict[tuple[Any, ...], SharedLimit] = {}
 _limits_lock = threading.Lock()
 
 
-def shared_limit(endpoint: tuple[Any, ...], size: int) -> SharedLimit:
-    """The process-wide limiter of ``endpoint`` for a given ``max_concurrency``."""
+class LimitRegistry(Protocol):
+    """Where the limits of a run's judge calls live when not in this process (a cluster's)."""
+
+    def limit(self, key: tuple[Any, ...], size: int, hold: float) -> Any:
+        """The limit of ``key``: ``async with`` it gives the round, as a SharedLimit's does."""
+
+    def kept(self, key: tuple[Any, ...]) -> SharedLimit | None:
+        """The limit of ``key`` as it is now, for the usage summary; None if never used."""
+
+
+_registry: contextvars.ContextVar[LimitRegistry | None] = contextvars.ContextVar(
+    "evaldag_limit_registry", default=None
+)
+
+
+@contextmanager
+def limits_in(registry: LimitRegistry) -> Iterator[None]:
+    """Judge calls started in this context share ``registry``'s limits instead of the
+    process's (calls on every worker of a cluster share one limit per endpoint)."""
+    token = _registry.set(registry)
+    try:
+        yield
+    finally:
+        _registry.reset(token)
+
+
+def shared_limit(endpoint: tuple[Any, ...], size: int, hold: float = 0.0) -> Any:
+    """The limiter of ``endpoint`` for a given ``max_concurrency``: the process-wide one, or the
+    cluster's (see :func:`limits_in`).
+
+    :param hold: the longest a call holds its slot: a cluster frees the slot of a worker that
+        died holding it after that.
+    """
     key = (*endpoint, size)
+    registry = _registry.get()
+    if registry is not None:
+        return registry.limit(key, size, hold)
     with _limits_lock:
         limit = _limits.get(key)
         if limit is None:
             limit = _limits[key] = SharedLimit(size)
         return limit
+
+
+def _kept(key: tuple[Any, ...]) -> SharedLimit | None:
+    registry = _registry.get()
+    if registry is not None:
+        return registry.kept(key)
+    with _limits_lock:
+        return _limits.get(key)
 
 
 def judge_limits(judges: Iterable[Judge], since: float) -> list[dict[str, Any]]:
@@ -150,8 +194,7 @@ def judge_limits(judges: Iterable[Judge], since: float) -> list[dict[str, Any]]:
     (seconds since ``since``, limit)."""
     found = []
     for model, api_base, size in dict.fromkeys(_limit_key(j) for j in judges):
-        with _limits_lock:
-            limit = _limits.get((model, api_base, size))
+        limit = _kept((model, api_base, size))
         if limit is None or limit.last_used < since:
             continue
         with limit._lock:

@@ -314,7 +314,8 @@ async def _called(
     :param subject: what the model is called in a failure's message (an agent's is a "model").
     """
     call = named_transport(endpoint.transport).reply
-    limit = shared_limit((judge.model, judge.api_base), endpoint.max_concurrency)
+    hold = judge.timeout + TIMEOUT_SLACK_SECONDS
+    limit = shared_limit((judge.model, judge.api_base), endpoint.max_concurrency, hold)
     retry = paced_retries = 0
     while True:
         async with limit as started:

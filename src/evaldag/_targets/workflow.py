@@ -103,6 +103,18 @@ class Workflow:
     input_name: str | None
     recorder: _ExecutionRecorder
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A cluster's workers build the dataflow again from its modules (imported by name
+        # there), with a recorder of their own.
+        dr = self.driver
+        adapters = [
+            a
+            for a in dr.adapter.adapters
+            if not isinstance(a, base.ResultMixin | _ExecutionRecorder)
+        ]
+        modules, config = tuple(dr.graph_modules), dict(dr.graph.config)
+        return _built, (modules, config, adapters, self.final_vars, self.inputs, self.input_name)
+
     @property
     def nodes(self) -> frozenset[str]:
         """The names of the nodes that run for the final variables."""
@@ -248,19 +260,9 @@ def workflow(
             "INVALID_WORKFLOW",
             "config= is for modules; a driver was built with its own config",
         )
-    for name in _FAILURE_LOGGERS:
-        if _UNLOGGED not in logging.getLogger(name).filters:
-            logging.getLogger(name).addFilter(_UNLOGGED)
-    recorder = _ExecutionRecorder()
-    with _registered(modules):
-        built = (
-            driver.Builder()
-            .with_modules(*modules)
-            .with_config({**own_config, **(config or {})})
-            .with_adapters(*adapters, recorder)
-            .build()
-        )
-    nodes = built.graph.nodes
+    fixed = dict(inputs or {})
+    built = _built(modules, {**own_config, **(config or {})}, adapters, (), fixed, input_name)
+    nodes = built.driver.graph.nodes
     if final_vars is None:
         final_vars = sorted(
             n.name for n in nodes.values() if not n.user_defined and not n.depended_on_by
@@ -272,11 +274,34 @@ def workflow(
             f"final_vars must name nodes of the dataflow, got {final_vars!r}"
             + (f" ({unknown} are not nodes)" if unknown else ""),
         )
-    fixed = dict(inputs or {})
     if input_name is None:
-        required = _required_inputs(built, list(final_vars)) - set(fixed)
+        required = _required_inputs(built.driver, list(final_vars)) - set(fixed)
         input_name = next(iter(required)) if len(required) == 1 else None
-    return Workflow(built, tuple(final_vars), fixed, input_name, recorder)
+    return Workflow(built.driver, tuple(final_vars), fixed, input_name, built.recorder)
+
+
+def _built(
+    modules: tuple[ModuleType, ...],
+    config: dict[str, Any],
+    adapters: list[Any],
+    final_vars: tuple[str, ...],
+    inputs: Mapping[str, Any],
+    input_name: str | None = None,
+) -> Workflow:
+    """The workflow of a dataflow's modules, config and adapters, with a recorder of its own."""
+    for name in _FAILURE_LOGGERS:
+        if _UNLOGGED not in logging.getLogger(name).filters:
+            logging.getLogger(name).addFilter(_UNLOGGED)
+    recorder = _ExecutionRecorder()
+    with _registered(modules):
+        built = (
+            driver.Builder()
+            .with_modules(*modules)
+            .with_config(config)
+            .with_adapters(*adapters, recorder)
+            .build()
+        )
+    return Workflow(built, final_vars, inputs, input_name, recorder)
 
 
 def _required_inputs(dr: driver.Driver, final_vars: list[str]) -> set[str]:

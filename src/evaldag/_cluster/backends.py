@@ -1,0 +1,207 @@
+"""The clusters row batches run on: Dask and Ray, started here or reached at an address.
+
+A backend runs a task and waits for its value (``run``), ships a value once to every task
+(``shared``) and starts the run's :class:`~evaldag._cluster.coordinator.RunCoordinator` as an
+actor, whose handle any worker can call (``coordinator``). Tasks of a worker that died run again
+elsewhere (Dask reschedules them; Ray retries them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from evaldag._cluster.coordinator import RunCoordinator
+from evaldag.errors import EvalDagError
+
+#: Concurrent calls Ray's async coordinator actor serves: every row waiting for a judge slot
+#: holds one, and a release must never queue behind them.
+RAY_ACTOR_CONCURRENCY = 100_000
+#: Retries of a Ray task whose worker died (Dask's own default is 3).
+RAY_TASK_RETRIES = 3
+
+
+class Coordinator(Protocol):
+    """A handle on the run's coordinator actor, which pickles to workers."""
+
+    def bind(self) -> None:
+        """Make the handle callable from any thread of this process (called in a task)."""
+
+    def call(self, method: str, *args: Any) -> Future[Any]:
+        """Call one of the coordinator's methods; its value comes in the future."""
+
+
+class Backend(Protocol):
+    """A cluster row batches run on."""
+
+    #: Tasks the cluster runs at once.
+    slots: int
+
+    def shared(self, value: Any) -> Any:
+        """``value`` stored once on the cluster; tasks given the reference get the value."""
+
+    def run(self, task: Callable[..., Any], *args: Any) -> Any:
+        """Run ``task(*args)`` on a worker; its value."""
+
+    def coordinator(self, budget_usd: float | None) -> Coordinator:
+        """Start the run's coordinator actor."""
+
+
+def _missing(extra: str, error: ImportError) -> EvalDagError:
+    return EvalDagError(
+        "EXECUTOR_UNAVAILABLE",
+        f"executor={extra!r} needs the '{extra}' extra: pip install 'evaldag[{extra}]'",
+        category="SYSTEM",
+        cause=error,
+    )
+
+
+@contextmanager
+def cluster_backend(executor: Any) -> Iterator[Backend]:
+    """The cluster ``executor`` names; a cluster started here is stopped after.
+
+    :param executor: ``"dask"`` (a local Dask cluster), ``"dask://HOST:PORT"`` (a Dask
+        scheduler), a ``dask.distributed.Client``, ``"ray"`` (the Ray cluster of
+        ``RAY_ADDRESS`` or this machine's, else a local one) or ``"ray://HOST:PORT"`` (a Ray
+        head's client server).
+    """
+    if isinstance(executor, str) and (executor == "dask" or executor.startswith("dask://")):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as error:
+            raise _missing("dask", error) from error
+        if executor == "dask":
+            with (
+                LocalCluster(processes=True, dashboard_address=":0") as cluster,
+                Client(cluster) as client,
+            ):
+                yield DaskBackend(client)
+        else:
+            with Client(f"tcp://{executor.removeprefix('dask://')}", timeout=30) as client:
+                yield DaskBackend(client)
+    elif isinstance(executor, str) and (executor == "ray" or executor.startswith("ray://")):
+        try:
+            import ray
+        except ImportError as error:
+            raise _missing("ray", error) from error
+        started = not ray.is_initialized()
+        if started:
+            _ray_started(ray, None if executor == "ray" else executor)
+        try:
+            yield RayBackend()
+        finally:
+            if started:
+                ray.shutdown()
+    elif type(executor).__name__ == "Client" and type(executor).__module__.startswith(
+        "distributed"
+    ):
+        yield DaskBackend(executor)
+    else:
+        raise EvalDagError(
+            "INVALID_EXECUTOR",
+            "executor must be 'dask', 'ray', 'dask://HOST:PORT', 'ray://HOST:PORT' or a "
+            f"dask.distributed.Client, got {executor!r}",
+            details={"executor": repr(executor)},
+        )
+
+
+def _ray_started(ray: Any, address: str | None) -> None:
+    """Connect to a Ray cluster, or start one here whose workers import what this process
+    imports (its ``sys.path``), as Dask's local workers do."""
+    if address is not None:
+        ray.init(address=address, log_to_driver=False)
+        return
+    paths = [p for p in (*sys.path, os.environ.get("PYTHONPATH", "")) if p]
+    ray.init(
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
+
+
+class DaskBackend:
+    """Row batches as Dask tasks of ``client``'s cluster."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.slots = max(1, sum(client.nthreads().values()))
+
+    def shared(self, value: Any) -> Any:
+        return self.client.scatter(value, broadcast=True, hash=False)
+
+    def run(self, task: Callable[..., Any], *args: Any) -> Any:
+        return self.client.submit(task, *args, pure=False).result()
+
+    def coordinator(self, budget_usd: float | None) -> Coordinator:
+        actor = self.client.submit(RunCoordinator, budget_usd, actor=True).result()
+        return DaskCoordinator(actor)
+
+
+class DaskCoordinator:
+    """A Dask actor's handle whose calls any thread can make: they run on the event loop of
+    the worker or client that holds the handle (bound where a task or the client runs)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return DaskCoordinator, (self.actor,)
+
+    def bind(self) -> None:
+        """Bind the handle to this worker (in a task) or client; calls made later from other
+        threads (the engine loop's) go through it."""
+        self.actor._try_bind_worker_client()  # where Dask finds its worker: the task's thread
+        self._loop = self.actor._io_loop.asyncio_loop
+
+    def call(self, method: str, *args: Any) -> Future[Any]:
+        if self._loop is None:
+            self.bind()
+        assert self._loop is not None
+
+        async def called() -> Any:
+            return await getattr(self.actor, method)(*args)
+
+        return asyncio.run_coroutine_threadsafe(called(), self._loop)
+
+
+class RayBackend:
+    """Row batches as Ray tasks."""
+
+    def __init__(self) -> None:
+        import ray
+
+        self.ray = ray
+        self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self._tasks: dict[Callable[..., Any], Any] = {}
+
+    def shared(self, value: Any) -> Any:
+        return self.ray.put(value)
+
+    def run(self, task: Callable[..., Any], *args: Any) -> Any:
+        remote = self._tasks.get(task)
+        if remote is None:
+            remote = self._tasks[task] = self.ray.remote(max_retries=RAY_TASK_RETRIES)(task)
+        return self.ray.get(remote.remote(*args))
+
+    def coordinator(self, budget_usd: float | None) -> Coordinator:
+        actor = self.ray.remote(RunCoordinator).options(max_concurrency=RAY_ACTOR_CONCURRENCY)
+        return RayCoordinator(actor.remote(budget_usd))
+
+
+class RayCoordinator:
+    """A Ray actor's handle; it pickles as Ray's handles do."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def bind(self) -> None:
+        """Nothing to bind: Ray's handles work from any thread."""
+
+    def call(self, method: str, *args: Any) -> Future[Any]:
+        return getattr(self.actor, method).remote(*args).future()

@@ -1,0 +1,159 @@
+"""``run_evals``' row batches on a cluster: each batch is one task, run through the eval DAG on a
+worker, the rest of the run stays in the client.
+
+The client hands batches on in dataset order, as in a local run, with up to twice the cluster's
+task slots running ahead, so everything it does between batches (a checkpoint, progress,
+``on_item_complete``, ``on_error="raise"``, the aggregation, ``out`` and the store) is done as it
+is locally. What a task needs besides its rows (the plan, the nodes wanted, the inputs every
+batch gets) is shipped to the cluster once, pickled by cloudpickle (functions of an eval file
+loaded from a path travel by value: see ``evaldag._eval.eval_file``). Each worker unpickles it
+and builds the eval's driver once per run, and its judge calls share the limits and the budget
+of the run's coordinator (:mod:`evaldag._cluster.coordinator`).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from evaldag._cluster.backends import Backend, Coordinator, cluster_backend
+from evaldag._cluster.limits import ClusterBudget, ClusterLimits
+from evaldag._graph.drivers import eval_driver
+from evaldag._graph.plan import EvalPlan
+from evaldag._judge.budget import JudgeBudget
+from evaldag._judge.cache import cache_problems, dropped_rows, noted_elsewhere
+from evaldag._judge.limiter import limits_in
+from evaldag.errors import EvalDagError
+
+if TYPE_CHECKING:
+    from hamilton import driver
+
+#: Runs whose drivers a worker keeps.
+KEPT_RUNS = 4
+
+
+@dataclass
+class ClusterRun:
+    """What every task of a run gets besides its rows: the run's id, the plan, the nodes wanted
+    and the inputs pickled together, and the coordinator's handle (pickled the cluster's way)."""
+
+    id: str
+    pickled: bytes
+    coordinator: Coordinator
+
+
+@dataclass
+class _Prepared:
+    """A run as a worker keeps it."""
+
+    driver: driver.Driver
+    wanted: list[str]
+    inputs: dict[str, Any]
+    limits: ClusterLimits
+
+
+_prepared_runs: OrderedDict[str, _Prepared] = OrderedDict()
+_prepared_lock = threading.Lock()
+
+
+def _prepared(run: ClusterRun) -> _Prepared:
+    """The run as this worker keeps it, unpickled and its driver built by its first task."""
+    with _prepared_lock:
+        kept = _prepared_runs.get(run.id)
+        if kept is None:
+            import cloudpickle
+
+            plan, wanted, inputs = cloudpickle.loads(run.pickled)
+            kept = _Prepared(eval_driver(plan), wanted, inputs, ClusterLimits(run.coordinator))
+            _prepared_runs[run.id] = kept
+            while len(_prepared_runs) > KEPT_RUNS:
+                _prepared_runs.popitem(last=False)
+        return kept
+
+
+def batch_values(
+    run: ClusterRun, rows: pd.DataFrame, run_fields: pd.DataFrame
+) -> tuple[dict[str, Any], list[str], int]:
+    """A task: the values of the nodes wanted for a batch's ``rows``, with what the worker's
+    judge caches dropped and why they stopped meanwhile."""
+    prepared = _prepared(run)
+    run.coordinator.bind()
+    problems, dropped = len(cache_problems()), dropped_rows()
+    with limits_in(prepared.limits):
+        values = prepared.driver.execute(
+            prepared.wanted,
+            inputs={"dataset": rows, "run_fields": run_fields, **prepared.inputs},
+        )
+    return values, cache_problems()[problems:], dropped_rows() - dropped
+
+
+class ClusterBatches:
+    """A run's row batches on a cluster, and the limits and budget its workers share."""
+
+    def __init__(self, backend: Backend, plan: EvalPlan, budget: JudgeBudget | None) -> None:
+        self.backend, self.plan = backend, plan
+        self.coordinator = backend.coordinator(None if budget is None else budget.limit_usd)
+        self.coordinator.bind()
+        #: Batches running ahead of the one the client hands on next.
+        self.ahead = 2 * backend.slots
+        self.limits = ClusterLimits(self.coordinator)
+        self.budget = None if budget is None else ClusterBudget(budget.limit_usd, self.coordinator)
+        self._run: Any = None
+        self._lock = threading.Lock()
+
+    def values(
+        self,
+        rows: pd.DataFrame,
+        wanted: list[str],
+        inputs: dict[str, Any],
+        run_fields: pd.DataFrame,
+    ) -> Any:
+        """The values of ``wanted`` for ``rows`` (and their ``run_fields``), computed on a
+        worker; ``wanted`` and ``inputs`` are the same for every batch of the run (shipped
+        with the first)."""
+        with self._lock:
+            if self._run is None:
+                import cloudpickle
+
+                pickled = cloudpickle.dumps((self.plan, wanted, inputs))
+                run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator)
+                self._run = self.backend.shared(run)
+        try:
+            values, problems, dropped = self.backend.run(batch_values, self._run, rows, run_fields)
+        except ImportError as error:
+            raise _not_importable(error) from error
+        noted_elsewhere(problems, dropped)
+        return values
+
+
+def _not_importable(error: ImportError) -> EvalDagError:
+    """A module the run needs that a worker cannot import, said with the fix."""
+    return EvalDagError(
+        "CLUSTER_IMPORT_FAILED",
+        f"a worker could not import {error.name or 'a module'!r} ({error}), which the run's "
+        "scorers, target or data need: the workers import your code by module name, so install "
+        "it on every worker or put its folder on their PYTHONPATH",
+        category="USER",
+        details={"module": error.name},
+        cause=error,
+    )
+
+
+@contextmanager
+def cluster_batches(
+    executor: Any, plan: EvalPlan, budget: JudgeBudget | None
+) -> Iterator[ClusterBatches]:
+    """The run's batches on the cluster ``executor`` names (see
+    :func:`~evaldag._cluster.backends.cluster_backend`); judge calls made here (the usage
+    summary's limits, batches rescored here) see the cluster's limits too."""
+    with cluster_backend(executor) as backend:
+        batches = ClusterBatches(backend, plan, budget)
+        with limits_in(batches.limits):
+            yield batches

@@ -1,0 +1,99 @@
+"""The run's coordinator on a cluster: one judge limit per endpoint and one budget for all workers.
+
+It runs as an actor (a Ray actor, a Dask actor), so every worker's judge calls ask the same
+object: a call takes a **lease** on a slot of its endpoint's
+:class:`~evaldag._judge.limiter.SharedLimit` (the same AIMD limit a local run has, so a 429 seen
+by any worker halves everyone's limit), and gives it back when it ends. A lease runs out after
+the longest a call can hold it (the judge's timeout and its slack): the slot of a worker that
+died holding it is not lost to the run. The budget sums what every worker's judge calls cost.
+
+Every method is a coroutine: both Ray's async actors and Dask's actors run them on one event
+loop, where a waiting ``acquire`` does not block a ``release``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from typing import Any
+
+from evaldag._judge.limiter import SharedLimit
+
+#: Seconds between checks for leases that ran out.
+LEASE_CHECK_SECONDS = 1.0
+#: Seconds a lease outlives the longest call: the time its grant and release take to travel.
+LEASE_MARGIN_SECONDS = 10.0
+
+
+class RunCoordinator:
+    """The limits and the budget of one run, shared by its workers."""
+
+    def __init__(self, budget_usd: float | None) -> None:
+        self.budget_usd = budget_usd
+        self.spent_usd = 0.0
+        self.refused = 0
+        self._limits: dict[tuple[Any, ...], SharedLimit] = {}
+        self._leases: dict[int, tuple[tuple[Any, ...], float]] = {}  # id: key, deadline
+        self._ids = itertools.count(1)
+        self._reaper: asyncio.Task[None] | None = None
+
+    def _limit(self, key: tuple[Any, ...], size: int) -> SharedLimit:
+        limit = self._limits.get(key)
+        if limit is None:
+            limit = self._limits[key] = SharedLimit(size)
+        return limit
+
+    async def acquire(self, key: tuple[Any, ...], size: int, hold: float) -> tuple[int, int, int]:
+        """Wait for a slot of ``key``'s limit; the lease (held ``hold`` seconds at most), the
+        round it was granted in and the limit's size then."""
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._expired_leases())
+        limit = self._limit(key, size)
+        started = await limit.acquire()
+        lease = next(self._ids)
+        self._leases[lease] = (key, time.monotonic() + hold + LEASE_MARGIN_SECONDS)
+        return lease, started, limit.size
+
+    async def release(self, lease: int, succeeded: bool) -> None:
+        """Give back a lease (nothing if it ran out); a call that succeeded grows the limit."""
+        held = self._leases.pop(lease, None)
+        if held is not None:
+            limit = self._limits[held[0]]
+            if succeeded:
+                limit.succeeded()
+            limit.release()
+
+    async def throttled(
+        self, key: tuple[Any, ...], started: int, retry_after: float | None
+    ) -> None:
+        """A call of ``key`` that started in round ``started`` got a 429."""
+        self._limits[key].throttled(started, retry_after)
+
+    async def spend(self, usd: float) -> float:
+        """Add what a judge execution cost; the run's total so far."""
+        self.spent_usd += usd
+        return self.spent_usd
+
+    async def refuse(self) -> None:
+        """Count a judge call the budget refused."""
+        self.refused += 1
+
+    async def spent(self) -> float:
+        """What the run's judge calls cost so far."""
+        return self.spent_usd
+
+    async def limits(self) -> list[tuple[tuple[Any, ...], int, list[tuple[float, int]], float]]:
+        """Each limit: its key, ceiling, changes as (``time.time()``, size) and last use."""
+        return [
+            (key, limit.ceiling, list(limit.history), limit.last_used)
+            for key, limit in self._limits.items()
+        ]
+
+    async def _expired_leases(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_CHECK_SECONDS)
+            now = time.monotonic()
+            for lease, (_, deadline) in list(self._leases.items()):
+                if deadline < now:
+                    await self.release(lease, succeeded=False)
