@@ -259,6 +259,16 @@ def test_a_crashed_run_resumes_from_its_checkpoint_and_repeats_no_judge_call(exe
     assert _scored(resumed) == _scored(local)
 
 
+def test_trials_as_locally(executor):
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        local = run_evals(DATA, scorers=[_graded(server)], trials=2, progress=False)
+        remote = run_evals(
+            DATA, scorers=[_graded(server)], trials=2, executor=executor, progress=False
+        )
+        assert len(server.requests) == 2 * 2 * len(DATA)
+    assert _scored(remote) == _scored(local)
+
+
 def test_on_error_raise_stops_at_the_first_failure_as_locally(executor):
     config = {"scorers": [_length(), create_scorer("flaky").generate_score(lambda run: 1 / 0)]}
     with pytest.raises(EvalDagError) as local:

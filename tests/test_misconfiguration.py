@@ -128,9 +128,9 @@ def test_a_missing_key_for_a_local_server_is_a_configuration_error_without_retri
 
 
 def test_the_demo_takes_the_judges_api_key():
-    from evaldag._cli.main import _demo_judge
+    from evaldag._cli.demo import demo_judge
 
-    judge, line = _demo_judge("openai/m", "http://127.0.0.1:1/v1", "sk-local")
+    judge, line = demo_judge("openai/m", "http://127.0.0.1:1/v1", "sk-local")
     assert judge.api_key.get_secret_value() == "sk-local" and "sk-local" not in repr(judge)
 
 

@@ -434,15 +434,6 @@ def test_the_estimate_counts_every_trial(judge_server):
     assert thrice.unjudged == ["code"] and not judge_server.requests
 
 
-def test_trials_cannot_run_on_an_executor(judge_server):
-    with pytest.raises(EvalDagError) as raised:
-        run_evals(
-            _data(2), scorers=[_graded(judge_server.judge(instructions="Grade."))], trials=2,
-            executor="dask",
-        )  # fmt: skip
-    assert raised.value.id == "INVALID_EXECUTOR_OPTIONS" and "trials" in raised.value.message
-
-
 def test_the_cluster_bootstrap_resamples_items_not_trials():
     from evaldag._results.intervals import bootstrap_interval, cluster_bootstrap_interval
 
