@@ -155,6 +155,11 @@ def main() -> None:
     parser.add_argument("--scorers", nargs="+", default=SCORERS)
     parser.add_argument("--mastra-sizes", nargs="*", type=int, default=[10_000, 100_000])
     parser.add_argument("--mastra-timeout", type=float, default=600)
+    parser.add_argument(
+        "--evaldag-rows",
+        type=Path,
+        help="take evaldag's rows from the JSON lines an earlier run printed",
+    )
     args = parser.parse_args()
     if args.case:
         scorer, kind, size = args.case
@@ -170,11 +175,15 @@ def main() -> None:
         "evaldag": [],
         "mastra": [],
     }
-    for scorer in args.scorers:
+    if args.evaldag_rows:
+        lines = args.evaldag_rows.read_text().splitlines()
+        report["evaldag"] = [json.loads(line) for line in lines if line.startswith('{"scorer"')]
+        report["evaldag"].sort(key=lambda row: (SCORERS.index(row["scorer"]), row["kind"]))
+    for scorer in [] if args.evaldag_rows else args.scorers:
         for kind in KINDS if scorer == "completeness" else ["prose"]:
             for size in args.sizes:
                 report["evaldag"].append(row := measured(scorer, kind, size))
-                print(json.dumps(row)[:300], flush=True)
+                print(json.dumps(row), flush=True)
     for kind in KINDS:
         for size in args.mastra_sizes:
             report["mastra"].append(row := mastra_completeness(kind, size, args.mastra_timeout))

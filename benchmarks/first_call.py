@@ -42,20 +42,20 @@ print({"modules": len(sys.modules), "imported": [m for m in heavy if m in sys.mo
 """
 
 
-def _child_cpu(command: list[str]) -> tuple[float, str]:
+def _child_cpu(command: list[str], source: Path = ROOT / "src") -> tuple[float, str]:
     """CPU seconds (user + system) of ``command`` run to its end, and what it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         command, capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src"), "LITELLM_OFFLINE_MODE": "true"},
+        env={**os.environ, "PYTHONPATH": str(source), "LITELLM_OFFLINE_MODE": "true"},
     )  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return cpu, done.stdout
 
 
-def measured(command: list[str], repeats: int) -> dict:
-    runs = [_child_cpu(command) for _ in range(repeats)]
+def measured(command: list[str], repeats: int, source: Path = ROOT / "src") -> dict:
+    runs = [_child_cpu(command, source) for _ in range(repeats)]
     cpu = [c for c, _ in runs]
     return {"min_cpu_s": min(cpu), "median_cpu_s": statistics.median(cpu), "stdout": runs[0][1]}
 
@@ -63,6 +63,10 @@ def measured(command: list[str], repeats: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--before", type=Path, help="another checkout's src/ to measure the first run of beside"
+    )
+    parser.add_argument("--before-label", help="what --before is, for RESULTS.md")
     args = parser.parse_args()
     python = [sys.executable]
     load = os.getloadavg()
@@ -70,6 +74,7 @@ def main() -> None:
     first = measured([*python, "-c", FIRST_RUN], args.repeats)
     found = eval(first["stdout"].strip().splitlines()[-1])  # the child's own dict literal
     cli = measured([*python, "-m", "evaldag", "--help"], args.repeats)
+    before = args.before and measured([*python, "-c", FIRST_RUN], args.repeats, args.before)
     report = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
         "python": sys.version.split()[0],
@@ -83,6 +88,13 @@ def main() -> None:
         "help_cpu_s": cli["min_cpu_s"],
         "help_median_cpu_s": cli["median_cpu_s"],
     }
+    if before:
+        report["before"] = {
+            "src": args.before_label or str(args.before),
+            "first_run_cpu_s": before["min_cpu_s"],
+            "first_run_median_cpu_s": before["median_cpu_s"],
+            **eval(before["stdout"].strip().splitlines()[-1]),
+        }
     print(json.dumps(report, indent=1))
     (BENCHMARKS / "results" / "first_call.json").write_text(json.dumps(report, indent=1) + "\n")
     sys.path.insert(0, str(BENCHMARKS))
@@ -103,6 +115,13 @@ def main() -> None:
         f"The first run imported {report['first_run_modules']} modules; of litellm, dask, ray, "
         f"aiohttp, scipy, polars and pyspark: {report['first_run_heavy_imports'] or 'none'}."
     )
+    if before:
+        was = report["before"]
+        body += (
+            f"\n\nThe same first run on {was['src']}, in the same session: "
+            f"{was['first_run_cpu_s']:.3f} s (median {was['first_run_median_cpu_s']:.3f}), "
+            f"{was['modules']} modules, of those named: {was['imported'] or 'none'}."
+        )
     heading = "## The first call (`benchmarks/first_call.py`)"
     write_section("first_call", f"{start}\n{heading}\n\n{body}\n{end}")
 
