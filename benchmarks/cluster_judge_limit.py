@@ -41,7 +41,9 @@ TARGET_RATIO = 0.85
 
 
 def _scorer(server: JudgeServer, max_concurrency: int) -> Any:
-    judge = server.judge(transport="http", max_concurrency=max_concurrency, max_retries=8)
+    judge = server.judge(
+        instructions="Grade it.", transport="http", max_concurrency=max_concurrency, max_retries=8
+    )
     return create_scorer("graded", judge=judge).generate_score(
         PromptStep("Grade", lambda run: f"Grade {run.input}")
     )
