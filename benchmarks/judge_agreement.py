@@ -228,6 +228,8 @@ not scorable), {overall.positives} of them labelled faithful.** Balanced accurac
 
 Failed items (left out of the figures, as `evaldag.agreement` leaves them out):
 {"; ".join(f"{count} × {kind}" for kind, count in records["failures"].items()) or "none"}.
+The tiny model often cannot write the claim list as JSON: the figures above are those of the
+items it could score, and a judge that fails on an item is no more trustworthy there.
 
 Confusion matrix (judge's call × label): {c.true_positive} faithful called faithful,
 {c.false_positive} unfaithful called faithful, {c.false_negative} faithful called unfaithful,
