@@ -116,6 +116,16 @@ class SliceAgreement(_Model):
         default_factory=list, description="Why a figure is missing or its interval is partial."
     )
 
+    def left_out(self) -> list[tuple[str, int]]:
+        """Why items were not compared (``'not scorable'``, ...) and how many, the nonzero ones."""
+        counts = (
+            ("failed", self.failed),
+            ("not scorable", self.not_scorable),
+            ("skipped", self.skipped),
+            ("unlabelled", self.unlabelled),
+        )
+        return [(reason, count) for reason, count in counts if count]
+
 
 class Agreement(_Model):
     """How a scorer's scores agree with human labels, over all items and per slice."""

@@ -222,16 +222,7 @@ def _interval(figure: Any) -> str:
 
 
 def _counts(part: SliceAgreement) -> str:
-    left = [
-        f"{count:,} {reason.replace('_', ' ')}"
-        for reason, count in (
-            ("failed", part.failed),
-            ("not_scorable", part.not_scorable),
-            ("skipped", part.skipped),
-            ("unlabelled", part.unlabelled),
-        )
-        if count
-    ]
+    left = [f"{count:,} {reason}" for reason, count in part.left_out()]
     return f"{part.compared:,} of {part.items:,} items compared" + (
         f" ({', '.join(left)} left out)" if left else ""
     )

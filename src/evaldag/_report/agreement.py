@@ -36,16 +36,7 @@ def _article(found: Agreement) -> str:
         rule = "graded labels" + (
             f", low to high: {', '.join(map(str, found.order))}" if found.order else ""
         )
-    left = ", ".join(
-        f"{count} {reason}"
-        for reason, count in (
-            ("failed", overall.failed),
-            ("not scorable", overall.not_scorable),
-            ("skipped", overall.skipped),
-            ("unlabelled", overall.unlabelled),
-        )
-        if count
-    )
+    left = ", ".join(f"{count} {reason}" for reason, count in overall.left_out())
     counts = f"{overall.compared} of {overall.items} items compared" + (
         f" ({left} left out)" if left else ""
     )
