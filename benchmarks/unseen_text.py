@@ -63,6 +63,7 @@ def _items(pairs: list[dict]) -> list[dict]:
 def evaldag_side(scorer: str, items: int) -> dict:
     """This process: the warm-up, then the measured run."""
     from evaldag import run_evals, scorers
+    from evaldag._results.item_columns import ScorerColumns
 
     made = getattr(scorers, scorer.replace("-", "_"))()
     run_evals(_items(_pairs([WARM_UP])[:50]), scorers=[made], progress=False)
@@ -70,7 +71,7 @@ def evaldag_side(scorer: str, items: int) -> dict:
     wall, cpu = time.perf_counter(), time.process_time()
     result = run_evals(data, scorers=[made], progress=False)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    column = result.items[f"{made.id}.score"]
+    column = result.items[ScorerColumns(made.id).score]
     return {"wall_s": wall, "cpu_s": cpu, "item_scores": [float(s) for s in column]}
 
 
