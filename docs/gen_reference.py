@@ -7,7 +7,7 @@
   ``<!-- help: ... -->`` markers (the prose around them is written by hand).
 
 Run ``python docs/gen_reference.py`` after changing a public signature, a docstring or a CLI
-option; ``tests/test_docs.py`` fails while either file is stale (``--check`` exits 1 then).
+option; ``tests/project/test_docs.py`` fails while either file is stale (``--check`` exits 1 then).
 """
 
 from __future__ import annotations

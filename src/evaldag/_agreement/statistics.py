@@ -144,8 +144,8 @@ def binary_replicates(
     resamples as columns of a multilabel indicator matrix, κ from its confusion matrices;
     ROC-AUC is the Mann-Whitney statistic of SciPy's ranks and the best threshold the highest
     (TPR + TNR) / 2 over the observed scores, computed for all resamples at once since a
-    scikit-learn call per resample costs milliseconds. ``tests/test_agreement.py`` checks each
-    resample's figures against scikit-learn's on that resample."""
+    scikit-learn call per resample costs milliseconds. ``tests/agreement/test_agreement.py``
+    checks each resample's figures against scikit-learn's on that resample."""
     _, metrics, stats = _libraries()
     y = labels.astype(int)[positions].T
     s = scores[positions].T

@@ -1,0 +1,442 @@
+"""run_evals on real local clusters (Dask's LocalCluster with 2 worker processes, Ray with 2
+workers): the same result as a local run for every option, and one judge limit and one budget for
+the whole cluster, counted by the loopback judge server."""
+
+import json
+import os
+import signal
+import sys
+import time
+
+import litellm
+import pandas as pd
+import pytest
+from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
+from repo_paths import FIXTURES
+
+import evaldag
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    PromptStep,
+    checks,
+    create_scorer,
+    not_scorable,
+    read_results,
+    run_evals,
+)
+
+pytestmark = pytest.mark.slow
+
+# The workflow target's module, importable by name on the workers (which get this sys.path).
+sys.path.insert(0, str(FIXTURES / "workflows"))
+import support_flow  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray", reason="the 'ray' extra is not installed")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}},
+    )
+    yield "ray"
+    ray.shutdown()
+
+
+@pytest.fixture(params=["dask", "ray"])
+def executor(request):
+    """A Dask client or "ray" (the Ray instance this module started)."""
+    return request.getfixturevalue("dask_client" if request.param == "dask" else "ray_cluster")
+
+
+DATA = pd.DataFrame(
+    {"input": [str(i) for i in range(60)], "output": ["x" * (i % 13) for i in range(60)]}
+)
+
+
+def _length():
+    return (
+        create_scorer("len")
+        .preprocess(lambda run: len(run.output))
+        .generate_score(
+            lambda preprocess_step_result: (
+                not_scorable("empty")
+                if preprocess_step_result == 0
+                else min(1, preprocess_step_result / 10)
+            )
+        )
+    )
+
+
+def _graded(server, **settings):
+    judge = server.judge(instructions="Grade it.", **settings)
+    return create_scorer("graded", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade {run.input}: {run.output}")
+    )
+
+
+def test_calls_in_flight_never_pass_the_limit_of_the_whole_cluster(executor):
+    with JudgeServer(Reply({"score": 1}), latency=0.05) as server:
+        result = run_evals(
+            [{"input": f"q{n}", "output": f"a{n}"} for n in range(120)],
+            scorers=[_graded(server, max_concurrency=3)],
+            executor=executor,
+            concurrency=8,
+            batch_size=10,
+            progress=False,
+        )
+        assert len(server.requests) == 120
+        assert server.max_in_flight <= 3
+    assert result.scores == {"graded": 1.0}
+    (limit,) = result.usage["total"].judge_limits
+    assert limit.max_concurrency == 3 and limit.final == 3
+
+
+def test_a_429_seen_by_one_worker_lowers_the_limit_of_all(executor):
+    with JudgeServer(Reply({"score": 1}), latency=0.02) as server:
+        server.script(rate_limited(retry_after=0.1))
+        result = run_evals(
+            [{"input": f"q{n}", "output": f"a{n}"} for n in range(40)],
+            scorers=[_graded(server, max_concurrency=4)],
+            executor=executor,
+            batch_size=10,
+            progress=False,
+        )
+    assert result.scores == {"graded": 1.0}
+    (limit,) = result.usage["total"].judge_limits
+    assert limit.lowest == 2  # halved once, on the coordinator every worker asks
+
+
+def test_same_result_as_local(executor):
+    config = {"scorers": [_length().with_threshold(0.3)]}
+    local = run_evals(DATA, **config, progress=False)
+    remote = run_evals(DATA, **config, executor=executor, batch_size=16, progress=False)
+    columns = [c for c in local.items.columns if c != "run_id"]
+    assert remote.to_dict() == local.to_dict()
+    assert remote.items[columns].equals(local.items[columns])
+
+
+def test_a_scheduler_by_address(dask_client):
+    address = dask_client.scheduler.address.removeprefix("tcp://")
+    local = run_evals(DATA, scorers=[_length()], progress=False)
+    remote = run_evals(DATA, scorers=[_length()], executor=f"dask://{address}", progress=False)
+    assert remote.scores == local.scores
+
+
+def test_unknown_executor():
+    with pytest.raises(EvalDagError, match="executor must be 'dask', 'ray'"):
+        run_evals(DATA, scorers=[_length()], executor="spark")
+
+
+# --- every option, as in a local run -------------------------------------------------------
+
+
+def _scored(result):
+    """What a run decided, without what differs from run to run (run ids, durations)."""
+    items = result.items
+    kept = [c for c in items.columns if c.endswith((".score", ".error", ".not_scorable"))]
+    items = items[kept].astype(object).where(items[kept].notna(), None)  # NaN != NaN
+    return {
+        "verdict": result.verdict,
+        "scores": result.scores,
+        "summary": result.summary.model_dump(),
+        "items": items.to_dict("list"),
+        "gates": [g.passed for g in result.gate_results],
+        "thresholds": [t.passed for t in result.threshold_results],
+    }
+
+
+def _config(server):
+    flaky = create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "7" else 0.5)
+    return {
+        "scorers": [_length().with_threshold(0.3), _graded(server), flaky],
+        "gates": [checks.includes("x")],
+    }
+
+
+def _options(tmp_path, name):
+    """Every option that writes somewhere, in a folder of its own."""
+    where = tmp_path / name
+    where.mkdir()
+    return {
+        "checkpoint": where / "run.parquet",
+        "cache": where / "cache",
+        "out": where / "results.csv",
+        "store": str(where / "scores.db"),
+        "name": "nightly",
+        "progress": True,
+    }
+
+
+def test_every_option_gives_the_local_result(executor, tmp_path, capsys):
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        seen = {}
+        local = run_evals(
+            DATA,
+            **_config(server),
+            **_options(tmp_path, "local"),
+            on_item_complete=lambda item, output, results: seen.setdefault("local", []).append(
+                (item["input"], sorted(results))
+            ),
+            batch_size=16,
+        )
+        local_calls = len(server.requests)
+        options = _options(tmp_path, "cluster")
+        remote = run_evals(
+            DATA,
+            **_config(server),
+            **options,
+            on_item_complete=lambda item, output, results: seen.setdefault("remote", []).append(
+                (item["input"], sorted(results))
+            ),
+            executor=executor,
+            batch_size=16,
+        )
+        assert len(server.requests) == 2 * local_calls == 2 * len(DATA)
+        assert _scored(remote) == _scored(local)
+        assert seen["remote"] == seen["local"] and len(seen["remote"]) == len(DATA)
+        assert "60/60" in capsys.readouterr().err  # the progress
+        # out, the store and the checkpoint hold the run
+        assert read_results(options["out"])["len.score"].equals(remote.items["len.score"])
+        saved = evaldag.ScoreStore(options["store"]).result("nightly")
+        assert saved.experiment_id == remote.experiment_id and saved.scores == remote.scores
+        assert _scored(EvalResult.read_parquet(options["checkpoint"])) == _scored(remote)
+        # the workers' cache is the client's: a local run with it calls no judge
+        again = run_evals(DATA, **_config(server), cache=options["cache"], progress=False)
+        assert len(server.requests) == 2 * local_calls
+        assert _scored(again) == _scored(local)
+
+
+def test_a_crashed_run_resumes_from_its_checkpoint_and_repeats_no_judge_call(executor, tmp_path):
+    checkpoint = tmp_path / "run.parquet"
+
+    def crash(item, output, results):
+        if item["input"] == "35":
+            raise KeyboardInterrupt
+
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        local = run_evals(DATA, **_config(server), progress=False)
+        server.reset()
+        server.reply = Reply({"score": 0.25})
+        with pytest.raises(KeyboardInterrupt):
+            run_evals(
+                DATA,
+                **_config(server),
+                executor=executor,
+                checkpoint=checkpoint,
+                on_item_complete=crash,
+                batch_size=8,
+                progress=False,
+            )
+        called = len(server.requests)
+        assert 0 < called
+        resumed = run_evals(
+            DATA,
+            **_config(server),
+            executor=executor,
+            checkpoint=checkpoint,
+            batch_size=8,
+            progress=False,
+        )
+        # each item judged once over both runs: finished batches are kept, and the replies of
+        # the batches cut short are in the checkpoint's journal, written by the workers
+        assert len(server.requests) == len(DATA)
+    assert _scored(resumed) == _scored(local)
+
+
+def test_trials_as_locally(executor):
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        local = run_evals(DATA, scorers=[_graded(server)], trials=2, progress=False)
+        remote = run_evals(
+            DATA, scorers=[_graded(server)], trials=2, executor=executor, progress=False
+        )
+        assert len(server.requests) == 2 * 2 * len(DATA)
+    assert _scored(remote) == _scored(local)
+
+
+def test_on_error_raise_stops_at_the_first_failure_as_locally(executor):
+    config = {"scorers": [_length(), create_scorer("flaky").generate_score(lambda run: 1 / 0)]}
+    with pytest.raises(EvalDagError) as local:
+        run_evals(DATA, **config, on_error="raise", progress=False)
+    with pytest.raises(EvalDagError) as remote:
+        run_evals(DATA, **config, on_error="raise", executor=executor, progress=False)
+    assert remote.value.id == local.value.id == "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT"
+    assert str(remote.value) == str(local.value)
+
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+
+
+def _one_call_usd():
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    return 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
+
+
+def test_the_budget_holds_for_the_whole_cluster(executor):
+    items = [{"input": f"q{n}", "output": f"a{n}"} for n in range(40)]
+    with JudgeServer(Reply({"score": 1}, usage=USAGE), latency=0.1) as server:
+        judged = _graded(server, model="openai/gpt-4o-mini", max_concurrency=1)
+        nothing = run_evals(
+            items,
+            scorers=[judged, _length()],
+            budget_usd=0,
+            executor=executor,
+            progress=False,
+        )
+        assert server.requests == []
+        assert nothing.summary.not_scorable == {"graded": 40}
+        result = run_evals(
+            items,
+            scorers=[judged],
+            budget_usd=2.5 * _one_call_usd(),
+            executor=executor,
+            concurrency=1,
+            batch_size=5,
+            progress=False,
+        )
+    # Three calls spend the budget; past them, only the rows of the two batches running then
+    # that had asked the budget before the third call ended (one row each: concurrency=1).
+    calls = result.usage["graded"].calls
+    assert calls == len(server.requests) and 3 <= calls <= 3 + 2
+    not_scorable = result.items["graded.not_scorable"].dropna()
+    assert len(not_scorable) == 40 - calls
+    assert all(json.loads(r)["reason"].startswith("budget: ") for r in not_scorable)
+
+
+def _said(input, history=()):
+    return f"turn {len(history) // 2 + 1}: you said {input}"
+
+
+def test_conversations_agents_and_workflows_as_locally(executor):
+    conversations = {
+        "data": [
+            {"id": "a", "inputs": ["hi", "and then?"]},
+            {"turns": [{"input": "hello", "gates": [checks.includes("turn 1")]}]},
+        ],
+        "target": _said,
+        "scorers": [checks.includes("you said")],
+    }
+    with JudgeServer("Sunny, 22 degrees.") as server:
+        model = {"model": f"openai/{MODEL}", "api_base": server.url, "api_key": API_KEY}
+        agent = {
+            "data": [{"input": f"weather {n}?"} for n in range(6)],
+            "target": evaldag.agent(server.judge(), instructions="Say the weather."),
+            "scorers": {"agent": [checks.includes("22")]},
+        }
+        workflow = {
+            "data": [{"input": "Where is my invoice?"}, {"input": "a crash"}],
+            "target": evaldag.workflow(support_flow, ["reply"], inputs=model),
+            "scorers": {
+                "workflow": [checks.includes("support team")],
+                "steps": {"draft": [checks.includes("Sunny")]},
+            },
+        }
+        for config in (conversations, agent, workflow):
+            data = config.pop("data")
+            local = run_evals(data, **config, progress=False)
+            remote = run_evals(data, **config, executor=executor, progress=False)
+            assert _scored(remote) == _scored(local)
+            if "turns" in str(data):
+                assert remote.turns["check-includes.score"].equals(
+                    local.turns["check-includes.score"]
+                )
+
+
+# --- evaldag run --executor ------------------------------------------------------------------
+
+EVAL_FILE = """\
+from evaldag import checks, create_scorer
+
+
+def longer_than_two(run):
+    return float(len(run.output) > 2)
+
+
+scorers = [create_scorer("long").generate_score(longer_than_two).with_threshold(0.9)]
+gates = [checks.includes("x")]
+"""
+
+
+def test_evaldag_run_on_a_cluster_exits_as_locally(dask_client, tmp_path, capsys):
+    from evaldag._cli.main import main
+
+    # The eval file's own function, loaded from its path, reaches the workers by value.
+    (tmp_path / "eval_cluster.py").write_text(EVAL_FILE)
+    DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
+    address = dask_client.scheduler.address.removeprefix("tcp://")
+    codes = []
+    for extra in ([], ["--executor", f"dask://{address}"]):
+        out = tmp_path / f"results{len(codes)}.parquet"
+        argv = [
+            "run",
+            tmp_path / "eval_cluster.py",
+            "--data",
+            tmp_path / "data.jsonl",
+            "--out",
+            out,
+        ]
+        codes.append(main([str(a) for a in [*argv, *extra]]))
+    assert codes == [2, 2]  # the gate fails on the empty output
+    local, remote = (EvalResult.read_parquet(tmp_path / f"results{n}.parquet") for n in (0, 1))
+    assert _scored(remote) == _scored(local)
+
+
+@pytest.mark.parametrize("where", ["spark", "dask://nohost", "ray:/x:1"])
+def test_evaldag_run_names_what_executor_takes(where, capsys):
+    from evaldag._cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "eval.py", "--executor", where])
+    assert exited.value.code == 3
+    assert "must be dask, ray, dask://HOST:PORT or ray://HOST:PORT" in capsys.readouterr().err
+
+
+# --- faults ------------------------------------------------------------------------------------
+
+
+def _slow_length():
+    def slow(run):
+        time.sleep(0.05)
+        return len(run.output) / 13
+
+    return create_scorer("slow").generate_score(slow)
+
+
+def test_a_worker_killed_mid_run_loses_and_repeats_no_item(dask_client):
+    """Dask runs the dead worker's batches again elsewhere; the client keeps each batch once.
+    (Its nanny starts a new worker process, so the module's cluster is whole again after.)"""
+    killed = []
+
+    def kill_a_worker(item, output, results):
+        if not killed:
+            pids = dask_client.run(os.getpid)
+            killed.append(next(iter(pids.values())))
+            os.kill(killed[0], signal.SIGKILL)
+
+    local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+    remote = run_evals(
+        DATA,
+        scorers=[_slow_length()],
+        executor=dask_client,
+        batch_size=4,
+        on_item_complete=kill_a_worker,
+        progress=False,
+    )
+    assert killed
+    assert remote.items["input"].tolist() == DATA["input"].tolist()  # each item once, in order
+    assert _scored(remote) == _scored(local)
