@@ -25,7 +25,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evaldag._compat.js import JS_SPACES, JS_WHITESPACE, is_bmp, js_truthy, utf16_units
+from evaldag._compat.js import (
+    JS_WHITESPACE,
+    is_bmp,
+    js_truthy,
+    utf16_units,
+    without_whitespace,
+)
 
 # Mastra's scorer utils export roundToTwoDecimals beside the transcript helpers.
 from evaldag._compat.js import round_to_two_decimals as round_to_two_decimals
@@ -88,8 +94,13 @@ class ToolResult:
         }
 
 
+_PLAIN = frozenset([dict, list, str, tuple, type(None), int, float, bool])
+
+
 def _plain(value: Any) -> Any:
     """Models as Mastra's dicts (evaldag's quickly, others through pydantic); the rest unchanged."""
+    if value.__class__ in _PLAIN:  # the common case, without pydantic's slower class checks
+        return value
     if isinstance(value, MastraModel):
         return mastra_data(value)
     if isinstance(value, BaseModel):
@@ -574,8 +585,8 @@ def compare_two_strings(first: str, second: str) -> float:
     1 for equal strings (also both empty), 0 when either has fewer than two characters.
     Lengths count UTF-16 code units, as in JavaScript.
     """
-    a = JS_SPACES.sub("", first)
-    b = JS_SPACES.sub("", second)
+    a = without_whitespace(first)
+    b = without_whitespace(second)
     if a == b:
         return 1.0
     units_a: str | tuple[int, ...] = a

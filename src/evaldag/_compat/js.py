@@ -146,19 +146,28 @@ def js_trim(text: str) -> str:
 
 def collapsed_whitespace(text: str) -> str:
     """Whitespace runs as one space, trimmed (``replace(/\\s+/g, ' ').trim()``)."""
+    if _SPLIT_DISAGREES.search(text) is None:
+        return " ".join(text.split())
     return js_trim(JS_SPACES.sub(" ", text))
+
+
+def without_whitespace(text: str) -> str:
+    """``text`` with its whitespace removed (``replace(/\\s+/g, '')``)."""
+    if _SPLIT_DISAGREES.search(text) is None:
+        return "".join(text.split())
+    return JS_SPACES.sub("", text)
 
 
 def js_length(text: str) -> int:
     """``text.length`` in JavaScript: UTF-16 code units."""
-    if text.isascii():
+    if is_bmp(text):
         return len(text)
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def is_bmp(text: str) -> bool:
     """Whether every character of ``text`` is one UTF-16 code unit (as JavaScript counts)."""
-    return text.isascii() or all(ord(char) <= 0xFFFF for char in text)
+    return text.isascii() or max(text) <= "\uffff"
 
 
 def utf16_units(text: str) -> tuple[int, ...]:

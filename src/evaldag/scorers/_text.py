@@ -10,7 +10,7 @@ import importlib.util
 import math
 import re
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from evaldag._compat.js import JS_WHITESPACE, is_bmp, js_length, js_trim, js_words, utf16_units
@@ -170,23 +170,26 @@ def keywords(text: str) -> list[str]:
     stopwords, as keyword-extractor returns them (URLs kept verbatim)."""
     if "<" in text:
         text = _HTML_TAG.sub("", text)
+    found = dict.fromkeys(map(_keyword, js_words(text)))
+    found.pop(None, None)
+    return list(found)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=65_536)
+def _keyword(raw: str) -> str | None:
+    """The keyword a whitespace-separated word of a text is, or None (the words of a dataset's
+    texts repeat: each is worked out once)."""
     stopwords = _stopwords()
-    found: dict[str, None] = {}
-    for raw in js_words(text):
-        if "http" in raw and _URL.search(raw) is not None:
-            if raw.lower() not in stopwords:
-                found.setdefault(raw, None)
-            continue
-        # Quotes go only at the ends; the other marks anywhere.
-        start = 1 if raw[0] == "'" else 0
-        end = len(raw) - 1 if raw[-1] == "'" and len(raw) > 1 else len(raw)
-        word = raw[start:end].translate(_KEYWORD_PUNCTUATION)
-        if not word or word in _SINGLE_CHARACTER_MARKS or word.isdigit() and word.isascii():
-            continue
-        word = word.lower()
-        if word not in stopwords:
-            found.setdefault(word, None)
-    return list(found)
+    if "http" in raw and _URL.search(raw) is not None:
+        return raw if raw.lower() not in stopwords else None
+    # Quotes go only at the ends; the other marks anywhere.
+    start = 1 if raw[0] == "'" else 0
+    end = len(raw) - 1 if raw[-1] == "'" and len(raw) > 1 else len(raw)
+    word = raw[start:end].translate(_KEYWORD_PUNCTUATION)
+    if not word or word in _SINGLE_CHARACTER_MARKS or word.isdigit() and word.isascii():
+        return None
+    word = word.lower()
+    return word if word not in stopwords else None
 
 
 # --- tone -------------------------------------------------------------------------------------
@@ -255,7 +258,10 @@ def comparative_sentiment(text: str) -> float:
 
 def sentences(text: str) -> list[str]:
     """Runs of text ending in ``.``, ``!`` or ``?``; the whole text when there is none."""
-    return _SENTENCE.findall(text) or [text]
+    # No run ends after the last mark: searching there would try each of its characters as a
+    # start and scan to the end from each, a cost in the square of that tail's length.
+    last = max(text.rfind("."), text.rfind("!"), text.rfind("?"))
+    return _SENTENCE.findall(text, 0, last + 1) or [text]
 
 
 def mean_and_variance(values: list[float]) -> tuple[float, float]:
