@@ -4,7 +4,12 @@ interpreter start included) and the modules imported.
 
 Targets (issue 27): the first run at most 0.4 s of CPU, ``--help`` at most 0.2 s. Each is run
 ``--repeats`` times; the minimum is the figure (other jobs on a shared machine only add to it),
-the median is shown beside it.
+the median is shown beside it. The children may write bytecode (``__pycache__``), and each
+command runs once unmeasured first, so modules load as from an installed package (pip compiles
+them at install) rather than being compiled from source on every run, as they are where
+``PYTHONDONTWRITEBYTECODE`` is set; ``--no-bytecode`` measures that case. The floor row is the
+imports a ``run_evals`` cannot do without (pandas, pyarrow, pydantic, Hamilton's driver without
+its extensions).
 
     python benchmarks/first_call.py [--repeats 7]
 
@@ -41,13 +46,33 @@ heavy = ["litellm", "dask", "ray", "aiohttp", "scipy", "polars", "pyspark"]
 print({"modules": len(sys.modules), "imported": [m for m in heavy if m in sys.modules]})
 """
 
+FLOOR = """
+import os
+os.environ["HAMILTON_AUTOLOAD_EXTENSIONS"] = "0"
+import sys
+import pandas, pyarrow.compute, pydantic, hamilton.driver
+print({"modules": len(sys.modules)})
+"""
+
+
+#: Whether the children may write and read bytecode (``--no-bytecode`` turns it off).
+_BYTECODE = {"cached": True}
+
+
+def _env(source: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(source), "LITELLM_OFFLINE_MODE": "true"}
+    if _BYTECODE["cached"]:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
 
 def _child_cpu(command: list[str], source: Path = ROOT / "src") -> tuple[float, str]:
     """CPU seconds (user + system) of ``command`` run to its end, and what it printed."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
-        command, capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONPATH": str(source), "LITELLM_OFFLINE_MODE": "true"},
+        command, capture_output=True, text=True, check=True, env=_env(source)
     )  # fmt: skip
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -55,6 +80,7 @@ def _child_cpu(command: list[str], source: Path = ROOT / "src") -> tuple[float, 
 
 
 def measured(command: list[str], repeats: int, source: Path = ROOT / "src") -> dict:
+    _child_cpu(command, source)  # writes the bytecode the measured runs read
     runs = [_child_cpu(command, source) for _ in range(repeats)]
     cpu = [c for c, _ in runs]
     return {"min_cpu_s": min(cpu), "median_cpu_s": statistics.median(cpu), "stdout": runs[0][1]}
@@ -67,13 +93,18 @@ def main() -> None:
         "--before", type=Path, help="another checkout's src/ to measure the first run of beside"
     )
     parser.add_argument("--before-label", help="what --before is, for RESULTS.md")
+    parser.add_argument(
+        "--no-bytecode", action="store_true", help="compile every module on every run"
+    )
     args = parser.parse_args()
+    _BYTECODE["cached"] = not args.no_bytecode
     python = [sys.executable]
     load = os.getloadavg()
     empty = measured([*python, "-c", "pass"], args.repeats)
     first = measured([*python, "-c", FIRST_RUN], args.repeats)
     found = eval(first["stdout"].strip().splitlines()[-1])  # the child's own dict literal
     cli = measured([*python, "-m", "evaldag", "--help"], args.repeats)
+    floor = measured([*python, "-c", FLOOR], args.repeats)
     before = args.before and measured([*python, "-c", FIRST_RUN], args.repeats, args.before)
     report = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -87,6 +118,10 @@ def main() -> None:
         "first_run_heavy_imports": found["imported"],
         "help_cpu_s": cli["min_cpu_s"],
         "help_median_cpu_s": cli["median_cpu_s"],
+        "floor_cpu_s": floor["min_cpu_s"],
+        "floor_median_cpu_s": floor["median_cpu_s"],
+        "floor_modules": eval(floor["stdout"].strip().splitlines()[-1])["modules"],
+        "bytecode_cached": _BYTECODE["cached"],
     }
     if before:
         report["before"] = {
@@ -105,13 +140,22 @@ def main() -> None:
         f"Measured {report['measured']} (Python {report['python']}, load average "
         f"{', '.join(map(str, report['load']))} before, "
         f"{', '.join(map(str, report['load_after']))} after; CPU of the whole process, the "
-        f"interpreter's start included, minimum of {args.repeats} runs, median beside it).\n\n"
+        f"interpreter's start included, minimum of {args.repeats} runs, median beside it; "
+        + (
+            "bytecode cached, as in an installed package"
+            if report["bytecode_cached"]
+            else "every module compiled from source on every run (PYTHONDONTWRITEBYTECODE)"
+        )
+        + ").\n\n"
         "| figure | CPU s (min) | CPU s (median) | target |\n|---|---:|---:|---:|\n"
         f"| `python -c pass` | {empty['min_cpu_s']:.3f} | {empty['median_cpu_s']:.3f} | |\n"
         f"| first run: `import evaldag`, `run_evals` of 2 checks over 2 items | "
         f"{report['first_run_cpu_s']:.3f} | {report['first_run_median_cpu_s']:.3f} | 0.4 |\n"
         f"| `python -m evaldag --help` | {report['help_cpu_s']:.3f} | "
-        f"{report['help_median_cpu_s']:.3f} | 0.2 |\n\n"
+        f"{report['help_median_cpu_s']:.3f} | 0.2 |\n"
+        "| the floor: `import pandas, pyarrow.compute, pydantic, hamilton.driver` "
+        f"({report['floor_modules']} modules) | {report['floor_cpu_s']:.3f} | "
+        f"{report['floor_median_cpu_s']:.3f} | |\n\n"
         f"The first run imported {report['first_run_modules']} modules; of litellm, dask, ray, "
         f"aiohttp, scipy, polars and pyspark: {report['first_run_heavy_imports'] or 'none'}."
     )
