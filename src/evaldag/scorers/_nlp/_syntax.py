@@ -320,7 +320,7 @@ TAG_KEYS = _TagKeys()
 
 def index_keys(term: Term) -> list[str]:
     """The keys under which a term is indexed: its forms, tags, switch and chunk."""
-    keys = [TAG_KEYS[tag] for tag in term.tags]
+    keys = list(map(_TAG_KEY, term.tags))
     for form in (term.normal, term.machine, term.implicit, term.text):
         if form:
             keys.append(form)
@@ -333,6 +333,9 @@ def index_keys(term: Term) -> list[str]:
     return keys
 
 
+_TAG_KEY = TAG_KEYS.__getitem__
+
+
 class Index:
     """A clause's terms by key (``positions``) and each term's keys (``keys``)."""
 
@@ -343,10 +346,11 @@ class Index:
         #: where each pattern (by id) may start: the terms holding a key of its first token
         self.starts: dict[int, list[int]] = {}
         positions: dict[str, list[int]] = {}
-        self.keys = [index_keys(term) for term in terms]
-        for position, keys in enumerate(self.keys):
+        found = positions.get
+        self.keys = all_keys = list(map(index_keys, terms))
+        for position, keys in enumerate(all_keys):
             for key in keys:
-                listed = positions.get(key)
+                listed = found(key)
                 if listed is None:
                     positions[key] = [position]
                 elif listed[-1] != position:
