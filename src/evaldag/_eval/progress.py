@@ -8,8 +8,6 @@ import sys
 from time import monotonic
 from typing import TextIO
 
-from tqdm import tqdm
-
 #: On a terminal, a run shorter than this shows no bar (unless forced).
 TERMINAL_DELAY = 1.0
 #: Elsewhere, a run shorter than this prints no line (unless forced): quick runs stay quiet.
@@ -40,7 +38,7 @@ class ProgressBar:
         self.started = monotonic()
         self.logged: tuple[int, float] | None = None  # items done and time at the last line
         self.bar = (
-            tqdm(
+            _tqdm()(
                 total=total,
                 file=self.stream,
                 desc="scoring",
@@ -102,3 +100,10 @@ def _is_terminal(stream: TextIO) -> bool:
         return os.get_terminal_size(stream.fileno()).columns > 0
     except (OSError, ValueError):  # no file descriptor behind it: take isatty's word
         return True
+
+
+def _tqdm() -> type:
+    # Imported only for a bar: a run without one (progress=False, a CI log) does not pay for it.
+    from tqdm import tqdm
+
+    return tqdm
