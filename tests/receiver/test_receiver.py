@@ -424,7 +424,9 @@ def test_the_items_are_chosen_by_root_name_when_the_root_is_elsewhere(tmp_path):
         with tracer.start_as_current_span("POST /chat", context=context):
             agent = agent_trace(sdk, "delete_db")
         scores = rows(served, store, len(gates()))
-        time.sleep(1.5)  # the health check's trace is released after max_wait, with no item
+        deadline = time.monotonic() + 60  # the health check's trace, released after max_wait
+        while served.stats().without_items < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
         stats = served.stats()
     assert set(scores["span_id"]) == {f"{agent.span_id:016x}"}
     assert stats.without_items == 1 and stats.traces == 1
