@@ -14,7 +14,7 @@ from evaldag import EvalDagError, PromptStep, create_scorer, run_evals
 from evaldag._engine.concurrency import BatchSlots, RowSlots
 
 INSTRUCTIONS = "Grade the answer."
-SLOW = 1.0
+SLOW = 3.0  # long enough that a busy machine starts batch 2 within it
 
 
 def _judged(judge, scorer_id="judged"):
