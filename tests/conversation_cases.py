@@ -84,3 +84,21 @@ def read_answers(run_input: Any, run_output: Any) -> dict[str, Any]:
         "final": get_assistant_message(run.output),
         "user": get_user_message(run.input),
     }
+
+
+#: An OpenAI Chat Completions transcript with one tool call (get_weather) and its result.
+WEATHER = [
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": '{"temperature": 21}'},
+    {"role": "assistant", "content": "It is 21 degrees in Paris."},
+]

@@ -9,25 +9,11 @@ import json
 
 import pandas as pd
 import pytest
+from conversation_cases import WEATHER
 
 from evaldag import EvalDagError, ScorerRun, checks, create_scorer, run_evals, scorers
 from evaldag._cli.main import main
 
-WEATHER = [
-    {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {
-                "id": "c1",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-            }
-        ],
-    },
-    {"role": "tool", "tool_call_id": "c1", "content": '{"temperature": 21}'},
-    {"role": "assistant", "content": "It is 21 degrees in Paris."},
-]
 TRAJECTORY = {"steps": [{"stepType": "tool_call", "name": "get_weather"}]}
 
 

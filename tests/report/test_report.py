@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_json_text_fields import WEATHER  # an OpenAI tool-call transcript
+from conversation_cases import WEATHER  # an OpenAI tool-call transcript
 
 from evaldag import EvalResult, PromptStep, checks, create_scorer, not_scorable, run_evals
 from evaldag._report.html import report_html, write_report
