@@ -145,6 +145,49 @@ def test_code_scorers_run_once_and_say_so(judge_server):
     assert definitions["graded"]["trials"]["reducer"] == "mean"
 
 
+def _reasoned(judge):
+    """A scorer whose judge scores, then writes a reason."""
+    return _graded(judge, "reasoned").generate_reason(
+        PromptStep("Explain", lambda run, score: f"Explain the score {score} of {run.output}")
+    )
+
+
+def test_further_trials_keep_the_first_reason_and_ask_for_none(judge_server):
+    asked_reasons = []
+
+    def reply(request):
+        if request.prompt.startswith("Explain"):
+            asked_reasons.append(request.prompt)
+            return Reply(f"reason {len(asked_reasons)}")
+        return Reply({"score": 1})
+
+    judge_server.on(lambda request: True, reply)
+    judge = judge_server.judge(instructions="Grade.")
+    scorers = [_reasoned(judge)]
+    result = run_evals(_data(5), scorers=scorers, trials=3)
+    # 3 score calls per item, 1 reason call per item (the first trial's)
+    assert len(asked_reasons) == 5 and len(judge_server.requests) == 5 * 3 + 5
+    assert result.usage["reasoned"].calls == 20
+    assert sorted(result.items["reasoned.reason"]) == sorted(f"reason {i}" for i in range(1, 6))
+    assert all(len(t) == 3 for t in result.items["reasoned.trial_scores"])
+    from evaldag import cost_estimate
+
+    assert cost_estimate(_data(5), scorers=scorers, trials=3).scorers["reasoned"].calls == 20
+
+
+def test_a_scorer_judged_only_in_its_reason_is_scored_once(judge_server):
+    judge_server.reply = "a reason"
+    scorer = (
+        create_scorer("code_with_reason", judge=judge_server.judge(instructions="Explain."))
+        .generate_score(lambda run: 1.0)
+        .generate_reason(PromptStep("Explain", lambda run, score: f"Explain {score}"))
+    )
+    result = run_evals(_data(4), scorers=[scorer], trials=3)
+    assert len(judge_server.requests) == 4
+    assert result.summary.trials["code_with_reason"].repeated is False
+    assert "code_with_reason.trial_scores" not in result.items
+
+
 def test_the_cache_keys_trials_and_keeps_the_first_trials_key(judge_server, tmp_path):
     _bernoulli_judge(judge_server, p=0.5)
     scorer = _graded(judge_server.judge(instructions="Grade."))
@@ -270,7 +313,7 @@ def test_pass_at_k_needs_k_trials(judge_server):
         ("average", "reducer='average' is no reducer"),
         ("pass_at_k(0)", "pass_at_k(k) needs k, an integer >= 1"),
         ({"nobody": "mean"}, "reducer names scorer 'nobody'"),
-        ({"code": "max"}, "reducer names scorer 'code', which has no judge"),
+        ({"code": "max"}, "reducer names scorer 'code', whose score no judge decides"),
         ({"graded": 3}, "reducer['graded']=3 is no reducer"),
     ],
 )
@@ -373,10 +416,10 @@ def test_the_report_and_the_cli_summary_show_the_spread(judge_server, tmp_path):
     assert "trials: 3 per item" in table
     assert f"graded: 3 trials, mean: run-to-run SD {spread.run_to_run_sd:.3f}" in table
     assert f"flips on {spread.flipped_items} of 20 items" in table
-    assert "code: scored once (a code scorer: deterministic)" in table
+    assert "code: scored once (no judge decides its score: deterministic)" in table
     html = report_html(result)
     assert '<section id="trials">' in html and f"{spread.run_to_run_sd:.3f}" in html
-    assert "scored once (a code scorer)" in html
+    assert "scored once (no judge decides its score)" in html
     shown = [
         ", ".join(f"{s:.2f}" for s in trials) for trials in result.items["graded.trial_scores"]
     ]

@@ -18,8 +18,9 @@ def add_trial_options(run: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=1,
         metavar="N",
-        help="score each item N times with every scorer that has a judge (code scorers score "
-        "once, the target runs once); the summary shows each judged scorer's run-to-run "
+        help="score each item N times with every scorer whose score a judge decides (code "
+        "scorers score once, the target runs once, a judged reason is asked for once); the "
+        "summary shows each judged scorer's run-to-run "
         "standard deviation and how often its verdict flips (default: 1)",
     )
     run.add_argument(

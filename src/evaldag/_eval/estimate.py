@@ -13,8 +13,9 @@ estimated rather than counted:
 - **output tokens**: ``OUTPUT_TOKENS`` per call (the answers are short JSON or a sentence);
 - **dollars**: litellm's price table for each judge's model; the calls of a model it does not
   price are listed in ``unpriced`` and left out of the dollars; the local judge costs nothing;
-- with **trials** (``trials=N``), a judged scorer's calls, tokens and dollars are N times one
-  trial's (each trial its own calls; code scorers score once);
+- with **trials** (``trials=N``), a judged scorer's calls, tokens and dollars are one trial's
+  plus N - 1 times those of the scorer without its reason step (each trial its own calls; the
+  further trials keep the first's reason; code scorers score once);
 - with a **target**, outputs are not produced (that would call it): prompts are rendered with
   an empty output; a **conversation's turns** each with their own input, their judged scorers
   and gates estimated per turn index (``turn N: <id>``) as the run's summary names them.
@@ -132,7 +133,9 @@ def cost_estimate(
             continue
         notes = [*estimate.notes, *_text_notes(scorer, dataset)]
         if plan.trials is not None and plan.trials.repeats(scorer.id):
-            estimate = estimate.times(plan.trials.count)
+            # The further trials keep the first's reason: they make no generate_reason call.
+            lean = _scorer_estimate(scorer.without_reason(), runs.tolist())
+            estimate = estimate.plus(lean.times(plan.trials.count - 1)) if lean else estimate
         estimates[scorer.id] = estimate.model_copy(update={"notes": notes})
     for name, scorer, turn_runs in _turn_runs(plan.turn_specs, runs):
         estimate = _scorer_estimate(scorer, turn_runs)

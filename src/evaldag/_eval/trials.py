@@ -3,7 +3,9 @@
 A batch is run once as without trials (trial 0: the target, every scorer); then, for each
 further trial, the scorers with a judge score the batch again on trial 0's outputs (as a
 refreshed checkpoint's changed scorers do, :mod:`evaldag._eval.rescoring`), with the judge's
-reply cache keyed by the trial (``evaldag._judge.cache.judge_trial``). The trials' columns are
+reply cache keyed by the trial (``evaldag._judge.cache.judge_trial``). An item keeps its first
+trial's reason, so the further trials run without the generate_reason step (for an LLM scorer
+with a judged reason, one call fewer per item and trial). The trials' columns are
 then combined into one item row per item (``_results/trials.py`` says what each holds).
 
 An item a scorer failed on in any trial is failed for it (the error names the trial): its
@@ -38,9 +40,13 @@ ReducerSetting = str | Reducer | Mapping[str, str | Reducer]
 
 
 def is_judged(scorer: ScorerSpec) -> bool:
-    """Whether a scorer has a judge (a prompt step): it is scored in every trial; a scorer
-    without one is taken as deterministic and scored once."""
-    return any(isinstance(step.definition, PromptStep) for step in scorer.steps)
+    """Whether a judge (a prompt step) decides a scorer's score: it is scored in every trial; a
+    scorer without one (a judge only in its generate_reason step, or none) is taken as
+    deterministic and scored once."""
+    return any(
+        isinstance(step.definition, PromptStep) and step.stage != "generate_reason"
+        for step in scorer.steps
+    )
 
 
 def checked_trials(trials: Any) -> int:
@@ -70,8 +76,8 @@ def _reducers(reducer: ReducerSetting, plan: EvalPlan, count: int) -> dict[str, 
             if sid not in judged:
                 raise EvalDagError(
                     "INVALID_REDUCER",
-                    f"reducer names scorer {sid!r}, which has no judge: a code scorer is "
-                    "deterministic and scored once, so it has no trials to reduce",
+                    f"reducer names scorer {sid!r}, whose score no judge decides: it is "
+                    "taken as deterministic and scored once, so it has no trials to reduce",
                     details={"field": "reducer", "scorerId": sid},
                 )
         fields = {sid: (reducer.get(sid, "mean"), f"reducer[{sid!r}]") for sid in judged}
@@ -121,14 +127,26 @@ def with_trials(plan: EvalPlan, trials: Any, reducer: ReducerSetting) -> EvalPla
     return dataclasses.replace(plan, trials=TrialSettings(count, reducers, lines))
 
 
+def without_reasons(plan: EvalPlan, ids: tuple[str, ...]) -> EvalPlan:
+    """``plan`` with the scorers and gates ``ids`` names stripped of their generate_reason
+    step: what the trials after the first run."""
+
+    def lean(scorer: ScorerSpec) -> ScorerSpec:
+        return scorer.without_reason() if scorer.id in ids else scorer
+
+    return dataclasses.replace(
+        plan, scorers=tuple(map(lean, plan.scorers)), gates=tuple(map(lean, plan.gates))
+    )
+
+
 class TrialRuns:
     """Runs a batch's further trials and combines them with its first."""
 
     def __init__(self, plan: EvalPlan) -> None:
         assert plan.trials is not None
         self.settings = plan.trials
-        self.rescoring = Rescoring(plan)
         self.repeated = tuple(s.id for s in plan.all_scorers if self.settings.repeats(s.id))
+        self.rescoring = Rescoring(without_reasons(plan, self.repeated))
 
     def values(
         self,

@@ -22,7 +22,8 @@ def trials_section(result: EvalResult) -> str:
     rows = []
     for sid, spread in spreads.items():
         if not spread.repeated:
-            cells = '<td class="num">1</td><td colspan="5">scored once (a code scorer)</td>'
+            once = "scored once (no judge decides its score)"
+            cells = f'<td class="num">1</td><td colspan="5">{once}</td>'
         else:
             line = (
                 "" if spread.pass_line is None else f" at score {threshold_text(spread.pass_line)}"

@@ -97,8 +97,8 @@ class _Model(BaseModel):
 class TrialSpread(_Model):
     """How a scorer's scores moved across the trials of a run."""
 
-    trials: int = Field(description="Trials per item: 1 for a code scorer, scored once.")
-    repeated: bool = Field(description="Whether it was scored each trial (it has a judge).")
+    trials: int = Field(description="Trials per item: 1 for a scorer no judge decides (once).")
+    repeated: bool = Field(description="Whether it was scored each trial (a judge decides it).")
     reducer: str | None = Field(default=None, description="How an item's trials became its score.")
     pass_line: ThresholdSpec | None = Field(
         default=None, description="What a trial's score must meet to pass (for flips)."
@@ -122,7 +122,7 @@ class TrialSpread(_Model):
         """One line: ``3 trials, mean: run-to-run SD 0.120; the verdict (score >= 1.00) flips
         on 8 of 200 items (4.0%)``."""
         if not self.repeated:
-            return "scored once (a code scorer: deterministic)"
+            return "scored once (no judge decides its score: deterministic)"
         if not self.items:
             return f"{self.trials} trials, {self.reducer}: no item was scored in every trial"
         line = "" if self.pass_line is None else f" (score {threshold_text(self.pass_line)})"

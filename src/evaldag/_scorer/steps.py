@@ -249,6 +249,11 @@ class ScorerSpec(Protocol):
 
     def __hash__(self) -> int: ...  # the engine keys a scorer's row limits by the scorer
 
+    def without_reason(self) -> ScorerSpec:
+        """The scorer without its generate_reason step (trials after the first keep the
+        first's reason, so they do not ask for one)."""
+        ...
+
 
 def prompt_judges(scorer: ScorerSpec) -> Iterator[Judge]:
     """The judges ``scorer``'s prompt steps call: each step's settings over the scorer's (a step
