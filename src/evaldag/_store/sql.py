@@ -40,6 +40,11 @@ _UPSERTS: dict[str, Any] = {"sqlite": sqlite.insert, "postgresql": postgresql.in
 _LOCK_WAIT = 30
 #: Seconds a PostgreSQL connection may take to open.
 _CONNECT_WAIT = 10
+#: Seconds one PostgreSQL statement may run: the largest write or read of a run takes a few.
+_STATEMENT_WAIT = 300
+#: Seconds of silence before a PostgreSQL connection is probed (libpq's TCP keepalives), so a
+#: server gone mid-statement (a dropped network) is noticed within about a minute.
+_KEEPALIVE_IDLE = 30
 _WRITE = "evaldag_write"
 _ROWS_PER_STATEMENT = 500
 
@@ -279,7 +284,14 @@ def _engine(url: sa.URL) -> sa.Engine:
     }
     if url.get_backend_name() != "sqlite":
         # Every wait has a bound, unless the URL sets its own.
-        bounds = {"connect_timeout": _CONNECT_WAIT, "options": f"-c lock_timeout={_LOCK_WAIT}s"}
+        bounds = {
+            "connect_timeout": _CONNECT_WAIT,
+            "options": f"-c lock_timeout={_LOCK_WAIT}s -c statement_timeout={_STATEMENT_WAIT}s",
+            "keepalives": 1,
+            "keepalives_idle": _KEEPALIVE_IDLE,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
         given = {k: v for k, v in bounds.items() if k not in url.query}
         return sa.create_engine(url, connect_args=given, **options)
     engine = sa.create_engine(url, connect_args={"timeout": _LOCK_WAIT}, **options)
