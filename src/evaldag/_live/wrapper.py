@@ -60,7 +60,10 @@ class LiveStats(BaseModel):
     )
     sampled: int = Field(description="Calls the sampling and the filter kept, queued to score.")
     dropped: int = Field(description="Calls they kept but the queue did not: full, or closed.")
-    skipped: int = Field(description="Calls not scored because run_fields or the filter raised.")
+    skipped: int = Field(
+        description="Calls not scored because run_fields, the filter, output= or stream_output= "
+        "raised (the first error is logged as a warning)."
+    )
     scored: int = Field(description="Rows written to the store with a score.")
     not_scorable: int = Field(description="Runs a scorer declared not scorable (no row).")
     errors: int = Field(
