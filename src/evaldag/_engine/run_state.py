@@ -13,7 +13,7 @@ from typing import Any
 
 from evaldag._judge.records import JudgeExecution, JudgeStepRecord
 from evaldag._results.scorer_result import NotScorableInfo, ScorerResult
-from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.run import ScorerRun, echoed
 from evaldag._scorer.scores import checked_score
 from evaldag._scorer.steps import NotScorable, ScorerSpec, Step
 from evaldag.errors import ScorerRunError
@@ -115,8 +115,7 @@ class RunState:
     def result(self) -> ScorerResult:
         """The run's fields plus what the steps produced."""
         results = self.results
-        fields: dict[str, Any] = dict(self.run)
-        fields.update({key: results.get(key) for key in RESULT_KEYS})
+        fields: dict[str, Any] = {key: results.get(key) for key in RESULT_KEYS}
         fields.update({f"{stage}_prompt": text for stage, text in self.prompts.items()})
         fields["reason"] = results.get("generate_reason_step_result")
         if self.not_scorable is None:
@@ -127,7 +126,7 @@ class RunState:
                 stage: JudgeStepRecord(executions=list(executions))
                 for stage, executions in self.judge.items()
             }
-        return ScorerResult(**fields)
+        return echoed(ScorerResult, self.run, fields)
 
     def outcome(self) -> ScorerResult | ScorerRunError:
         """What the run ends with: its result, or the error that stopped it."""

@@ -28,9 +28,10 @@ from evaldag._graph.drivers import scorer_outcomes, scorers_driver
 from evaldag._reader import plain_data
 from evaldag._results.scorer_result import ScorerResult
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.run import ScorerRun
+from evaldag._scorer.run import ScorerRun, read_run
 from evaldag._store.rows import ScoreRow
 from evaldag._store.stores import ScoreStore
+from evaldag._util.gc_pause import gc_paused
 from evaldag.errors import EvalDagError, ScorerRunError, error_message
 
 logger = logging.getLogger("evaldag.live")
@@ -70,13 +71,16 @@ _RESULT_FIELDS = (
 class Call(NamedTuple):
     """A sampled call, waiting to be scored: its fields, output and request-context snapshot;
     ``error`` says why it cannot be scored (each scorer then gets an error row); ``columns``,
-    the values of the columns its scorers read besides the run's fields (a trace's ``spans``)."""
+    the values of the columns its scorers read besides the run's fields (a trace's ``spans``);
+    ``read``, whether its input, output, snapshot and columns are read already (``run_field``:
+    a trace's item, made by evaldag of decoded OTLP)."""
 
     fields: dict[str, Any]
     output: Any
     snapshot: dict[str, Any]
     error: str | None = None
     columns: dict[str, Any] | None = None
+    read: bool = False
 
 
 #: What turns a batch of messages that are not calls into the calls to score.
@@ -281,20 +285,23 @@ class BatchScoring:
         counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
         written = {"scored": 0, "errors": 0}
         plain = _PlainData()
-        calls = batch if self._calls is None else self._calls(batch)
-        try:
-            for scorer_id, call, outcome in self._outcomes(calls):
-                if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
-                    counts["not_scorable"] += 1
-                    continue
-                written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
-                rows.append(self._row(scorer_id, call, outcome, plain))
-            self._store.save(rows)
-        except Exception:  # the app never sees a scoring or storage failure
-            logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(calls))
-            counts["write_errors"] += len(rows)
-        else:  # one transaction: a batch's rows are all written, or none is
-            counts.update(written)
+        with gc_paused():  # a batch's calls, runs and rows: many objects, no cycles
+            calls = batch if self._calls is None else self._calls(batch)
+            try:
+                for scorer_id, call, outcome in self._outcomes(calls):
+                    if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
+                        counts["not_scorable"] += 1
+                        continue
+                    written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
+                    rows.append(self._row(scorer_id, call, outcome, plain))
+                self._store.save(rows)
+            except Exception:  # the app never sees a scoring or storage failure
+                logger.exception(
+                    "live scoring: %d rows of %d calls not saved", len(rows), len(calls)
+                )
+                counts["write_errors"] += len(rows)
+            else:  # one transaction: a batch's rows are all written, or none is
+                counts.update(written)
         return counts
 
     def _outcomes(self, batch: Sequence[Call]) -> list[tuple[str, Call, Any]]:
@@ -427,13 +434,14 @@ def _result_fields(result: ScorerResult) -> dict[str, Any]:
 
 def _run(call: Call) -> ScorerRun:
     """The run a call's scorers score: as Mastra, with the request context's snapshot."""
-    return ScorerRun(
-        input=call.fields.get("input"),
-        output=call.output,
-        run_id=call.fields["run_id"],
-        request_context=call.snapshot or None,
+    fields = {
+        "input": call.fields.get("input"),
+        "output": call.output,
+        "run_id": call.fields["run_id"],
+        "request_context": call.snapshot or None,
         **(call.columns or {}),
-    )
+    }
+    return read_run(fields) if call.read else ScorerRun(**fields)
 
 
 def _scorer_record(scorer: Scorer) -> dict[str, Any]:

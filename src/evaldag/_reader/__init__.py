@@ -204,17 +204,21 @@ def _read_one(message: Any, field: str, role: str) -> Any:
 
 def _read_message(message: Any, at: Place) -> None:
     """One entry of a message list into ``at.transcript``."""
-    if isinstance(message, MastraModel):
-        read = read_model(message, at.path)
-        at.transcript.keep(read, changed=read is not message)
-        return
     given = message
-    if is_foreign(message) or arrow_derived(message):
-        message = plain_data(message)
-    elif not isinstance(message, Mapping):
-        message = object_data(message)
-    if not isinstance(message, Mapping):
-        raise unknown(message, at.path)
+    if type(message) is dict:  # the common case: JSON's dicts, without the tests of others
+        if arrow_derived(message):
+            message = plain_data(message)
+    else:
+        if isinstance(message, MastraModel):
+            read = read_model(message, at.path)
+            at.transcript.keep(read, changed=read is not message)
+            return
+        if is_foreign(message) or arrow_derived(message):
+            message = plain_data(message)
+        elif not isinstance(message, Mapping):
+            message = object_data(message)
+        if not isinstance(message, Mapping):
+            raise unknown(message, at.path)
     inner = wrapped(message, at.path)
     if inner:
         for item, path in inner:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from evaldag._live.worker import Call
+from evaldag._scorer.run import run_field
 from evaldag._traces.items import otel_items
 from evaldag._traces.spans import LogEvent, Span
 from evaldag.errors import EvalDagError
@@ -79,7 +80,8 @@ class TraceCalls:
         except Exception as error:  # a bug reading it: still the trace's row, not a lost trace
             problem = f"evaldag could not read the trace ({type(error).__name__}: {error})"
         else:
-            run = {field: read[column] for field, column in self.fields.items()}
+            # the item's columns are evaldag's own plain data: only the run fields need reading
+            run = {field: run_field(field, read[column]) for field, column in self.fields.items()}
             fields = {
                 **item.fields,
                 "input": run.pop("input", None),
@@ -89,7 +91,7 @@ class TraceCalls:
             }
             output = run.pop("output", None)
             columns = {column: read[column] for column in self.columns} | run
-            return Call(fields, output, item.snapshot, None, columns)
+            return Call(fields, output, item.snapshot, None, columns, read=True)
         return _error_call(trace.trace_id, span_id, item.fields, item.snapshot, problem)
 
 

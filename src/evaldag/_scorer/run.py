@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 
 from evaldag._reader import looks_like_json, python_data, read_transcript, structured_json
@@ -45,6 +46,9 @@ class ScorerRun(BaseModel):
     ground_truth: Any = Field(default=None, description="The reference answer, if any.")
     request_context: Any = Field(default=None, description="Request-scoped values, if any.")
     expected_trajectory: Any = Field(default=None, description="The expected agent trajectory.")
+    #: Whether every field holds what reading it gives: set by validation, unset by a copy that
+    #: changes fields (``model_copy(update=...)`` skips validation).
+    _fields_read: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -67,6 +71,23 @@ class ScorerRun(BaseModel):
                 read[key] = value
         return {**data, **read} if read else data
 
+    @model_validator(mode="after")
+    def _read(self) -> ScorerRun:
+        self._fields_read = True
+        return self
+
+    @property
+    def fields_read(self) -> bool:
+        """Whether the fields were read (validated, not changed since): a result that echoes
+        them need not read them again."""
+        return self._fields_read
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._fields_read = False
+        return copied
+
     def to_dict(self) -> dict[str, Any]:
         """Mastra's camelCase shape, without the fields that are ``None``."""
         return self.model_dump(by_alias=True, exclude_none=True)
@@ -78,6 +99,7 @@ _OWN_FIELDS = frozenset(
 )
 
 
+RunModel = TypeVar("RunModel", bound=ScorerRun)
 #: The validation context of a run whose fields are read already (:func:`read_run`).
 _FIELDS_READ = {"fields": "read"}
 
@@ -103,3 +125,13 @@ def read_run(fields: dict[str, Any]) -> ScorerRun:
     """The run of ``fields`` that :func:`run_field` read already: validated, not read again
     (``run_evals`` reads every item's fields once, before the run: ``preflight``)."""
     return ScorerRun.model_validate(fields, context=_FIELDS_READ)
+
+
+def echoed(model: type[RunModel], run: ScorerRun, produced: dict[str, Any]) -> RunModel:
+    """``model`` (a run's result) of ``run``'s fields and what its steps ``produced``: only
+    those read, when ``run``'s fields were read already."""
+    fields = dict(run)
+    if not run.fields_read:
+        return model(**{**fields, **produced})
+    fields.update((key, run_field(key, item)) for key, item in produced.items())
+    return model.model_validate(fields, context=_FIELDS_READ)

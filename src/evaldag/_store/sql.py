@@ -30,7 +30,7 @@ from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
 from evaldag._store.results import experiment_record, result_from_rows, result_rows
 from evaldag._store.rows import ROW_FIELDS, ScoreRow, Source
-from evaldag._store.values import loaded_json, nul_free, stored_json
+from evaldag._store.values import json_memo, loaded_json, nul_free, stored_json
 from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
@@ -90,7 +90,7 @@ class SqlScoreStore:
         now = datetime.now(UTC)
         records = [self._record(row, now) for row in rows]
         if records:
-            with self._transaction("write to") as connection:
+            with json_memo(), self._transaction("write to") as connection:
                 _upsert(connection, records)
         return len(records)
 
@@ -118,7 +118,7 @@ class SqlScoreStore:
             "record": experiment_record(result),
         }
         insert = _UPSERTS[self.url.get_backend_name()](schema.experiments)
-        with self._transaction("write to") as connection:
+        with json_memo(), self._transaction("write to") as connection:
             connection.execute(
                 insert.on_conflict_do_update(
                     index_elements=["id"],

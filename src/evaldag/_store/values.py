@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -32,8 +34,38 @@ NUL_REPLACED = "nulReplaced"
 _SCALARS = (int, float, bool, type(None), datetime, date, time, timedelta)
 
 
+#: The JSON text of each dict and list written in one ``json_memo``, by id (with the value, so
+#: that its id stays its own).
+_MEMO: ContextVar[dict[int, tuple[Any, str | None]] | None] = ContextVar(
+    "evaldag_store_json_memo", default=None
+)
+
+
+@contextmanager
+def json_memo() -> Iterator[None]:
+    """Within it, ``stored_json`` writes a dict or list once however many rows hold it (a
+    call's input and output are in a row per scorer); its values must not change meanwhile."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def stored_json(value: Any) -> str | None:
     """``value`` as the store's JSON text: non-finite numbers as ``{"$numberDouble": ...}``."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        memo = _MEMO.get()
+        if memo is not None:
+            known = memo.get(id(value))
+            if known is None:
+                known = memo[id(value)] = (value, _json_text(value))
+            return known[1]
+    return _json_text(value)
+
+
+def _json_text(value: Any) -> str | None:
     return json_text(_tagged(value) if _has_non_finite(value) else value)
 
 

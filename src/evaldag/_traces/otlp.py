@@ -136,28 +136,31 @@ def _json_span(span: Mapping[str, Any], resource: dict[str, Any], scope: str, wh
     span_id = _id(span.get("spanId"), 8, f"{where}, a span's spanId")
     place = f"{where}, span {span_id}"
     status = span.get("status") or {}
+    events = span.get("events")
     return Span(
-        trace_id=_id(span.get("traceId"), 16, f"{place} traceId"),
-        span_id=span_id,
-        parent_span_id=_id(span.get("parentSpanId"), 8, f"{place} parentSpanId") or None,
-        name=span.get("name") or "",
-        start_ns=int(span.get("startTimeUnixNano") or 0),
-        end_ns=int(span.get("endTimeUnixNano") or 0),
-        kind=_enum(span.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
-        attributes=_attributes(span.get("attributes"), place),
-        events=[
+        _id(span.get("traceId"), 16, f"{place} traceId"),
+        span_id,
+        _id(span.get("parentSpanId"), 8, f"{place} parentSpanId") or None,
+        span.get("name") or "",
+        int(span.get("startTimeUnixNano") or 0),
+        int(span.get("endTimeUnixNano") or 0),
+        _enum(span.get("kind", 0), SPAN_KINDS, "SPAN_KIND_"),
+        _attributes(span.get("attributes"), place),
+        [
             SpanEvent(
                 event.get("name") or "",
                 int(event.get("timeUnixNano") or 0),
                 _attributes(event.get("attributes"), f"{place} event {event.get('name')!r}"),
             )
-            for event in span.get("events") or ()
-        ],
-        status=_enum(status.get("code", 0), STATUS_CODES, "STATUS_CODE_"),
-        status_message=status.get("message") or "",
-        resource=resource,
-        scope=scope,
-        source=where,
+            for event in events
+        ]
+        if events
+        else [],
+        _enum(status.get("code", 0), STATUS_CODES, "STATUS_CODE_"),
+        status.get("message") or "",
+        resource,
+        scope,
+        where,
     )
 
 
@@ -386,24 +389,25 @@ def spans_of_protobuf(request: Any, where: str) -> Iterator[Span]:
             scope = scope_spans.scope.name
             for span in scope_spans.spans:
                 status = span.status
+                kind, code = span.kind, status.code
                 yield Span(
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_span_id=span.parent_span_id.hex() or None,
-                    name=span.name,
-                    start_ns=span.start_time_unix_nano,
-                    end_ns=span.end_time_unix_nano,
-                    kind=_enum(span.kind, SPAN_KINDS, ""),
-                    attributes=_proto_attributes(span.attributes),
-                    events=[
+                    span.trace_id.hex(),
+                    span.span_id.hex(),
+                    span.parent_span_id.hex() or None,
+                    span.name,
+                    span.start_time_unix_nano,
+                    span.end_time_unix_nano,
+                    SPAN_KINDS[kind] if 0 <= kind < len(SPAN_KINDS) else str(kind),
+                    _proto_attributes(span.attributes),
+                    [
                         SpanEvent(e.name, e.time_unix_nano, _proto_attributes(e.attributes))
                         for e in span.events
                     ],
-                    status=_enum(status.code, STATUS_CODES, ""),
-                    status_message=status.message,
-                    resource=resource,
-                    scope=scope,
-                    source=where,
+                    STATUS_CODES[code] if 0 <= code < len(STATUS_CODES) else str(code),
+                    status.message,
+                    resource,
+                    scope,
+                    where,
                 )
 
 

@@ -53,6 +53,29 @@ class Span:
         """Whether the span ended in error (status ERROR, or an ``exception`` event)."""
         return self.status == "ERROR" or any(e.name == "exception" for e in self.events)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the receiver pickles every span to its scoring process: positional fields unpickle in
+        # one call, not dataclasses' attribute-by-attribute state (2-3x faster both ways)
+        return (
+            Span,
+            (
+                self.trace_id,
+                self.span_id,
+                self.parent_span_id,
+                self.name,
+                self.start_ns,
+                self.end_ns,
+                self.kind,
+                self.attributes,
+                self.events,
+                self.status,
+                self.status_message,
+                self.resource,
+                self.scope,
+                self.source,
+            ),
+        )
+
     def where(self) -> str:
         """The span, named for an error message."""
         place = f" ({self.source})" if self.source else ""
