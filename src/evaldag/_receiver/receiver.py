@@ -174,7 +174,7 @@ class OtlpReceiver:
         max_wait: float = 300.0,
         max_pending_spans: int = 100_000,
         queue_size: int = 1_000,
-        batch_size: int = 64,
+        batch_size: int = 256,
         concurrency: int = 4,
         worker: Literal["thread", "process"] = "process",
         processes: int = 1,
