@@ -81,7 +81,8 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
     }
 
 
-def _executors(names: list[str]) -> Any:
+def executors(names: list[str]) -> Any:
+    """Each named cluster (``dask``, ``ray``) with 2 worker processes, as ``run_evals`` takes it."""
     for name in names:
         if name == "dask":
             from distributed import Client, LocalCluster
@@ -116,7 +117,7 @@ def main() -> None:
     parser.add_argument("--executors", nargs="+", default=["dask", "ray"])
     args = parser.parse_args()
     rows = []
-    for name, executor in _executors(args.executors):
+    for name, executor in executors(args.executors):
         for label, storm in (("limit", 0.0), ("storm", args.storm)):
             figures = _run(executor, args, storm)
             print(name, label, figures, flush=True)

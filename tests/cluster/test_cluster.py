@@ -6,10 +6,13 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 
 import litellm
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
 from repo_paths import FIXTURES
@@ -396,6 +399,35 @@ def test_evaldag_run_on_a_cluster_exits_as_locally(dask_client, tmp_path, capsys
     assert _scored(remote) == _scored(local)
 
 
+# --- streamed data, results in a directory ---------------------------------------------------
+
+
+def _parquet_folder(tmp_path):
+    """DATA in two Parquet files of row groups of 7 rows, which the workers read."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name, rows in (("a", DATA.iloc[:35]), ("b", DATA.iloc[35:])):
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        pq.write_table(table, folder / f"{name}.parquet", row_group_size=7)
+    return folder
+
+
+def test_streamed_data_and_results_directory_as_locally(executor, tmp_path):
+    folder = _parquet_folder(tmp_path)
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        config = {**_config(server), "batch_size": 16, "progress": False}
+        local = run_evals(DATA, **config, out=tmp_path / "local.parquet")
+        remote = run_evals(f"file://{folder}", **config, executor=executor, out=tmp_path / "out")
+        assert len(server.requests) == 2 * len(DATA)
+    assert remote.to_dict() == local.to_dict() and remote.verdict == local.verdict == "failed"
+    assert "input" not in remote.items  # the client held the verdict's columns only
+    back = EvalResult.read_parquet(tmp_path / "out")
+    single = EvalResult.read_parquet(tmp_path / "local.parquet")
+    assert _scored(back) == _scored(single)
+    columns = [c for c in single.items.columns if c not in ("run_id", "graded.judge")]
+    assert back.items[columns].equals(single.items[columns])
+
+
 @pytest.mark.parametrize("where", ["spark", "dask://nohost", "ray:/x:1"])
 def test_evaldag_run_names_what_executor_takes(where, capsys):
     from evaldag._cli.main import main
@@ -415,6 +447,35 @@ def _slow_length():
         return len(run.output) / 13
 
     return create_scorer("slow").generate_score(slow)
+
+
+def test_a_worker_killed_mid_streamed_run_loses_and_repeats_no_row_of_out(dask_client, tmp_path):
+    """A worker killed once the first part is written: its batches run again elsewhere, each
+    part is written whole once (temporary file, then renamed)."""
+    folder, out = _parquet_folder(tmp_path), tmp_path / "out"
+    killed = []
+
+    def kill_a_worker():
+        deadline = time.monotonic() + 60
+        while not (out / "part-00000.parquet").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pids = dask_client.run(os.getpid)
+        killed.append(next(iter(pids.values())))
+        os.kill(killed[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    remote = run_evals(
+        folder, scorers=[_slow_length()], executor=dask_client, batch_size=4, out=out
+    )
+    killer.join()
+    assert killed
+    local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+    back = EvalResult.read_parquet(out)
+    assert back.items["input"].tolist() == DATA["input"].tolist()  # each row once, in order
+    assert len(list(out.glob("part-*.parquet"))) == 9 + 7  # 35 and 25 rows by 4
+    assert not list(out.glob(".*"))  # no temporary file left
+    assert _scored(back) == _scored(local) and remote.scores == local.scores
 
 
 def test_a_worker_killed_mid_run_loses_and_repeats_no_item(dask_client):

@@ -27,9 +27,9 @@ from evaldag._cli.resume import (
     EXIT_TERMINATED,
     Terminated,
     add_resume_options,
-    checkpoint_path,
     checkpointed_run,
     how_to_go_on,
+    run_checkpoint,
     terminated_as_interrupted,
 )
 from evaldag._cli.traces import add_trace_options, traced_items
@@ -98,7 +98,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--data",
         metavar="FILE",
-        help="the items: a .jsonl, .csv or .parquet file (default: the 'data' EVAL defines, a "
+        help="the items: a .jsonl, .csv or .parquet file, or Parquet files as a directory, a "
+        "glob or an fsspec URL, read batch by batch (default: the 'data' EVAL defines, a "
         "path read beside it)",
     )
     add_trace_options(run)
@@ -115,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         metavar="FILE",
         help="write the results to this file: .parquet (everything; what 'evaldag report' "
-        "reads), or .csv / .jsonl (the items only)",
+        "reads), or .csv / .jsonl (the items only); or to a directory (a path without suffix), "
+        "in parts written as batches finish, which is the run's checkpoint too",
     )
     run.add_argument(
         "--store",
@@ -371,7 +373,7 @@ def _run_command(args: argparse.Namespace) -> int:
         )
         print(estimate_text(estimate, title))
         return EXIT_PASSED
-    args.checkpoint = None if args.no_checkpoint else checkpoint_path(args.out, args.eval, data)
+    args.checkpoint = run_checkpoint(args, data)
     try:
         result = checkpointed_run(
             data,

@@ -92,6 +92,25 @@ def terminated_as_interrupted() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def run_checkpoint(args: argparse.Namespace, data: Any) -> Path | None:
+    """``evaldag run``'s checkpoint file, or None: with ``--no-checkpoint``; with ``--out`` a
+    directory, which is the run's checkpoint itself; with streamed data (Parquet read batch by
+    batch), which keeps no other (said on stderr)."""
+    from evaldag._eval.streamed_batches import streams
+    from evaldag._io.parquet import is_results_directory
+
+    if args.no_checkpoint or (args.out is not None and is_results_directory(args.out)):
+        return None
+    if streams(data, args.executor, args.out):
+        print(
+            "evaldag: Parquet data read batch by batch keeps no checkpoint file; give --out a "
+            "directory to make the run resumable",
+            file=sys.stderr,
+        )
+        return None
+    return checkpoint_path(args.out, args.eval, data)
+
+
 def checkpoint_path(out: str | None, eval_spec: str, data: Any) -> Path:
     """Where ``evaldag run`` keeps its checkpoint: ``.evaldag/<out's name>.checkpoint.parquet``
     beside ``--out``, or ``.evaldag/<eval>-<data file's name>.checkpoint.parquet`` here without
@@ -157,8 +176,8 @@ def checkpointed_run(
     saying so."""
     from evaldag._eval.run_evals import run_evals
 
-    if checkpoint is None:
-        return run_evals(data, **options)
+    if checkpoint is None:  # none, or --out a directory: resume= is the directory's
+        return run_evals(data, resume=resume, **options)
     finished = checkpoint.exists() and not _partial(checkpoint).exists()
     _say_what_becomes_of(checkpoint, resume)
     try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,20 +50,24 @@ class ClusterRun:
 
 
 @dataclass
-class _Prepared:
-    """A run as a worker keeps it."""
+class PreparedRun:
+    """What a row batch runs with, the same for every batch of a run: the eval's driver and
+    plan, the nodes wanted and the graph's inputs besides the batch's rows."""
 
     driver: driver.Driver
+    plan: EvalPlan
     wanted: list[str]
     inputs: dict[str, Any]
-    limits: ClusterLimits
 
 
-_prepared_runs: OrderedDict[str, _Prepared] = OrderedDict()
+#: A batch's task: its value given the run and the batch's own arguments.
+BatchTask = Callable[..., Any]
+
+_prepared_runs: OrderedDict[str, tuple[PreparedRun, ClusterLimits]] = OrderedDict()
 _prepared_lock = threading.Lock()
 
 
-def _prepared(run: ClusterRun) -> _Prepared:
+def _prepared(run: ClusterRun) -> tuple[PreparedRun, ClusterLimits]:
     """The run as this worker keeps it, unpickled and its driver built by its first task."""
     with _prepared_lock:
         kept = _prepared_runs.get(run.id)
@@ -71,27 +75,29 @@ def _prepared(run: ClusterRun) -> _Prepared:
             import cloudpickle
 
             plan, wanted, inputs = cloudpickle.loads(run.pickled)
-            kept = _Prepared(eval_driver(plan), wanted, inputs, ClusterLimits(run.coordinator))
-            _prepared_runs[run.id] = kept
+            prepared = PreparedRun(eval_driver(plan), plan, wanted, inputs)
+            kept = _prepared_runs[run.id] = (prepared, ClusterLimits(run.coordinator))
             while len(_prepared_runs) > KEPT_RUNS:
                 _prepared_runs.popitem(last=False)
         return kept
 
 
-def batch_values(
-    run: ClusterRun, rows: pd.DataFrame, run_fields: pd.DataFrame
-) -> tuple[dict[str, Any], list[str], int]:
-    """A task: the values of the nodes wanted for a batch's ``rows``, with what the worker's
-    judge caches dropped and why they stopped meanwhile."""
-    prepared = _prepared(run)
+def batch_values(run: PreparedRun, rows: pd.DataFrame, run_fields: pd.DataFrame) -> Any:
+    """The values of the nodes wanted for a batch's ``rows``."""
+    return run.driver.execute(
+        run.wanted, inputs={"dataset": rows, "run_fields": run_fields, **run.inputs}
+    )
+
+
+def _on_worker(run: ClusterRun, task: BatchTask, *args: Any) -> tuple[Any, list[str], int]:
+    """A task: ``task(run, *args)`` under the run's limits, with what the worker's judge caches
+    dropped and why they stopped meanwhile."""
+    prepared, limits = _prepared(run)
     run.coordinator.bind()
     problems, dropped = len(cache_problems()), dropped_rows()
-    with limits_in(prepared.limits):
-        values = prepared.driver.execute(
-            prepared.wanted,
-            inputs={"dataset": rows, "run_fields": run_fields, **prepared.inputs},
-        )
-    return values, cache_problems()[problems:], dropped_rows() - dropped
+    with limits_in(limits):
+        value = task(prepared, *args)
+    return value, cache_problems()[problems:], dropped_rows() - dropped
 
 
 class ClusterBatches:
@@ -118,6 +124,11 @@ class ClusterBatches:
         """The values of ``wanted`` for ``rows`` (and their ``run_fields``), computed on a
         worker; ``wanted`` and ``inputs`` are the same for every batch of the run (shipped
         with the first)."""
+        return self.run(batch_values, wanted, inputs, rows, run_fields)
+
+    def run(self, task: BatchTask, wanted: list[str], inputs: dict[str, Any], *args: Any) -> Any:
+        """``task(run, *args)`` on a worker, ``run`` the :class:`PreparedRun` of ``wanted`` and
+        ``inputs`` (the same for every batch of the run: shipped with the first)."""
         with self._lock:
             if self._run is None:
                 import cloudpickle
@@ -126,11 +137,11 @@ class ClusterBatches:
                 run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator)
                 self._run = self.backend.shared(run)
         try:
-            values, problems, dropped = self.backend.run(batch_values, self._run, rows, run_fields)
+            value, problems, dropped = self.backend.run(_on_worker, self._run, task, *args)
         except ImportError as error:
             raise _not_importable(error) from error
         noted_elsewhere(problems, dropped)
-        return values
+        return value
 
 
 def _not_importable(error: ImportError) -> EvalDagError:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextvars
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -26,37 +26,44 @@ from evaldag._engine.concurrency import BatchSlots, RowSlots, batch_running
 #: Batches running ahead of the one handed on next.
 AHEAD = 1
 
-#: What a batch's ``execute()`` gives: the values of the nodes asked for.
-Values = dict[str, Any]
-
 
 @dataclass
 class Batch:
-    """One row batch: ``items`` a checkpoint saved, else the ``values`` of its ``execute()``."""
+    """One row batch: ``items`` a checkpoint saved, else the ``values`` of its ``execute()``.
+
+    ``rows`` are its rows, or where to read them (a streamed run's batches are read where they
+    run: ``evaldag._eval.streamed_batches``).
+    """
 
     start: int
-    rows: pd.DataFrame
+    rows: Any
     items: pd.DataFrame | None = None
-    values: Values | None = None
+    values: Any = None
 
 
 @dataclass
 class _Ahead:
     batch: Batch
-    values: Future[Values] | None = None
+    values: Future[Any] | None = None
     slots: BatchSlots | None = None
 
 
+def row_batches(dataset: pd.DataFrame, size: int) -> Iterator[tuple[int, pd.DataFrame]]:
+    """Each batch of ``size`` rows of ``dataset``, in order, with its first row's position."""
+    for start in range(0, len(dataset), size):
+        yield start, dataset.iloc[start : start + size]
+
+
 def batches(
-    dataset: pd.DataFrame,
-    size: int,
-    execute: Callable[[int, pd.DataFrame], Values],
+    pieces: Iterable[tuple[int, Any]],
+    execute: Callable[[int, Any], Any],
     *,
-    saved_items: Callable[[int, pd.DataFrame], pd.DataFrame | None] | None = None,
+    saved_items: Callable[[int, Any], pd.DataFrame | None] | None = None,
     slots: RowSlots | None = None,
     ahead: int | None = None,
 ) -> Generator[Batch, None, None]:
-    """Each batch of ``size`` rows of ``dataset``, in order, with its saved items or values.
+    """Each batch of ``pieces`` (its first row's position, and its rows), in order, with its
+    saved items or values.
 
     :param execute: the graph's ``execute()`` of a batch's rows (given its first row's position).
     :param saved_items: a checkpoint's items of the batch at a row, or None to execute it.
@@ -65,13 +72,13 @@ def batches(
     :param ahead: batches run ahead of the one handed on (default: ``AHEAD`` with ``slots``,
         else none): a cluster runs as many as it has room for.
     """
-    starts = iter(range(0, len(dataset), size))
+    remaining = iter(pieces)
 
     def next_batch() -> Batch | None:
-        start = next(starts, None)
-        if start is None:
+        piece = next(remaining, None)
+        if piece is None:
             return None
-        rows = dataset.iloc[start : start + size]
+        start, rows = piece
         return Batch(start, rows, saved_items(start, rows) if saved_items else None)
 
     if ahead is None:
@@ -112,9 +119,7 @@ def batches(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _executed(
-    execute: Callable[[int, pd.DataFrame], Values], batch: Batch, slots: BatchSlots | None
-) -> Values:
+def _executed(execute: Callable[[int, Any], Any], batch: Batch, slots: BatchSlots | None) -> Any:
     if slots is None:
         return execute(batch.start, batch.rows)
     with batch_running(slots):

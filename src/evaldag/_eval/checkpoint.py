@@ -31,8 +31,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 
 from evaldag._io.files import atomic_write_text
-from evaldag._io.parquet import parquet_results, results_metadata, write_results
-from evaldag._results.eval_result import EvalResult
+from evaldag._io.parquet import (
+    SUMMARY_FILE,
+    json_ready,
+    parquet_results,
+    part_name,
+    results_metadata,
+    write_results,
+)
+from evaldag._results.eval_result import EvalResult, result_metadata
 from evaldag._results.item_columns import ScorerColumns
 from evaldag._scorer.fingerprint import Parts, digest, rows_fingerprint
 from evaldag._targets.fingerprint import target_parts
@@ -191,13 +198,13 @@ class Checkpoint:
         self, path: str | os.PathLike[str], definition: dict[str, Any], resume: Resume
     ) -> None:
         self.path = Path(path)
-        self.parts = self.path.with_name(self.path.name + PARTS_SUFFIX)
+        self.parts = self._folder()
         self.manifest = definition
         self.refresh = resume == "refresh"
         self._made_by = _made_by(definition)
         manifest = self.parts / "run.json"
         if resume is False:
-            shutil.rmtree(self.parts, ignore_errors=True)
+            self._cleared()
         elif manifest.exists():
             saved = _manifest(manifest)
             differences = _differences(saved, definition)
@@ -206,10 +213,21 @@ class Checkpoint:
             if not self.refresh:
                 raise _mismatch(self.parts, "was made by another run", differences)
             if saved.get("batch_size") != definition["batch_size"]:
-                for part in self.parts.glob("batch-*.parquet"):
+                for part in self.parts.glob(self._parts_glob):
                     part.unlink()  # batches of another size: their rows are not these
         # What each batch holds is in its own file: a refresh stopped halfway goes on later.
         atomic_write_text(manifest, json.dumps(definition))
+
+    #: The names of the saved batches' files.
+    _parts_glob = "batch-*.parquet"
+
+    def _folder(self) -> Path:
+        """Where the saved batches are."""
+        return self.path.with_name(self.path.name + PARTS_SUFFIX)
+
+    def _cleared(self) -> None:
+        """Remove what an earlier run saved."""
+        shutil.rmtree(self.parts, ignore_errors=True)
 
     @property
     def replies(self) -> Path:
@@ -223,10 +241,13 @@ class Checkpoint:
         """The items of the batch at ``start`` if a previous run finished it, with the scorers
         whose columns are stale; None when it is to be run whole: not saved, or its target
         changed (or its rows, with ``refresh``)."""
-        part = self._part(start)
+        return self._saved(self._part(start), start, batch)
+
+    def _saved(self, part: Path, start: int, batch: pd.DataFrame) -> SavedBatch | None:
         if not part.exists():
             return None
         items, metadata = parquet_results(part)
+        items = self._read_names(items)
         if metadata["data"] != rows_fingerprint(batch):
             if self.refresh:
                 return None
@@ -258,7 +279,19 @@ class Checkpoint:
 
     def save(self, start: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
         """Keep a finished batch's items, with what made them."""
-        write_results(items, {"data": rows_fingerprint(batch), **self._made_by}, self._part(start))
+        self._save(self._part(start), batch, items)
+
+    def _save(self, part: Path, batch: pd.DataFrame, items: pd.DataFrame) -> None:
+        metadata = {"data": rows_fingerprint(batch), **self._made_by}
+        write_results(self._written_names(items), metadata, part)
+
+    def _written_names(self, items: pd.DataFrame) -> pd.DataFrame:
+        """A batch's items as its file keeps them."""
+        return items
+
+    def _read_names(self, items: pd.DataFrame) -> pd.DataFrame:
+        """A batch's items as its file kept them, as the run names them."""
+        return items
 
     def finish(self, result: EvalResult) -> None:
         """The run is written in full, what made it kept with it; the saved batches are no
@@ -321,3 +354,68 @@ def _reopened(
             parts / f"batch-{start:012d}.parquet",
         )
     atomic_write_text(parts / "run.json", json.dumps(manifest))
+
+
+class ResultsDirectory(Checkpoint):
+    """A run's results written to a directory (``run_evals(out="results/")``) as its batches
+    finish: batch ``n`` in ``part-NNNNN.parquet`` (its items, named as the data names them; what
+    made it in its metadata), then ``summary.json`` (everything but the items) once all are
+    written. It is the run's checkpoint: ``run.json`` says what made the run, ``judge-replies/``
+    journals the judge's replies until the run finishes, and a run again with the same out
+    takes each part that is still what this run would write instead of scoring it again (the
+    rules of :class:`Checkpoint`).
+
+    :param path: the directory: a new one, an empty one or one an earlier run wrote.
+    """
+
+    _parts_glob = "part-*.parquet"
+
+    def __init__(
+        self, path: str | os.PathLike[str], definition: dict[str, Any], resume: Resume
+    ) -> None:
+        folder = Path(path)
+        if folder.is_dir() and not (folder / "run.json").exists() and any(folder.iterdir()):
+            raise EvalDagError(
+                "INVALID_OUTPUT_PATH",
+                f"out='{path}' is a directory holding other files than an evaldag run's "
+                "results; give a new or empty directory",
+                details={"option": "out", "path": str(path)},
+            )
+        super().__init__(path, definition, resume)
+        # Until this run finishes, the parts are not those an earlier summary summed up.
+        (self.path / SUMMARY_FILE).unlink(missing_ok=True)
+
+    def _folder(self) -> Path:
+        return self.path
+
+    def _cleared(self) -> None:
+        for part in self.path.glob(self._parts_glob):
+            part.unlink()
+        for name in (SUMMARY_FILE, "run.json"):
+            (self.path / name).unlink(missing_ok=True)
+        shutil.rmtree(self.replies, ignore_errors=True)
+
+    def _part(self, start: int) -> Path:
+        return self.path / part_name(start // self.manifest["batch_size"])
+
+    def saved_part(self, number: int, start: int, batch: pd.DataFrame) -> SavedBatch | None:
+        """The items of batch ``number`` (first row ``start``, rows ``batch``) as
+        :meth:`saved_batch` gives a batch's, for batches that are not all of one size (a
+        streamed run's end at each file's end)."""
+        return self._saved(self.path / part_name(number), start, batch)
+
+    def save_part(self, number: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
+        """Keep batch ``number``'s items, with what made them."""
+        self._save(self.path / part_name(number), batch, items)
+
+    def _written_names(self, items: pd.DataFrame) -> pd.DataFrame:
+        return items.rename(columns=self.manifest.get("columns", {}))
+
+    def _read_names(self, items: pd.DataFrame) -> pd.DataFrame:
+        return items.rename(columns={c: f for f, c in self.manifest.get("columns", {}).items()})
+
+    def finish(self, result: EvalResult) -> None:
+        """Write the summary: the run is complete; the journal of replies is no longer needed."""
+        metadata = {**result_metadata(result), _MANIFEST: self.manifest}
+        atomic_write_text(self.path / SUMMARY_FILE, json.dumps(metadata, default=json_ready))
+        shutil.rmtree(self.replies, ignore_errors=True)

@@ -36,10 +36,10 @@ def _csv(path: Path, columns: dict[str, str]) -> pd.DataFrame:
 
 
 def _parquet(path: Path) -> pd.DataFrame:
-    return _arrow_frame(pq.read_table(path))
+    return arrow_frame(pq.read_table(path))
 
 
-def _arrow_frame(table: pa.Table) -> pd.DataFrame:
+def arrow_frame(table: pa.Table) -> pd.DataFrame:
     """An Arrow table's rows; nested columns (lists, structs, maps) as the lists and dicts pyarrow
     reads (pandas would give numpy arrays, and floats for integers beside a missing one), keys
     missing from a row's struct left out (Arrow gives every row the keys of all)."""
@@ -169,7 +169,7 @@ def _from_table(table: Any) -> pd.DataFrame:
     """A pyarrow, polars or Hugging Face table as pandas makes it, nested cells as lists and
     dicts."""
     if isinstance(table, pa.Table):
-        return _arrow_frame(table)
+        return arrow_frame(table)
     try:
         frame = table.to_pandas()
     except Exception as error:

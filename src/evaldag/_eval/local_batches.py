@@ -19,7 +19,7 @@ from hamilton import driver
 from evaldag._cluster.batches import ClusterBatches
 from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
-from evaldag._eval.batches import batches
+from evaldag._eval.batches import batches, row_batches
 from evaldag._eval.checkpoint import Checkpoint, SavedBatch
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
@@ -99,7 +99,7 @@ def scored_items(
             values = dr.execute(wanted, inputs={"dataset": rows, **batch_inputs})
         if repeated is None:
             return values
-        check = None if on_error == "record" else lambda v: _raise_first_failure(v, plan, start)
+        check = None if on_error == "record" else lambda v: raise_first_failure(v, plan, start)
         return repeated.values(values, rows, batch_inputs, check)
 
     item_batches: list[pd.DataFrame] = []
@@ -108,8 +108,7 @@ def scored_items(
     bar = ProgressBar(len(dataset), enabled=progress)
     error_columns = [ScorerColumns(s.id).error for s in plan.all_scorers]
     scored = batches(
-        dataset,
-        batch_size,
+        row_batches(dataset, batch_size),
         executed,
         saved_items=saved_items,
         slots=RowSlots(inputs["concurrency"]) if waits(plan) and cluster is None else None,
@@ -121,7 +120,7 @@ def scored_items(
             if batch.values is not None:
                 values = batch.values
                 if on_error == "raise":
-                    _raise_first_failure(values, plan, completed=batch.start)
+                    raise_first_failure(values, plan, completed=batch.start)
                 items = values["batch_items"]
                 if plan.turn_specs:
                     turn_batches.append(values["turn_items"])
@@ -171,7 +170,7 @@ async def _awaited(value: Any) -> Any:
     return await value
 
 
-def _raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
+def raise_first_failure(values: dict[str, Any], plan: EvalPlan, completed: int) -> None:
     """Mastra's fail-fast: the first target or scorer failure of the batch stops the run."""
     for label, output in values.get("outputs", {}).items():
         if isinstance(output, TargetFailure):

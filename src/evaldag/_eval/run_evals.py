@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import pandas as pd
 from hamilton import driver
 
-from evaldag._cluster.batches import ClusterBatches, cluster_batches
+from evaldag._cluster.batches import ClusterBatches, PreparedRun, cluster_batches
 from evaldag._eval.checkpoint import (
     PARTS_SUFFIX,
     Checkpoint,
+    ResultsDirectory,
     Resume,
     checked_resume,
     finished_run,
@@ -33,14 +34,23 @@ from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.local_batches import scored_items, waits
 from evaldag._eval.measures import JudgeMeasures
 from evaldag._eval.preflight import checked_data, scorer_judges
+from evaldag._eval.streamed_batches import (
+    StreamSettings,
+    require_streamable,
+    streamed_data,
+    streamed_items,
+    streams,
+    verdict_columns,
+)
 from evaldag._eval.telemetry import RunTelemetry, traced_result, traced_run
 from evaldag._eval.trials import ReducerSetting, with_trials
 from evaldag._eval.trust import checked_share, require_trustworthy
 from evaldag._graph.drivers import eval_driver
-from evaldag._graph.plan import EvalPlan
+from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import full_picture
 from evaldag._io.flat import results_format, write_flat
-from evaldag._io.parquet import writable_path
+from evaldag._io.parquet import is_results_directory, writable_directory, writable_path
+from evaldag._io.parquet_data import ParquetBatches
 from evaldag._judge.budget import JudgeBudget, require_prices
 from evaldag._judge.settings import cache_directory
 from evaldag._judge.transport import require_caches
@@ -98,7 +108,10 @@ def run_evals(
     :param data: a DataFrame (``input``; ``output`` unless a target produces it; optional
         ``ground_truth``, ``request_context``, ``expected_trajectory``; other columns carried
         through) or a table with ``to_pandas()`` (pyarrow, polars, Hugging Face ``datasets``),
-        a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file.
+        a list of dicts, or a path to a ``.parquet``, ``.csv`` or ``.jsonl`` file; or Parquet
+        files as a directory, a glob or an fsspec URL (``"s3://bucket/evals/*.parquet"``),
+        read batch by batch where each batch runs, never whole (as is a single ``.parquet``
+        file with ``executor=`` or ``out=`` a directory; see docs/cluster.md).
         With a target, an item may be a conversation: ``inputs`` (turns in order on one thread)
         or ``turns`` (``[{"input", "gates", "scorers"}]``, each turn with its own assertions).
         ``columns=`` reads these fields from columns named otherwise.
@@ -128,7 +141,12 @@ def run_evals(
         last rows).
     :param out: write the results to this file: ``.parquet`` (everything), or ``.csv`` /
         ``.jsonl`` (the items; lists and dicts as JSON, in a CSV cell as JSON text;
-        ``evaldag.read_results`` reads any of them back).
+        ``evaldag.read_results`` reads any of them back); or to a directory (a path without
+        suffix): each batch's items in ``part-NNNNN.parquet`` as it finishes, then
+        ``summary.json`` (``EvalResult.read_parquet`` reads it back whole). The directory is
+        the run's checkpoint: run again with the same ``out``, the parts still valid are kept
+        (``resume`` as for ``checkpoint``). With streamed data, the result then holds only the
+        item columns its verdict reads.
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL (``postgresql://...``, or
         the scheme of a store ``evaldag.register_store`` added). It is opened (and its
@@ -200,34 +218,41 @@ def run_evals(
         raise EvalDagError(
             "INVALID_ON_ERROR", f"on_error must be 'record' or 'raise', got {on_error!r}"
         )
-    resume = checked_resume(resume, checkpoint)
+    out_directory = out is not None and is_results_directory(out)
+    resume = checked_resume(resume, checkpoint or (out if out_directory else None))
     for option, path in (("out", out), ("checkpoint", checkpoint)):
         if path is not None:
-            writable_path(path, option, len(PARTS_SUFFIX) if option == "checkpoint" else 0)
-            if results_format(path, option) != "parquet" and option == "checkpoint":
-                raise EvalDagError(
-                    "INVALID_OUTPUT_PATH",
-                    f"checkpoint='{checkpoint}' must be a .parquet file (it is read back)",
-                    details={"option": option, "path": str(path)},
-                )
-            if isinstance(data, str | os.PathLike) and Path(path).resolve() == Path(data).resolve():
-                raise EvalDagError(
-                    "INVALID_OUTPUT_PATH",
-                    f"{option}='{path}' is the data file: writing the results would overwrite "
-                    "the data; give another path",
-                    details={"option": option, "path": str(path)},
-                )
+            _require_writable(path, option, data, directory=option == "out" and out_directory)
+    if out_directory and checkpoint is not None:
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"out='{out}' is a directory, which is the run's checkpoint too (a rerun takes the "
+            "parts written there); leave out checkpoint=",
+            details={"option": "checkpoint", "path": str(checkpoint)},
+        )
     if store is not None:
         from evaldag._store.locations import require_store  # SQLAlchemy loads when used
 
         require_store(store)
-    dataset, fields, plan = checked_data(data, plan, mapping)
+    if streams(data, executor, out):
+        require_streamable(
+            on_item_complete=on_item_complete,
+            checkpoint=checkpoint,
+            trials=trials,
+            out_directory=out_directory,
+            store=store,
+        )
+        size = _batch_size(plan, concurrency, batch_size)  # one trial: the same after
+        dataset, plan = streamed_data(data, plan, mapping, size)
+        fields = None
+    else:
+        dataset, fields, plan = checked_data(data, plan, mapping)
     plan = with_trials(plan, trials, reducer)
+    size = _batch_size(plan, concurrency, batch_size)
     judges = list(scorer_judges(plan))
     require_caches((judge for _, judge in judges), cache)
     if budget is not None:
         require_prices(budget, judges)
-    size = _batch_size(plan, concurrency, batch_size)
     experiment_id = str(uuid.uuid4())
     with traced_run(plan, name, experiment_id) as telemetry, ExitStack() as stack:
         cluster = None
@@ -256,6 +281,30 @@ def run_evals(
         )
         saved = _saved(result, failures, store, target, files=(out, checkpoint))
         return traced_result(telemetry, require_trustworthy(saved, max_error_share))
+
+
+def _require_writable(
+    path: str | os.PathLike[str], option: str, data: Any, *, directory: bool
+) -> None:
+    """``out`` or ``checkpoint`` checked before any work: a results file, a checkpoint (a
+    .parquet file) or a directory of results, none of them the data."""
+    if directory:
+        writable_directory(path, option)
+    else:
+        writable_path(path, option, len(PARTS_SUFFIX) if option == "checkpoint" else 0)
+        if results_format(path, option) != "parquet" and option == "checkpoint":
+            raise EvalDagError(
+                "INVALID_OUTPUT_PATH",
+                f"checkpoint='{path}' must be a .parquet file (it is read back)",
+                details={"option": option, "path": str(path)},
+            )
+    if isinstance(data, str | os.PathLike) and Path(path).resolve() == Path(data).resolve():
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"{option}='{path}' is the data file: writing the results would overwrite "
+            "the data; give another path",
+            details={"option": option, "path": str(path)},
+        )
 
 
 #: What could not be written: the results files it was (none for the store), and why.
@@ -327,8 +376,8 @@ def _run_inputs(
 
 def _local_run(
     plan: EvalPlan,
-    dataset: pd.DataFrame,
-    fields: pd.DataFrame,
+    dataset: pd.DataFrame | ParquetBatches,
+    fields: pd.DataFrame | None,
     *,
     run_inputs: dict[str, Any],
     batch_size: int,
@@ -343,16 +392,20 @@ def _local_run(
     cluster: ClusterBatches | None = None,
 ) -> tuple[EvalResult, Unsaved]:
     """The eval here: the batches (``evaldag._eval.local_batches``; each on a worker of the
-    ``cluster`` if one is given), then the verdict's nodes over all items; and the results files
-    that could not be written."""
-    saved = None
-    if checkpoint is not None and plan.turn_specs:
+    ``cluster`` if one is given; read where they run from streamed Parquet data:
+    ``evaldag._eval.streamed_batches``), then the verdict's nodes over all items; and the
+    results files that could not be written. With ``out`` a directory, each batch's items go
+    to their part there as it finishes, and the verdict's nodes read only the columns they
+    need of a streamed run's items (which is all the result holds)."""
+    saved: Checkpoint | None = None
+    directory = out if out is not None and is_results_directory(out) else None
+    if (checkpoint is not None or directory is not None) and plan.turn_specs:
         raise EvalDagError(
             "INVALID_CHECKPOINT_OPTIONS",
-            "checkpoint= cannot resume conversations ('inputs' or 'turns' items) yet; run them "
-            "without a checkpoint",
+            f"{'checkpoint=' if directory is None else 'out= a directory'} cannot resume "
+            "conversations ('inputs' or 'turns' items) yet; run them without it",
         )
-    if checkpoint is not None:
+    if checkpoint is not None or directory is not None:
         mapping = run_inputs["data_columns"]
         definition = {
             "scorers": plan.definitions(),
@@ -360,42 +413,62 @@ def _local_run(
             "fingerprint": run_fingerprint(plan),
             **({"columns": mapping} if mapping else {}),
         }
-        finished = finished_run(checkpoint, definition, dataset, resume)
-        if finished is not None:
-            finished = finished.model_copy(update={"name": run_inputs["experiment_name"]})
-            return finished, _out_written(finished, out)
-        saved = Checkpoint(checkpoint, definition, resume)
+        if directory is not None:
+            saved = ResultsDirectory(directory, definition, resume)
+        else:
+            assert checkpoint is not None and isinstance(dataset, pd.DataFrame)
+            finished = finished_run(checkpoint, definition, dataset, resume)
+            if finished is not None:
+                finished = finished.model_copy(update={"name": run_inputs["experiment_name"]})
+                return finished, _out_written(finished, out)
+            saved = Checkpoint(checkpoint, definition, resume)
         if run_inputs["judge_cache"] is None:
             # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
             run_inputs = {**run_inputs, "judge_cache": saved.replies}
     dr = eval_driver(plan)
     measures = JudgeMeasures(plan)
-    scored = scored_items(
-        dr,
-        plan,
-        dataset,
-        fields,
-        inputs={"concurrency": concurrency, **run_inputs},
-        batch_size=batch_size,
-        on_item_complete=on_item_complete,
-        on_error=on_error,
-        progress=progress,
-        checkpoint=saved,
-        telemetry=telemetry,
-        cluster=cluster,
-    )
+    inputs = {"concurrency": concurrency, **run_inputs}
+    if isinstance(dataset, ParquetBatches):
+        settings = StreamSettings(
+            columns=run_inputs["data_columns"],
+            kept=None if directory is None else verdict_columns(plan),
+            directory=saved if isinstance(saved, ResultsDirectory) else None,
+            raise_errors=on_error == "raise",
+        )
+        wanted = ["batch_items"]
+        if on_error == "raise":  # what the first failure is found in
+            wanted += ["outputs", *(last_node(s) for s in plan.scorers)]
+        run = PreparedRun(dr, plan, wanted, inputs)
+        scored = streamed_items(run, dataset, settings, progress=progress, cluster=cluster)
+    else:
+        assert fields is not None
+        scored = scored_items(
+            dr,
+            plan,
+            dataset,
+            fields,
+            inputs=inputs,
+            batch_size=batch_size,
+            on_item_complete=on_item_complete,
+            on_error=on_error,
+            progress=progress,
+            checkpoint=saved,
+            telemetry=telemetry,
+            cluster=cluster,
+        )
     turns = {} if scored.turns is None else {"turns": scored.turns}
     inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
     result = _result(dr, inputs, full_picture(dr, plan).source)
     unsaved: Unsaved = []  # the results files that could not be written, and why
+    written = str(checkpoint if directory is None else directory)
     if scored.checkpoint_error is not None:
-        unsaved.append(((str(checkpoint),), scored.checkpoint_error))
+        unsaved.append(((written,), scored.checkpoint_error))
     elif saved is not None:
         try:
             saved.finish(result)
         except EvalDagError as error:  # its batches are kept: a rerun resumes from them
-            unsaved.append(((str(checkpoint),), error))
-    return result, unsaved + _out_written(result, out)
+            unsaved.append(((written,), error))
+    return result, unsaved + ([] if directory is not None else _out_written(result, out))
 
 
 def _result(dr: driver.Driver, inputs: dict[str, Any], picture: str) -> EvalResult:

@@ -52,10 +52,12 @@ def results_format(path: str | os.PathLike[str], option: str) -> ResultsFormat:
     suffix = Path(path).suffix.lower()
     found = _SUFFIXES.get(suffix)
     if found is None:
+        directory = "; a directory (a path without suffix) takes them in parts" * (option == "out")
         raise EvalDagError(
             "INVALID_OUTPUT_PATH",
             f"{option}='{path}': a results file ends in .parquet (everything, readable by "
-            f"evaldag report), .csv or .jsonl (the items only), not {suffix or 'no suffix'!r}",
+            f"evaldag report), .csv or .jsonl (the items only), not {suffix or 'no suffix'!r}"
+            f"{directory}",
             details={"option": option, "path": str(path)},
         )
     return found

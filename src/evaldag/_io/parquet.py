@@ -45,7 +45,7 @@ def column_name(name: Any) -> Any:
     return name if type(name) is int else str(name)
 
 
-def _json(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """A value the json module cannot write (a numpy number, a model) as one it can."""
     return json.loads(json_text(value) or "null")
 
@@ -55,6 +55,20 @@ def _cell_text(value: Any) -> str | None:
     if isinstance(value, float) and math.isnan(value):
         return None
     return json_text(value)
+
+
+def is_results_directory(path: str | os.PathLike[str]) -> bool:
+    """Whether a results path names a directory (one there, a path ending in a separator, or
+    one without a suffix that is no file): the run writes its items there in parts
+    (``part-NNNNN.parquet``) and a ``summary.json``."""
+    text = os.fspath(path)
+    target = Path(text)
+    # os.path's tests: Path's raise on a name too long for the file system
+    return (
+        text.endswith(("/", os.sep))
+        or os.path.isdir(text)
+        or (not target.suffix and not os.path.exists(text) and bool(target.name))
+    )
 
 
 def writable_path(path: str | os.PathLike[str], option: str, longer_by: int = 0) -> Path:
@@ -87,6 +101,27 @@ def writable_path(path: str | os.PathLike[str], option: str, longer_by: int = 0)
     return target
 
 
+def writable_directory(path: str | os.PathLike[str], option: str) -> Path:
+    """``path`` checked as a directory of results to write, before any work."""
+    target = Path(path)
+    problem = None
+    if target.exists() and not target.is_dir():
+        problem = "exists and is not a directory"
+    else:
+        parent = next((p for p in (target, *target.parents) if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            problem = f"is under '{parent}', which is a file"
+        elif parent is not None and not os.access(parent, os.W_OK):
+            problem = f"is under '{parent}', which is not writable"
+    if problem:
+        raise EvalDagError(
+            "INVALID_OUTPUT_PATH",
+            f"{option}='{path}' {problem}; give a directory to write the results to",
+            details={"option": option, "path": str(path)},
+        )
+    return target
+
+
 def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> Path:
     """Write ``items`` and ``metadata`` to ``path`` atomically."""
     table_columns = {}
@@ -112,9 +147,8 @@ def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> 
     }
     if any(type(c) is not str for c in items.columns):  # read back as they were
         meta["column_names"] = [column_name(c) for c in items.columns]
-    table = table.replace_schema_metadata(
-        {**(table.schema.metadata or {}), _METADATA_KEY: json.dumps(meta, default=_json).encode()}
-    )
+    kept = json.dumps(meta, default=json_ready).encode()
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), _METADATA_KEY: kept})
     return atomic_write(path, lambda temporary: pq.write_table(table, temporary))
 
 
@@ -155,14 +189,53 @@ def unreadable_results(path: Path, error: Exception) -> EvalDagError:
     )
 
 
-def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The items and metadata written by ``write_results``."""
-    if path.is_dir():
+#: The file of a results directory that holds everything but the items (JSON).
+SUMMARY_FILE = "summary.json"
+
+
+def part_name(number: int) -> str:
+    """The name of a results directory's part ``number`` (its batch's, from 0)."""
+    return f"part-{number:05d}.parquet"
+
+
+def _part_number(path: Path) -> int:
+    return int(path.name.removeprefix("part-").removesuffix(".parquet"))
+
+
+def directory_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The items (every part's, in order) and metadata (the summary's) of a results directory:
+    ``part-NNNNN.parquet`` files written by ``write_results`` and ``summary.json``."""
+    summary = path / SUMMARY_FILE
+    try:
+        metadata = json.loads(summary.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         raise EvalDagError(
             "INVALID_RESULTS_FILE",
-            f"'{path}' is a directory, not an evaldag results file",
+            f"'{path}' is a directory without an evaldag results summary ({SUMMARY_FILE}): "
+            "not a run's results, or its run has not finished (run it again to finish it)",
             details={"path": str(path)},
+        ) from None
+    except (OSError, ValueError) as error:
+        raise unreadable_results(summary, error) from error
+    parts = sorted(path.glob("part-*.parquet"), key=_part_number)
+    frames = [parquet_results(part)[0] for part in parts]
+    items = pd.concat(frames) if len(frames) > 1 else frames[0] if frames else pd.DataFrame()
+    if len(items) != metadata["summary"]["total_items"]:
+        raise EvalDagError(
+            "INVALID_RESULTS_FILE",
+            f"The results directory '{path}' holds {len(items)} items in {len(parts)} parts, "
+            f"but its run scored {metadata['summary']['total_items']}: a part is missing or "
+            "was added; run the eval again with the same out= to write it again",
+            details={"path": str(path), "parts": len(parts)},
         )
+    return items, metadata
+
+
+def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The items and metadata written by ``write_results`` (or of a results directory: see
+    ``directory_results``)."""
+    if path.is_dir():
+        return directory_results(path)
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as error:

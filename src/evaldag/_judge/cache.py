@@ -232,7 +232,7 @@ def opened_cache(directory: Path) -> JudgeCache | None:
     resolved = directory.resolve()
     with _caches_lock:
         cache = _caches.get(resolved)
-        if cache is not None and cache.problem is None:
+        if cache is not None and cache.problem is None and cache.path.exists():
             return cache
         return _opened(resolved, refuse_foreign=True)
 
@@ -245,7 +245,10 @@ def judge_cache(directory: Path | None) -> JudgeCache | None:
     resolved = directory.resolve()
     with _caches_lock:
         if resolved in _caches:
-            return _caches[resolved]
+            cache = _caches[resolved]
+            # One whose file was removed since (a finished run's journal) would write nowhere.
+            if cache is None or cache.path.exists():
+                return cache
         return _opened(resolved, refuse_foreign=False)
 
 

@@ -265,24 +265,6 @@ class EvalResult(BaseModel):
             data["verdict"] = self.verdict
         return data
 
-    def _metadata(self) -> dict[str, Any]:
-        return {
-            "scores": self.scores,
-            "summary": self.summary.model_dump(),
-            "gate_results": [g.model_dump() for g in self.gate_results],
-            "threshold_results": [t.model_dump() for t in self.threshold_results],
-            "verdict": self.verdict,
-            "usage": {key: u.model_dump() for key, u in self.usage.items()},
-            "target_usage": None if self.target_usage is None else self.target_usage.model_dump(),
-            "scorers": self.scorers,
-            "dag_dot": self.dag_dot,
-            "experiment_id": self.experiment_id,
-            "name": self.name,
-            "turn_results": [t.model_dump() for t in self.turn_results],
-            "turns": None if self.turns is None else json_text(self.turns.to_dict("records")),
-            "columns": self.columns,
-        }
-
     def to_parquet(
         self, path: str | os.PathLike[str], *, extra: dict[str, Any] | None = None
     ) -> Path:
@@ -292,11 +274,12 @@ class EvalResult(BaseModel):
         """
         from evaldag._io.parquet import write_results
 
-        return write_results(self.items, {**self._metadata(), **(extra or {})}, Path(path))
+        return write_results(self.items, {**result_metadata(self), **(extra or {})}, Path(path))
 
     @classmethod
     def read_parquet(cls, path: str | os.PathLike[str]) -> EvalResult:
-        """An EvalResult read back from ``to_parquet``'s file."""
+        """An EvalResult read back from ``to_parquet``'s file, or from the directory a run wrote
+        its results to (``run_evals(out="results/")``: its parts and summary)."""
         from evaldag._io.parquet import parquet_results
 
         items, metadata = parquet_results(Path(path))
@@ -333,7 +316,8 @@ class EvalResult(BaseModel):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EvalResult):
             return NotImplemented
-        return self._metadata() == other._metadata() and _frames_equal(self.items, other.items)
+        same = result_metadata(self) == result_metadata(other)
+        return same and _frames_equal(self.items, other.items)
 
     def __repr__(self) -> str:
         return (
@@ -342,6 +326,26 @@ class EvalResult(BaseModel):
         )
 
     __str__ = __repr__
+
+
+def result_metadata(result: EvalResult) -> dict[str, Any]:
+    """Everything of ``result`` but its items, as a results file keeps it."""
+    return {
+        "scores": result.scores,
+        "summary": result.summary.model_dump(),
+        "gate_results": [g.model_dump() for g in result.gate_results],
+        "threshold_results": [t.model_dump() for t in result.threshold_results],
+        "verdict": result.verdict,
+        "usage": {key: u.model_dump() for key, u in result.usage.items()},
+        "target_usage": None if result.target_usage is None else result.target_usage.model_dump(),
+        "scorers": result.scorers,
+        "dag_dot": result.dag_dot,
+        "experiment_id": result.experiment_id,
+        "name": result.name,
+        "turn_results": [t.model_dump() for t in result.turn_results],
+        "turns": None if result.turns is None else json_text(result.turns.to_dict("records")),
+        "columns": result.columns,
+    }
 
 
 def _turn_rows(text: str) -> pd.DataFrame:

@@ -18,15 +18,16 @@ _TEXT_COLUMNS = ("run_id", "target_error")
 
 def read_results(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The items of a results file (``run_evals(out=...)``, ``evaldag run --out``,
-    ``EvalResult.to_parquet``): one row per item, its columns as the run made them; lists and
-    dicts read back as lists and dicts from ``.parquet``, ``.jsonl`` and ``.csv`` alike.
+    ``EvalResult.to_parquet``) or directory (``run_evals(out="results/")``): one row per item,
+    its columns as the run made them; lists and dicts read back as lists and dicts from
+    ``.parquet``, ``.jsonl`` and ``.csv`` alike.
 
     A CSV file holds text: its data columns read as ``run_evals`` reads a CSV file's (numbers
     stay text), scores as numbers. For a Parquet file's averages, gates and verdict, use
     ``EvalResult.read_parquet``.
     """
     target = Path(path)
-    fmt = results_format(target, "path")
+    fmt = "parquet" if target.is_dir() else results_format(target, "path")
     if fmt == "parquet":
         return parquet_results(target)[0]
     try:

@@ -1,0 +1,225 @@
+"""Parquet data read in row groups (a file, a directory, a glob, an fsspec URL) and results
+written to a directory in parts: the same result as a run over the data as a DataFrame written
+to one file, resumed from the parts already written, with errors naming the path."""
+
+import fsspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from judge_server import JudgeServer, Reply
+
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    PromptStep,
+    checks,
+    create_scorer,
+    not_scorable,
+    read_results,
+    run_evals,
+)
+
+DATA = pd.DataFrame(
+    {
+        "input": [str(i) for i in range(60)],
+        "output": ["x" * (i % 13) for i in range(60)],
+        "topic": [["a", "b"][i % 2] for i in range(60)],
+    }
+)
+
+
+def _length():
+    return (
+        create_scorer("len")
+        .preprocess(lambda run: len(run.output))
+        .generate_score(
+            lambda preprocess_step_result: (
+                not_scorable("empty")
+                if preprocess_step_result == 0
+                else min(1, preprocess_step_result / 10)
+            )
+        )
+    )
+
+
+CONFIG = {"scorers": [_length().with_threshold(0.3)], "gates": [checks.includes("x")]}
+
+
+def _written(frame, path, row_group_size):
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, path, row_group_size=row_group_size)
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """DATA in two files of row groups of 7 rows."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _written(DATA.iloc[:35], folder / "a.parquet", 7)
+    _written(DATA.iloc[35:], folder / "b.parquet", 7)
+    return folder
+
+
+def _decided(result):
+    """The scores and verdict, every item's score columns (no run ids)."""
+    kept = [c for c in result.items.columns if c.endswith((".score", ".error", ".not_scorable"))]
+    items = result.items[kept]
+    return result.to_dict(), items.astype(object).where(items.notna(), None).to_dict("list")
+
+
+def test_a_directory_a_glob_and_a_url_give_the_result_of_the_dataframe(folder):
+    local = run_evals(DATA, **CONFIG, progress=False)
+    for data in (folder, f"{folder}/*.parquet", f"file://{folder}"):
+        streamed = run_evals(data, **CONFIG, batch_size=16, progress=False)
+        assert _decided(streamed) == _decided(local)
+        assert streamed.items["input"].tolist() == DATA["input"].tolist()
+        assert streamed.items["topic"].tolist() == DATA["topic"].tolist()
+
+
+def test_fsspec_memory_url():
+    fs = fsspec.filesystem("memory")
+    with fs.open("/evaldag-test/data.parquet", "wb") as file:
+        pq.write_table(pa.Table.from_pandas(DATA), file, row_group_size=10)
+    try:
+        streamed = run_evals("memory://evaldag-test/*.parquet", **CONFIG, progress=False)
+    finally:
+        fs.rm("/evaldag-test", recursive=True)
+    assert _decided(streamed) == _decided(run_evals(DATA, **CONFIG, progress=False))
+
+
+def test_out_a_directory_reads_back_as_the_single_file(folder, tmp_path):
+    one = run_evals(DATA, **CONFIG, out=tmp_path / "one.parquet", progress=False)
+    result = run_evals(folder, **CONFIG, batch_size=16, out=tmp_path / "out/", progress=False)
+    parts = sorted(p.name for p in (tmp_path / "out").glob("part-*.parquet"))
+    # a batch ends at a file's end: 35 rows are 16 + 16 + 3, then 16 + 9
+    assert parts == [f"part-{n:05d}.parquet" for n in range(5)]
+    assert (tmp_path / "out" / "summary.json").exists()
+    assert result.to_dict() == one.to_dict()
+    # the client kept only what the verdict reads
+    assert "input" not in result.items and "len.reason" not in result.items
+    back = EvalResult.read_parquet(tmp_path / "out")
+    single = EvalResult.read_parquet(tmp_path / "one.parquet")
+    columns = [c for c in single.items.columns if c != "run_id"]
+    assert back.to_dict() == single.to_dict() and back.verdict == single.verdict == "failed"
+    assert back.items[columns].equals(single.items[columns])
+    assert back.summary == single.summary and back.usage == single.usage
+    assert read_results(tmp_path / "out").equals(back.items)
+
+
+def test_a_dataframe_run_writes_the_same_directory(tmp_path):
+    one = run_evals(DATA, **CONFIG, out=tmp_path / "one.parquet", progress=False)
+    result = run_evals(DATA, **CONFIG, batch_size=16, out=tmp_path / "out/", progress=False)
+    assert result.items.equals(EvalResult.read_parquet(tmp_path / "out").items)
+    back = EvalResult.read_parquet(tmp_path / "out")
+    columns = [c for c in one.items.columns if c != "run_id"]
+    assert back.to_dict() == one.to_dict() and back.items[columns].equals(one.items[columns])
+
+
+def _graded(server):
+    judge = server.judge(instructions="Grade it.")
+    return create_scorer("graded", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade {run.input}: {run.output}")
+    )
+
+
+def test_a_rerun_takes_the_parts_written_and_judges_only_the_rest(folder, tmp_path):
+    out = tmp_path / "out"
+    with JudgeServer(Reply({"score": 0.5})) as server:
+        config = {"scorers": [_graded(server)], "batch_size": 16, "progress": False}
+        first = run_evals(folder, **config, out=f"{out}/")
+        assert len(server.requests) == len(DATA)
+        (out / "part-00001.parquet").unlink()  # rows 16-31 (a run killed before writing it)
+        (out / "summary.json").unlink()
+        again = run_evals(folder, **config, out=f"{out}/")
+        assert len(server.requests) == len(DATA) + 16
+    assert again.to_dict() == first.to_dict()
+    assert len(EvalResult.read_parquet(out).items) == len(DATA)
+
+
+def test_a_run_stopped_midway_repeats_no_judge_call(folder, tmp_path):
+    """The parts of the finished batches are kept, the replies of the rest in the directory's
+    journal: over both runs every item is judged once."""
+    out = f"{tmp_path}/out/"
+    flaky = create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "40" else 1)
+    with JudgeServer(Reply({"score": 0.5})) as server:
+        config = {"scorers": [_graded(server), flaky], "batch_size": 8, "progress": False}
+        with pytest.raises(EvalDagError, match="Error running scorer flaky"):
+            run_evals(folder, **config, out=out, on_error="raise")
+        assert 0 < len(server.requests)
+        finished = run_evals(folder, **config, out=out)
+        assert len(server.requests) == len(DATA)
+    assert finished.summary.errors == {"flaky": 1}
+
+
+def test_a_directory_of_another_run_is_refused_naming_what_changed(folder, tmp_path):
+    out = f"{tmp_path}/out/"
+    run_evals(folder, **CONFIG, out=out, progress=False)
+    changed = {"scorers": [_length().with_threshold(0.5)]}
+    with pytest.raises(EvalDagError, match="has another threshold") as caught:
+        run_evals(folder, **changed, out=out, progress=False)
+    assert caught.value.id == "CHECKPOINT_MISMATCH"
+    afresh = run_evals(folder, **changed, out=out, resume=False, progress=False)
+    assert afresh.threshold_results[0].threshold == 0.5
+    assert EvalResult.read_parquet(out).threshold_results == afresh.threshold_results
+
+
+def test_a_directory_holding_other_files_is_refused(folder, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(EvalDagError, match="holding other files"):
+        run_evals(folder, **CONFIG, out=tmp_path / "mine", progress=False)
+
+
+def test_a_bad_row_is_named_when_its_batch_is_read(tmp_path):
+    bad = DATA.assign(output=[None if i == 41 else o for i, o in enumerate(DATA["output"])])
+    _written(bad, tmp_path / "bad.parquet", 7)
+    with pytest.raises(EvalDagError, match="index 41"):
+        run_evals(tmp_path / "*.parquet", **CONFIG, batch_size=16, progress=False)
+
+
+def test_errors_name_the_path(folder, tmp_path):
+    with pytest.raises(EvalDagError, match=r"'.*/nothing-\*\.parquet' matches no file"):
+        run_evals(f"{tmp_path}/nothing-*.parquet", **CONFIG, progress=False)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EvalDagError, match="holding no .parquet file"):
+        run_evals(tmp_path / "empty", **CONFIG, progress=False)
+    _written(DATA.assign(topic=range(60)), folder / "c.parquet", 7)
+    with pytest.raises(EvalDagError, match=r"c\.parquet' .* another schema .*'topic' is int64"):
+        run_evals(folder, **CONFIG, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("option", "refused"),
+    [
+        ({"on_item_complete": print}, "on_item_complete="),
+        ({"trials": 2}, "trials="),
+        ({"checkpoint": "run.parquet"}, "checkpoint="),
+    ],
+)
+def test_what_a_streamed_run_cannot_take_is_refused_with_why(folder, option, refused):
+    with pytest.raises(EvalDagError, match=refused) as caught:
+        run_evals(folder, **CONFIG, **option, progress=False)
+    assert caught.value.id == "INVALID_STREAMED_RUN"
+
+
+EVAL_FILE = """
+from evaldag import checks
+
+scorers = [checks.includes("x")]
+"""
+
+
+def test_evaldag_run_reads_a_glob_into_a_directory_and_resumes_from_it(folder, tmp_path, capsys):
+    from evaldag._cli.main import main
+
+    (tmp_path / "eval_streamed.py").write_text(EVAL_FILE)
+    argv = ["run", str(tmp_path / "eval_streamed.py"), "--data", f"{folder}/*.parquet"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    single = run_evals(DATA, scorers=[checks.includes("x")], progress=False)
+    assert EvalResult.read_parquet(tmp_path / "out").to_dict() == single.to_dict()
+    (tmp_path / "out" / "part-00000.parquet").unlink()
+    assert main([*argv, "--out", str(tmp_path / "out"), "--resume"]) == 0
+    assert len(EvalResult.read_parquet(tmp_path / "out").items) == len(DATA)
+    assert main(argv) == 0  # without --out: no checkpoint, said so
+    assert "keeps no checkpoint file" in capsys.readouterr().err
