@@ -76,12 +76,6 @@ class ScorerRun(BaseModel):
         self._fields_read = True
         return self
 
-    @property
-    def fields_read(self) -> bool:
-        """Whether the fields were read (validated, not changed since): a result that echoes
-        them need not read them again."""
-        return self._fields_read
-
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         copied = super().model_copy(update=update, deep=deep)
         if update:
@@ -131,7 +125,7 @@ def echoed(model: type[RunModel], run: ScorerRun, produced: dict[str, Any]) -> R
     """``model`` (a run's result) of ``run``'s fields and what its steps ``produced``: only
     those read, when ``run``'s fields were read already."""
     fields = dict(run)
-    if not run.fields_read:
+    if not run._fields_read:
         return model(**{**fields, **produced})
     fields.update((key, run_field(key, item)) for key, item in produced.items())
     return model.model_validate(fields, context=_FIELDS_READ)
