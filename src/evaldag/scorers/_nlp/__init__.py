@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 from evaldag.scorers._nlp import _contractions, _posttag, _pretag, _tokens, _verbs, _views
@@ -44,23 +45,41 @@ def _text(terms: list[_tokens.Term]) -> str:
     return "".join(term.pre + term.text + term.post for term in terms)
 
 
-def _strings(doc: _views.Doc) -> tuple[list[str], list[str], list[str]]:
+def _strings(doc: _views.Doc, skip_chunks: bool = True) -> tuple[list[str], list[str], list[str]]:
     """A tagged document's noun phrases, its verb phrases in the infinitive, and its terms after
-    that rewrite."""
+    that rewrite (see :func:`_verbs.to_infinitive` for ``skip_chunks``)."""
     spans = [(n, 0, len(terms)) for n, terms in enumerate(doc)]
     nouns = [_text(doc[n][start:end]) for n, start, end in _views.nouns(doc, spans)]
-    phrases = _verbs.to_infinitive(doc, model())
+    phrases = _verbs.to_infinitive(doc, model(), skip_chunks)
     verbs = [_text(doc[n][start:end]) for n, start, end in phrases]
     return nouns, verbs, [_text([term]) for terms in doc for term in terms]
+
+
+def _rewritten(
+    doc: _views.Doc, again: Callable[[], _views.Doc]
+) -> tuple[list[str], list[str], list[str]]:
+    """:func:`_strings` of ``doc``; of the same document made ``again`` and rewritten with every
+    chunking when a rewrite brought a negation into a sentence re-tagged without its chunks."""
+    try:
+        return _strings(doc)
+    except _verbs.StaleChunks:
+        return _strings(again(), skip_chunks=False)
+
+
+def _sentence_doc(sentence: str) -> tuple[_views.Doc, tuple]:
+    """One sentence tagged and chunked, and its chunk edges before they are fixed."""
+    doc = _tagged([_contractions.terms_of(sentence, model())], fix=False)
+    edges = _posttag.chunk_edges(doc[0])
+    _posttag.fix_chunks(doc)
+    return _views.Doc(doc), edges
 
 
 @lru_cache(maxsize=8192)
 def _sentence(sentence: str, alone: bool) -> tuple[tuple[tuple[str, ...], ...], tuple]:
     """One sentence's strings, and its chunk edges (see :func:`extracted_strings`)."""
-    doc = _tagged([_contractions.terms_of(sentence, model())], fix=False)
-    edges = _posttag.chunk_edges(doc[0])
-    _posttag.fix_chunks(doc)
-    return tuple(map(tuple, _strings(_views.Doc(doc)))), edges
+    doc, edges = _sentence_doc(sentence)
+    strings = _rewritten(doc, lambda: _sentence_doc(sentence)[0])
+    return tuple(map(tuple, strings)), edges
 
 
 def extracted_strings(text: str) -> list[str]:
@@ -76,7 +95,8 @@ def extracted_strings(text: str) -> list[str]:
     parts = [_sentence(sentence, len(found) == 1) for sentence in found]
     for (_, before), (_, after) in zip(parts, parts[1:], strict=False):
         if before[1] is not None and after[0] is not None and before[1] != after[0]:
-            return [string for kind in _strings(_views.Doc(tagged(text))) for string in kind]
+            strings = _rewritten(_views.Doc(tagged(text)), lambda: _views.Doc(tagged(text)))
+            return [string for kind in strings for string in kind]
     return [string for kind in range(3) for strings, _ in parts for string in strings[kind]]
 
 

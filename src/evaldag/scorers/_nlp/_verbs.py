@@ -248,24 +248,56 @@ def _prepend(doc: Doc, n: int, at: int, text: str, model: Model) -> None:
     doc.changed(n)
 
 
-def to_infinitive(doc: Doc, model: Model) -> list[Span]:
-    """Rewrite every verb phrase of ``doc`` to the infinitive, in place; the phrases after."""
+class StaleChunks(Exception):
+    """A sentence re-tagged without its chunks came to hold a negation, whose "do/does" reads
+    them: :func:`to_infinitive` is to run again with ``skip_chunks=False``."""
+
+
+#: The words that can be tagged #Negative: compromise's lexicon has "never", "non" and "not",
+#: and one post-tagger rule tags "no" (in "is no").
+_NEGATIONS = frozenset(["never", "non", "not", "no"])
+
+
+def _may_negate(terms: list[Term]) -> bool:
+    """Whether a term is, or may be tagged, #Negative."""
+    for term in terms:
+        if "Negative" in term.tags or term.alias and not _NEGATIONS.isdisjoint(term.alias):
+            return True
+        if not _NEGATIONS.isdisjoint((term.normal, term.machine, term.implicit, term.text.lower())):
+            return True
+    return False
+
+
+def to_infinitive(doc: Doc, model: Model, skip_chunks: bool = True) -> list[Span]:
+    """Rewrite every verb phrase of ``doc`` to the infinitive, in place; the phrases after.
+
+    :param skip_chunks: re-tag a sentence without a negation without its chunks; raises
+        :class:`StaleChunks` when a rewrite brings a negation into such a sentence.
+    """
     # Spans move as earlier phrases change: each is found again by its first and last terms.
     phrases = [(n, doc[n][start], doc[n][end - 1]) for n, start, end in views.verbs(doc)]
     done: list[Span] = []
+    unchunked: set[int] = set()
     for i, (n, first, last) in enumerate(phrases):
         terms = doc[n]
         if first in terms and last in terms:
+            if n in unchunked and _may_negate(terms):
+                raise StaleChunks
             done.append(
                 _verb_to_infinitive(doc, (n, terms.index(first), terms.index(last) + 1), model)
             )
-            # compromise tags the sentence again after each rewrite; later phrases see it.
+            # compromise tags the sentence again after each rewrite; later phrases see it. The
+            # chunks it gives are read only by a negated phrase's "do/does" (the subject's noun
+            # phrases) and by the next chunking: in a sentence that cannot hold a negation,
+            # chunking again is left out.
             if i + 1 < len(phrases) and phrases[i + 1][0] == n:
-                _retag(doc, n, model)
+                if skip_chunks and (n in unchunked or not _may_negate(doc[n])):
+                    unchunked.add(n)
+                _retag(doc, n, model, chunks=n not in unchunked)
     return done
 
 
-def _retag(doc: Doc, n: int, model: Model) -> None:
+def _retag(doc: Doc, n: int, model: Model, chunks: bool = True) -> None:
     from evaldag.scorers._nlp import _posttag, _pretag
 
     terms = doc[n]
@@ -274,7 +306,8 @@ def _retag(doc: Doc, n: int, model: Model) -> None:
     sentence = [terms]
     _pretag.tag_words(sentence, model, thaw=False)
     _posttag.post_tag(sentence, model)
-    _posttag.chunk(sentence, model)
+    if chunks:
+        _posttag.chunk(sentence, model)
     doc.changed(n)
 
 
