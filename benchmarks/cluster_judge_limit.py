@@ -14,7 +14,7 @@ runs per executor, one scorer with one prompt step, ``max_concurrency`` for the 
 The figures go to ``benchmarks/RESULTS.md`` (its "cluster" section)::
 
     python benchmarks/cluster_judge_limit.py [--items 100000] [--latency 0.05]
-        [--max-concurrency 64] [--storm 0.3] [--executors dask ray]
+        [--max-concurrency 64] [--storm 0.3] [--executors dask ray] [--runs limit storm]
 """
 
 from __future__ import annotations
@@ -115,10 +115,13 @@ def main() -> None:
     parser.add_argument("--max-concurrency", type=int, default=64)
     parser.add_argument("--storm", type=float, default=0.3)
     parser.add_argument("--executors", nargs="+", default=["dask", "ray"])
+    parser.add_argument("--runs", nargs="+", default=["limit", "storm"], choices=["limit", "storm"])
     args = parser.parse_args()
     rows = []
     for name, executor in executors(args.executors):
         for label, storm in (("limit", 0.0), ("storm", args.storm)):
+            if label not in args.runs:
+                continue
             figures = _run(executor, args, storm)
             print(name, label, figures, flush=True)
             rows.append((name, label, figures))

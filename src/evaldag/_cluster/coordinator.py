@@ -1,11 +1,13 @@
 """The run's coordinator on a cluster: one judge limit per endpoint and one budget for all workers.
 
 It runs as an actor (a Ray actor, a Dask actor), so every worker's judge calls ask the same
-object: a call takes a **lease** on a slot of its endpoint's
+object: a worker takes a **lease** on a block of slots of an endpoint's
 :class:`~evaldag._judge.limiter.SharedLimit` (the same AIMD limit a local run has, so a 429 seen
-by any worker halves everyone's limit), and gives it back when it ends. A lease runs out after
-the longest a call can hold it (the judge's timeout and its slack): the slot of a worker that
-died holding it is not lost to the run. The budget sums what every worker's judge calls cost.
+by any worker halves everyone's limit), its calls use them (see
+:class:`~evaldag._cluster.limits.ClusterLimit`), and it gives them back. A lease runs out after
+the longest a block can hold its slots (the judge's timeout, its slack and a block's life): the
+slots of a worker that died holding them are not lost to the run. The budget sums what every
+worker's judge calls cost.
 
 Every method is a coroutine: both Ray's async actors and Dask's actors run them on one event
 loop, where a waiting ``acquire`` does not block a ``release``.
@@ -34,7 +36,7 @@ class RunCoordinator:
         self.spent_usd = 0.0
         self.refused = 0
         self._limits: dict[tuple[Any, ...], SharedLimit] = {}
-        self._leases: dict[int, tuple[tuple[Any, ...], float]] = {}  # id: key, deadline
+        self._leases: dict[int, list[Any]] = {}  # id: [key, deadline, slots held]
         self._ids = itertools.count(1)
         self._reaper: asyncio.Task[None] | None = None
 
@@ -44,24 +46,37 @@ class RunCoordinator:
             limit = self._limits[key] = SharedLimit(size)
         return limit
 
-    async def acquire(self, key: tuple[Any, ...], size: int, hold: float) -> tuple[int, int, int]:
-        """Wait for a slot of ``key``'s limit; the lease (held ``hold`` seconds at most), the
-        round it was granted in and the limit's size then."""
+    async def acquire(
+        self, key: tuple[Any, ...], size: int, hold: float, want: int = 1
+    ) -> tuple[int, int, int, int]:
+        """Wait for a slot of ``key``'s limit, then take up to ``want`` in all of those free;
+        the lease (held ``hold`` seconds at most), its slots, the round it was granted in and
+        the limit's size then."""
         if self._reaper is None:
             self._reaper = asyncio.get_running_loop().create_task(self._expired_leases())
         limit = self._limit(key, size)
         started = await limit.acquire()
+        count = 1
+        while count < want and limit.try_acquire():
+            count += 1
         lease = next(self._ids)
-        self._leases[lease] = (key, time.monotonic() + hold + LEASE_MARGIN_SECONDS)
-        return lease, started, limit.size
+        self._leases[lease] = [key, time.monotonic() + hold + LEASE_MARGIN_SECONDS, count]
+        return lease, count, started, limit.size
 
-    async def release(self, lease: int, succeeded: bool) -> None:
-        """Give back a lease (nothing if it ran out); a call that succeeded grows the limit."""
-        held = self._leases.pop(lease, None)
-        if held is not None:
-            limit = self._limits[held[0]]
-            if succeeded:
-                limit.succeeded()
+    async def release(self, lease: int, count: int, succeeded: int) -> None:
+        """Give back ``count`` slots of a lease (none if it ran out); each of the ``succeeded``
+        calls made with them since grows the limit."""
+        held = self._leases.get(lease)
+        if held is None:
+            return
+        limit = self._limits[held[0]]
+        for _ in range(succeeded):
+            limit.succeeded()
+        count = min(count, held[2])
+        held[2] -= count
+        if not held[2]:
+            del self._leases[lease]
+        for _ in range(count):
             limit.release()
 
     async def throttled(
@@ -94,6 +109,6 @@ class RunCoordinator:
         while True:
             await asyncio.sleep(LEASE_CHECK_SECONDS)
             now = time.monotonic()
-            for lease, (_, deadline) in list(self._leases.items()):
+            for lease, (_, deadline, count) in list(self._leases.items()):
                 if deadline < now:
-                    await self.release(lease, succeeded=False)
+                    await self.release(lease, count, 0)

@@ -13,10 +13,12 @@ started within that time of another worker's spending).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,34 +37,73 @@ BUDGET_WAIT_SECONDS = 10.0
 LIMITS_WAIT_SECONDS = 60.0
 
 
+#: Seconds a block of slots is used again by this process's calls; then its slots go back to
+#: the coordinator as their calls end, so a cut of the limit (a 429 another worker saw) and
+#: another worker's demand reach this one within it.
+BLOCK_SECONDS = 1.0
+#: At most this share of an endpoint's ``max_concurrency`` in one block: two workers asking at
+#: once both get some.
+BLOCK_SHARE = 0.5
+
+
+class _Block:
+    """Slots of one lease, held by this process: used again by its calls while it is live."""
+
+    __slots__ = ("born", "free", "held", "lease", "retired", "round", "successes")
+
+    def __init__(self, lease: int, count: int, started: int) -> None:
+        self.lease, self.round = lease, started
+        #: Slots of the lease this process holds: in use by a call, or free.
+        self.held = count
+        self.free = count
+        self.successes = 0  # calls that succeeded since the last slots went back
+        self.born = time.monotonic()
+        self.retired = False
+
+    def live(self) -> bool:
+        """Whether its slots may be used again (not past ``BLOCK_SECONDS``, not retired)."""
+        if not self.retired and time.monotonic() - self.born > BLOCK_SECONDS:
+            self.retired = True
+        return not self.retired
+
+
 class _Lease:
-    __slots__ = ("id", "local", "succeeded")
+    __slots__ = ("block", "local", "succeeded")
 
-    def __init__(self, lease: int | None, local: SharedLimit | None = None) -> None:
-        self.id, self.local, self.succeeded = lease, local, False
+    def __init__(self, block: _Block | None, local: SharedLimit | None = None) -> None:
+        self.block, self.local, self.succeeded = block, local, False
 
 
-#: The lease of the judge call running in this task (one at a time per task).
+#: The slot of the judge call running in this task (one at a time per task).
 _lease: contextvars.ContextVar[_Lease | None] = contextvars.ContextVar(
     "evaldag_lease", default=None
 )
 
 
-async def _settled(future: Future[Any], on_abandoned: Any = None) -> Any:
-    """The value of ``future``; if the waiter is cancelled, ``future`` is not, and
-    ``on_abandoned`` gets its value when it comes."""
-    try:
-        return await asyncio.shield(asyncio.wrap_future(future))
-    except asyncio.CancelledError:
-        if on_abandoned is not None:
-            future.add_done_callback(
-                lambda done: done.exception() is None and on_abandoned(done.result())
-            )
-        raise
+class _Waiter:
+    __slots__ = ("block", "future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop, self.future = loop, loop.create_future()
+        #: The block whose slot it was handed (None: go on alone, the coordinator is lost).
+        self.block: _Block | None = None
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class ClusterLimit:
     """One endpoint's limit held by the coordinator: ``async with`` it around a judge call.
+
+    Slots come from the coordinator in **blocks**: a call that finds no free slot here asks for
+    as many as calls are waiting (at most ``BLOCK_SHARE`` of the limit), one request at a time,
+    and a slot whose call ended passes straight to the next waiting call while its block is
+    live (``BLOCK_SECONDS``). So most calls make no round trip to the coordinator at all, while
+    the calls in flight over the whole cluster never pass what it granted: the limit. A slot
+    nobody here waits for goes back at once; a 429 seen here retires this process's blocks
+    (their slots go back as their calls end) besides cutting the limit on the coordinator.
 
     Should the coordinator be lost (the worker holding a Dask actor died), the calls of this
     process go on under a limit of its own, said once: slower to adapt, but no item is lost.
@@ -70,30 +111,42 @@ class ClusterLimit:
 
     def __init__(self, coordinator: Coordinator, key: tuple[Any, ...], size: int, hold: float):
         self.coordinator, self.key, self.ceiling, self.hold = coordinator, key, size, hold
-        #: The limit's size as of the last slot granted here.
+        #: The limit's size as of the last block granted here.
         self.size = size
         #: This process's own limit, once the coordinator was lost.
         self.alone: SharedLimit | None = None
+        self._blocks: list[_Block] = []
+        self._waiters: deque[_Waiter] = deque()
+        self._asking = False
+        self._lock = threading.Lock()
 
     async def __aenter__(self) -> int:
-        def abandoned(granted: tuple[int, int, int]) -> None:
-            self.coordinator.call("release", granted[0], False)
-
         if self.alone is None:
-            granted = self.coordinator.call("acquire", self.key, self.ceiling, self.hold)
-            try:
-                lease, started, self.size = await _settled(granted, abandoned)
-            except Exception as error:  # not a cancellation: the coordinator is gone
-                if self.alone is None:
-                    _logger.warning(
-                        "the run's judge limit coordinator is lost (%s); this worker's calls go "
-                        "on under a limit of their own",
-                        error,
-                    )
-                    self.alone = SharedLimit(self.ceiling)
-            else:
-                _lease.set(_Lease(lease))
-                return started
+            want = 0
+            with self._lock:
+                block = self._free_block()
+                if block is None:
+                    waiter = _Waiter(asyncio.get_running_loop())
+                    self._waiters.append(waiter)
+                    want = self._wanted()
+            if want:
+                self._ask(want)
+            if block is None:
+                try:
+                    await waiter.future
+                except asyncio.CancelledError:
+                    with self._lock:
+                        handed = waiter not in self._waiters
+                        if not handed:
+                            self._waiters.remove(waiter)
+                    if handed and waiter.block is not None:  # handed over as it was cancelled
+                        self._ended(waiter.block, succeeded=False)
+                    raise
+                block = waiter.block
+            if block is not None:
+                _lease.set(_Lease(block))
+                return block.round
+        assert self.alone is not None
         started = await self.alone.acquire()
         _lease.set(_Lease(None, self.alone))
         return started
@@ -103,18 +156,124 @@ class ClusterLimit:
         if lease is None:
             return
         _lease.set(None)
-        if lease.local is None:
-            self.coordinator.call("release", lease.id, lease.succeeded)
+        if lease.block is not None:
+            self._ended(lease.block, lease.succeeded)
             return
+        assert lease.local is not None
         if lease.succeeded:
             lease.local.succeeded()
         lease.local.release()
 
+    def _free_block(self) -> _Block | None:
+        """A live block with a free slot, the slot taken (the lock held)."""
+        for block in self._blocks:
+            if block.free and block.live():
+                block.free -= 1
+                return block
+        return None
+
+    def _wanted(self) -> int:
+        """The slots to ask the coordinator for, for the waiting calls; 0 while a request is
+        out or none waits (the lock held: the request is made once it is let go, as its answer
+        may come at once, in this thread)."""
+        if self._asking or not self._waiters:
+            return 0
+        self._asking = True
+        return max(1, min(len(self._waiters), int(self.ceiling * BLOCK_SHARE)))
+
+    def _ask(self, want: int) -> None:
+        hold = self.hold + BLOCK_SECONDS
+        asked = self.coordinator.call("acquire", self.key, self.ceiling, hold, want)
+        asked.add_done_callback(self._granted)
+
+    def _granted(self, asked: Future[Any]) -> None:
+        """A block came (or the coordinator is lost): its slots to the waiting calls."""
+        try:
+            lease, count, started, size = asked.result()
+        except Exception as error:  # not a cancellation: the coordinator is gone
+            self._lost(error)
+            return
+        block = _Block(lease, count, started)
+        with self._lock:
+            self._asking = False
+            self.size = size
+            self._blocks.append(block)
+            while block.free and self._handed(block):
+                pass
+            spare = self._given_back(block, block.free) if not self._waiters else 0
+            want = self._wanted()
+        if spare:
+            self._release(block, spare)
+        if want:
+            self._ask(want)
+
+    def _handed(self, block: _Block) -> bool:
+        """Hand a free slot of ``block`` to the oldest waiting call; whether one took it (the
+        lock held)."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            waiter.block = block  # before it wakes, on its own loop's thread
+            try:
+                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+            except RuntimeError:  # its loop has closed: nobody waits there any more
+                continue
+            block.free -= 1
+            return True
+        return False
+
+    def _ended(self, block: _Block, succeeded: bool) -> None:
+        """A call's slot is free: to the next waiting call while its block is live, else back
+        to the coordinator."""
+        with self._lock:
+            block.successes += succeeded
+            block.free += 1
+            if block.live() and self._handed(block):
+                return
+            given = self._given_back(block, block.free)
+        if given:
+            self._release(block, given)
+
+    def _given_back(self, block: _Block, count: int) -> int:
+        """Take ``count`` free slots of ``block`` out of this process's hands (the lock held);
+        how many, to release."""
+        block.free -= count
+        block.held -= count
+        if not block.held and block in self._blocks:
+            self._blocks.remove(block)
+        return count
+
+    def _release(self, block: _Block, count: int) -> None:
+        with self._lock:
+            succeeded, block.successes = block.successes, 0
+        self.coordinator.call("release", block.lease, count, succeeded)
+
+    def _lost(self, error: Exception) -> None:
+        _logger.warning(
+            "the run's judge limit coordinator is lost (%s); this worker's calls go on under a "
+            "limit of their own",
+            error,
+        )
+        with self._lock:
+            self.alone = self.alone or SharedLimit(self.ceiling)
+            self._asking = False
+            while self._waiters:  # woken without a block: they go on alone
+                waiter = self._waiters.popleft()
+                with contextlib.suppress(RuntimeError):
+                    waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+
     def throttled(self, started: int, retry_after: float | None = None) -> None:
         if self.alone is not None:
             self.alone.throttled(started, retry_after)
-        else:
-            self.coordinator.call("throttled", self.key, started, retry_after)
+            return
+        self.coordinator.call("throttled", self.key, started, retry_after)
+        releases = []
+        with self._lock:  # the limit is cut: this process's slots go back as their calls end
+            for block in list(self._blocks):
+                block.retired = True
+                if block.free:
+                    releases.append((block, self._given_back(block, block.free)))
+        for block, count in releases:
+            self._release(block, count)
 
     def succeeded(self) -> None:
         lease = _lease.get()

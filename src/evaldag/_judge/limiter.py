@@ -77,6 +77,15 @@ class SharedLimit:
             raise
         return self._round
 
+    def try_acquire(self) -> bool:
+        """Take a slot if one is free and nobody waits; whether one was taken."""
+        with self._lock:
+            if self._held < self.size and not self._waiters:
+                self._held += 1
+                self.last_used = time.time()
+                return True
+            return False
+
     def release(self) -> None:
         with self._lock:
             self._held -= 1

@@ -1,0 +1,105 @@
+"""A worker's share of the cluster's judge limit: slots come from the run's coordinator in
+blocks and pass from call to call in the worker, so most calls make no round trip, while the
+calls in flight over all workers never pass the limit and every slot goes back. The coordinator
+is the real one, on an event loop of its own; its handle calls it as a Dask actor's does
+(``run_coroutine_threadsafe``), after a round trip's delay."""
+
+import asyncio
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from evaldag._cluster.coordinator import RunCoordinator
+from evaldag._cluster.limits import ClusterLimit
+
+KEY = ("openai/mock-judge", "http://127.0.0.1:9", 8)
+
+
+class _Handle:
+    """The coordinator's handle as a worker holds it, counting the calls made through it."""
+
+    def __init__(self, coordinator, loop, round_trip=0.002):
+        self.coordinator, self.loop, self.round_trip = coordinator, loop, round_trip
+        self.calls = Counter()
+        self.lost = False
+
+    def bind(self):
+        pass
+
+    def call(self, method, *args):
+        self.calls[method] += 1
+
+        async def called():
+            await asyncio.sleep(self.round_trip)
+            if self.lost:
+                raise ConnectionError("the actor's worker died")
+            return await getattr(self.coordinator, method)(*args)
+
+        return asyncio.run_coroutine_threadsafe(called(), self.loop)
+
+
+@pytest.fixture
+def coordinator():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield RunCoordinator(None), loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+
+
+def _workers(handle, calls, size=8, latency=0.01):
+    """Two workers (threads, each with its event loop and its ClusterLimit) making ``calls``
+    judge calls each, all at once; the most in flight over both."""
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    async def work(limit):
+        async def one():
+            async with limit:
+                with lock:
+                    in_flight[0] += 1
+                    most[0] = max(most[0], in_flight[0])
+                await asyncio.sleep(latency)
+                with lock:
+                    in_flight[0] -= 1
+                limit.succeeded()
+
+        await asyncio.gather(*(one() for _ in range(calls)))
+
+    limits = [ClusterLimit(handle, KEY, size, hold=30.0) for _ in range(2)]
+    threads = [threading.Thread(target=asyncio.run, args=(work(limit),)) for limit in limits]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads)
+    return most[0]
+
+
+def _leases_left(coordinator, loop):
+    time.sleep(0.2)  # the last slots' way back
+    return asyncio.run_coroutine_threadsafe(_held(coordinator), loop).result(5)
+
+
+async def _held(coordinator):
+    return {lease: held[2] for lease, held in coordinator._leases.items()}
+
+
+def test_slots_pass_from_call_to_call_and_all_go_back(coordinator):
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    most = _workers(handle, calls=120)
+    assert most == 8  # the whole limit used, never passed
+    assert handle.calls["acquire"] < 240 / 4  # most calls took a slot a call before them freed
+    assert _leases_left(coordinator, loop) == {}
+
+
+def test_a_lost_coordinator_leaves_each_worker_a_limit_of_its_own(coordinator):
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    handle.lost = True
+    most = _workers(handle, calls=40)
+    assert most <= 2 * 8  # each worker's own limit: no call lost, none waits forever
