@@ -77,8 +77,11 @@ def measured_run(arguments: list[str]) -> dict:
         counts = outcomes(junit) if junit.exists() else {}
         files = slowest(junit) if junit.exists() else []
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
     return {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit,
         "command": " ".join(["pytest", *arguments]),
         "returncode": returncode,
         "wall_s": round(wall, 1),
@@ -94,7 +97,8 @@ def measured_run(arguments: list[str]) -> dict:
 
 def section(runs: dict[str, dict]) -> str:
     rows = "".join(
-        f"| {label} | `{r['command']}` | {r['wall_s'] / 60:.1f} | {r['cpu_s'] / 60:.1f} | "
+        f"| {label} | {r.get('commit', '')} | `{r['command']}` | {r['wall_s'] / 60:.1f} | "
+        f"{r['cpu_s'] / 60:.1f} | "
         f"{r['load_mean']} | {r.get('passed')} / {r.get('skipped')} / "
         f"{r.get('failures', 0) + r.get('errors', 0)} | {r['measured']} |\n"
         for label, r in runs.items()
@@ -104,8 +108,8 @@ def section(runs: dict[str, dict]) -> str:
         f"{os.cpu_count()} cores shared with other jobs; CPU is user + system of pytest and "
         "every process it waited for; the load is the 1-minute load average sampled every "
         "10 s while the suite ran.\n\n"
-        "| run | command | wall min | CPU min | mean load | passed / skipped / failed | "
-        "measured |\n|---|---|---:|---:|---:|---|---|\n" + rows
+        "| run | commit | command | wall min | CPU min | mean load | passed / skipped / failed "
+        "| measured |\n|---|---|---|---:|---:|---:|---|---|\n" + rows
     )
 
 
