@@ -164,6 +164,17 @@ def test_a_directory_of_another_run_is_refused_naming_what_changed(folder, tmp_p
     assert EvalResult.read_parquet(out).threshold_results == afresh.threshold_results
 
 
+def test_a_finished_run_leaves_no_temporary_part_a_killed_writer_left(folder, tmp_path):
+    out = tmp_path / "out"
+    run_evals(folder, **CONFIG, batch_size=16, out=out, progress=False)
+    # what a worker killed while writing part 1 leaves, fresh (not yet stale by its age)
+    left = out / ".part-00001.parquet.0a1b2c3d.evaldag-tmp"
+    left.write_bytes(b"half a part")
+    again = run_evals(folder, **CONFIG, batch_size=16, out=out, progress=False)
+    assert not left.exists()
+    assert _decided(again) == _decided(run_evals(DATA, **CONFIG, progress=False))
+
+
 def test_a_directory_holding_other_files_is_refused(folder, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep me")

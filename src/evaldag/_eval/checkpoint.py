@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
 
-from evaldag._io.files import atomic_write_text
+from evaldag._io.files import atomic_write_text, removed_leftovers
 from evaldag._io.parquet import (
     SUMMARY_FILE,
     json_ready,
@@ -415,7 +415,11 @@ class ResultsDirectory(Checkpoint):
         return items.rename(columns={c: f for f, c in self.manifest.get("columns", {}).items()})
 
     def finish(self, result: EvalResult) -> None:
-        """Write the summary: the run is complete; the journal of replies is no longer needed."""
+        """Write the summary: the run is complete; the journal of replies is no longer needed,
+        nor a part's temporary file that a worker killed while writing it left (the part was
+        written again whole)."""
         metadata = {**result_metadata(result), _MANIFEST: self.manifest}
         atomic_write_text(self.path / SUMMARY_FILE, json.dumps(metadata, default=json_ready))
         shutil.rmtree(self.replies, ignore_errors=True)
+        for part in self.path.glob(self._parts_glob):
+            removed_leftovers(part)

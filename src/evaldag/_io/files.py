@@ -105,8 +105,17 @@ def _name_start(target: Path) -> str:
     return f".{os.fsencode(target.name)[:room].decode('utf-8', 'ignore')}."  # no cut character
 
 
-def _removed_stale(target: Path, start: str) -> None:
-    """Remove the temporary files of ``target`` that killed writers left."""
+def removed_leftovers(target: Path) -> None:
+    """Remove every temporary file of ``target``, whatever its age: for a caller that knows
+    no writer of it is left (a run that finished with ``target`` written)."""
+    _removed_stale(target, _name_start(target), older_than=None)
+
+
+def _removed_stale(
+    target: Path, start: str, older_than: float | None = STALE_AFTER_SECONDS
+) -> None:
+    """Remove the temporary files of ``target`` that killed writers left: those not written to
+    for ``older_than`` seconds (all of them with None)."""
     now = time.time()
     try:
         entries = list(os.scandir(target.parent))
@@ -119,7 +128,8 @@ def _removed_stale(target: Path, start: str) -> None:
         if not _TOKEN.fullmatch(name[len(start) : -len(TEMPORARY_SUFFIX)]):
             continue
         try:
-            if now - entry.stat(follow_symlinks=False).st_mtime > STALE_AFTER_SECONDS:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+            if older_than is None or age > older_than:
                 os.unlink(entry.path)
         except OSError:
             pass  # gone already, or not ours to remove: the write goes on
