@@ -248,6 +248,13 @@ def test_a_crashed_run_resumes_from_its_checkpoint_and_repeats_no_judge_call(exe
             )
         called = len(server.requests)
         assert 0 < called
+        # the batches on the workers when the client stopped still finish their calls (and
+        # journal them); a resume started before they do may ask those calls again, which is
+        # allowed (calls in flight), so the count below waits for them, within a bound
+        deadline, seen = time.monotonic() + 30, -1
+        while time.monotonic() < deadline and seen != len(server.requests):
+            seen = len(server.requests)
+            time.sleep(1.0)
         resumed = run_evals(
             DATA,
             **_config(server),
