@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +88,7 @@ def writable_path(path: str | os.PathLike[str], option: str, longer_by: int = 0)
     elif target.exists() and not target.is_file():
         problem = "exists and is not a regular file (a device, a FIFO or a socket)"
     else:
-        parent = next((p for p in target.parents if p.exists()), None)
-        if parent is not None and not parent.is_dir():
-            problem = f"is under '{parent}', which is a file"
-        elif parent is not None and not os.access(parent, os.W_OK):
-            problem = f"is under '{parent}', which is not writable"
+        problem = _ancestor_problem(target.parents)
     if problem:
         raise EvalDagError(
             "INVALID_OUTPUT_PATH",
@@ -108,11 +105,7 @@ def writable_directory(path: str | os.PathLike[str], option: str) -> Path:
     if target.exists() and not target.is_dir():
         problem = "exists and is not a directory"
     else:
-        parent = next((p for p in (target, *target.parents) if p.exists()), None)
-        if parent is not None and not parent.is_dir():
-            problem = f"is under '{parent}', which is a file"
-        elif parent is not None and not os.access(parent, os.W_OK):
-            problem = f"is under '{parent}', which is not writable"
+        problem = _ancestor_problem((target, *target.parents))
     if problem:
         raise EvalDagError(
             "INVALID_OUTPUT_PATH",
@@ -120,6 +113,16 @@ def writable_directory(path: str | os.PathLike[str], option: str) -> Path:
             details={"option": option, "path": str(path)},
         )
     return target
+
+
+def _ancestor_problem(ancestors: Iterable[Path]) -> str | None:
+    """Why nothing can be written under the first of ``ancestors`` that exists, if it cannot."""
+    parent = next((p for p in ancestors if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"is under '{parent}', which is a file"
+    if parent is not None and not os.access(parent, os.W_OK):
+        return f"is under '{parent}', which is not writable"
+    return None
 
 
 def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> Path:
