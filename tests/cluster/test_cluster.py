@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
 from repo_paths import FIXTURES
+from scorer_cases import length_scorer
 
 import evaldag
 from evaldag import (
@@ -24,7 +25,6 @@ from evaldag import (
     PromptStep,
     checks,
     create_scorer,
-    not_scorable,
     read_results,
     run_evals,
 )
@@ -72,20 +72,6 @@ DATA = pd.DataFrame(
 )
 
 
-def _length():
-    return (
-        create_scorer("len")
-        .preprocess(lambda run: len(run.output))
-        .generate_score(
-            lambda preprocess_step_result: (
-                not_scorable("empty")
-                if preprocess_step_result == 0
-                else min(1, preprocess_step_result / 10)
-            )
-        )
-    )
-
-
 def _graded(server, **settings):
     judge = server.judge(instructions="Grade it.", **settings)
     return create_scorer("graded", judge=judge).generate_score(
@@ -126,7 +112,7 @@ def test_a_429_seen_by_one_worker_lowers_the_limit_of_all(executor):
 
 
 def test_same_result_as_local(executor):
-    config = {"scorers": [_length().with_threshold(0.3)]}
+    config = {"scorers": [length_scorer().with_threshold(0.3)]}
     local = run_evals(DATA, **config, progress=False)
     remote = run_evals(DATA, **config, executor=executor, batch_size=16, progress=False)
     columns = [c for c in local.items.columns if c != "run_id"]
@@ -136,14 +122,16 @@ def test_same_result_as_local(executor):
 
 def test_a_scheduler_by_address(dask_client):
     address = dask_client.scheduler.address.removeprefix("tcp://")
-    local = run_evals(DATA, scorers=[_length()], progress=False)
-    remote = run_evals(DATA, scorers=[_length()], executor=f"dask://{address}", progress=False)
+    local = run_evals(DATA, scorers=[length_scorer()], progress=False)
+    remote = run_evals(
+        DATA, scorers=[length_scorer()], executor=f"dask://{address}", progress=False
+    )
     assert remote.scores == local.scores
 
 
 def test_unknown_executor():
     with pytest.raises(EvalDagError, match="executor must be 'dask', 'ray'"):
-        run_evals(DATA, scorers=[_length()], executor="spark")
+        run_evals(DATA, scorers=[length_scorer()], executor="spark")
 
 
 # --- every option, as in a local run -------------------------------------------------------
@@ -167,7 +155,7 @@ def _scored(result):
 def _config(server):
     flaky = create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "7" else 0.5)
     return {
-        "scorers": [_length().with_threshold(0.3), _graded(server), flaky],
+        "scorers": [length_scorer().with_threshold(0.3), _graded(server), flaky],
         "gates": [checks.includes("x")],
     }
 
@@ -280,7 +268,9 @@ def test_trials_as_locally(executor):
 
 
 def test_on_error_raise_stops_at_the_first_failure_as_locally(executor):
-    config = {"scorers": [_length(), create_scorer("flaky").generate_score(lambda run: 1 / 0)]}
+    config = {
+        "scorers": [length_scorer(), create_scorer("flaky").generate_score(lambda run: 1 / 0)]
+    }
     with pytest.raises(EvalDagError) as local:
         run_evals(DATA, **config, on_error="raise", progress=False)
     with pytest.raises(EvalDagError) as remote:
@@ -303,7 +293,7 @@ def test_the_budget_holds_for_the_whole_cluster(executor):
         judged = _graded(server, model="openai/gpt-4o-mini", max_concurrency=1)
         nothing = run_evals(
             items,
-            scorers=[judged, _length()],
+            scorers=[judged, length_scorer()],
             budget_usd=0,
             executor=executor,
             progress=False,

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from judge_server import JudgeServer, Reply
+from scorer_cases import length_scorer
 
 from evaldag import (
     EvalDagError,
@@ -15,7 +16,6 @@ from evaldag import (
     PromptStep,
     checks,
     create_scorer,
-    not_scorable,
     read_results,
     run_evals,
 )
@@ -29,21 +29,7 @@ DATA = pd.DataFrame(
 )
 
 
-def _length():
-    return (
-        create_scorer("len")
-        .preprocess(lambda run: len(run.output))
-        .generate_score(
-            lambda preprocess_step_result: (
-                not_scorable("empty")
-                if preprocess_step_result == 0
-                else min(1, preprocess_step_result / 10)
-            )
-        )
-    )
-
-
-CONFIG = {"scorers": [_length().with_threshold(0.3)], "gates": [checks.includes("x")]}
+CONFIG = {"scorers": [length_scorer().with_threshold(0.3)], "gates": [checks.includes("x")]}
 
 
 def _written(frame, path, row_group_size):
@@ -155,7 +141,7 @@ def test_a_run_stopped_midway_repeats_no_judge_call(folder, tmp_path):
 def test_a_directory_of_another_run_is_refused_naming_what_changed(folder, tmp_path):
     out = f"{tmp_path}/out/"
     run_evals(folder, **CONFIG, out=out, progress=False)
-    changed = {"scorers": [_length().with_threshold(0.5)]}
+    changed = {"scorers": [length_scorer().with_threshold(0.5)]}
     with pytest.raises(EvalDagError, match="has another threshold") as caught:
         run_evals(folder, **changed, out=out, progress=False)
     assert caught.value.id == "CHECKPOINT_MISMATCH"

@@ -1,0 +1,19 @@
+"""Scorers several test folders run: a code scorer whose scores and not-scorable items are known
+from the output alone."""
+
+from evaldag import create_scorer, not_scorable
+
+
+def length_scorer():
+    """``len``: an output's length over 10, at most 1; an empty output is not scorable."""
+    return (
+        create_scorer("len")
+        .preprocess(lambda run: len(run.output))
+        .generate_score(
+            lambda preprocess_step_result: (
+                not_scorable("empty")
+                if preprocess_step_result == 0
+                else min(1, preprocess_step_result / 10)
+            )
+        )
+    )
