@@ -2,6 +2,8 @@
 written to a directory in parts: the same result as a run over the data as a DataFrame written
 to one file, resumed from the parts already written, with errors naming the path."""
 
+import re
+
 import fsspec
 import pandas as pd
 import pyarrow as pa
@@ -123,18 +125,28 @@ def test_a_rerun_takes_the_parts_written_and_judges_only_the_rest(folder, tmp_pa
     assert len(EvalResult.read_parquet(out).items) == len(DATA)
 
 
-def test_a_run_stopped_midway_repeats_no_judge_call(folder, tmp_path):
+def _graded_row(request):
+    return int(re.search(r"Grade (\d+):", request.prompt).group(1))
+
+
+def test_a_run_stopped_midway_repeats_no_finished_judge_call(folder, tmp_path):
     """The parts of the finished batches are kept, the replies of the rest in the directory's
-    journal: over both runs every item is judged once."""
+    journal: over both runs every item is judged, and asked again only if its call was in
+    flight when the run stopped (in the failing batch, or the one batch run ahead)."""
     out = f"{tmp_path}/out/"
     flaky = create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "40" else 1)
     with JudgeServer(Reply({"score": 0.5})) as server:
         config = {"scorers": [_graded(server), flaky], "batch_size": 8, "progress": False}
         with pytest.raises(EvalDagError, match="Error running scorer flaky"):
             run_evals(folder, **config, out=out, on_error="raise")
-        assert 0 < len(server.requests)
+        first = [_graded_row(request) for request in server.requests]
+        assert 0 < len(first)
         finished = run_evals(folder, **config, out=out)
-        assert len(server.requests) == len(DATA)
+        resumed = [_graded_row(request) for request in server.requests][len(first) :]
+    assert {*first, *resumed} == set(range(len(DATA)))
+    assert len(set(first)) == len(first) and len(set(resumed)) == len(resumed)
+    # calls in flight at the stop: row 40's batch (stopped at its failure) and the one ahead
+    assert set(first) & set(resumed) <= set(range(40, 56))
     assert finished.summary.errors == {"flaky": 1}
 
 
