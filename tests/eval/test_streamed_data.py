@@ -198,11 +198,52 @@ def test_errors_name_the_path(folder, tmp_path):
         run_evals(folder, **CONFIG, progress=False)
 
 
+def _flipping_judge(server):
+    """Answer a prompt's n-th request with a score that depends on the prompt and n only (the
+    trials of an item differ, the same in any order of calls)."""
+    asked: dict[str, int] = {}
+
+    def answer(request):
+        n = asked[request.prompt] = asked.get(request.prompt, -1) + 1
+        return Reply({"score": (_graded_row(request) * 7 + n * 3) % 5 / 4})
+
+    server.on(lambda request: True, answer)
+    return asked
+
+
+def test_trials_are_scored_where_the_batch_runs_as_in_a_local_run(folder, tmp_path):
+    def run(data, **options):
+        config = {"scorers": [_graded(server)], "batch_size": 16, "progress": False}
+        return run_evals(data, **config, trials=3, reducer="median", **options)
+
+    with JudgeServer() as server:
+        _flipping_judge(server)
+        local = run(DATA)
+    trial_columns = [c for c in local.items.columns if ".trial_" in c]
+    with JudgeServer() as server:
+        asked = _flipping_judge(server)
+        streamed = run(folder, out=tmp_path / "out")
+        assert len(server.requests) == 3 * len(DATA)
+        assert streamed.summary.trials["graded"].flipped_items > 0
+        assert _decided(streamed) == _decided(local)
+        assert streamed.summary.trials == local.summary.trials
+        back = EvalResult.read_parquet(tmp_path / "out")
+        assert back.items[trial_columns].equals(local.items[trial_columns])
+        # rows 35-50 (a batch ends where its file does), as if never written
+        (tmp_path / "out" / "part-00003.parquet").unlink()
+        (tmp_path / "out" / "summary.json").unlink()
+        asked.clear()
+        again = run(folder, out=tmp_path / "out")
+        rescored = server.requests[3 * len(DATA) :]
+        assert sorted({_graded_row(r) for r in rescored}) == list(range(35, 51))
+        assert len(rescored) == 3 * 16
+    assert _decided(again) == _decided(local)
+
+
 @pytest.mark.parametrize(
     ("option", "refused"),
     [
         ({"on_item_complete": print}, "on_item_complete="),
-        ({"trials": 2}, "trials="),
         ({"checkpoint": "run.parquet"}, "checkpoint="),
     ],
 )

@@ -18,7 +18,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -58,6 +58,8 @@ class PreparedRun:
     plan: EvalPlan
     wanted: list[str]
     inputs: dict[str, Any]
+    #: What a batch task builds once per run where it runs (a streamed run's trials' drivers).
+    built: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 #: A batch's task: its value given the run and the batch's own arguments.

@@ -238,7 +238,6 @@ def run_evals(
         require_streamable(
             on_item_complete=on_item_complete,
             checkpoint=checkpoint,
-            trials=trials,
             out_directory=out_directory,
             store=store,
         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pandas as pd
@@ -28,6 +29,7 @@ from evaldag._eval.dataset import arrow_frame
 from evaldag._eval.local_batches import ScoredItems, raise_first_failure, waits
 from evaldag._eval.preflight import checked_data
 from evaldag._eval.progress import ProgressBar
+from evaldag._eval.trials import TrialRuns
 from evaldag._graph.plan import EvalPlan
 from evaldag._io.parquet import is_results_directory
 from evaldag._io.parquet_data import (
@@ -43,11 +45,14 @@ from evaldag.errors import EvalDagError
 
 def verdict_columns(plan: EvalPlan) -> tuple[str, ...]:
     """The item columns the verdict's nodes read: each scorer's and gate's score, error,
-    not-scorable mark and judge records, the target's error and output (its model calls)."""
+    not-scorable mark and judge records (and its trials' columns), the target's error and
+    output (its model calls)."""
     columns: list[str] = []
     for scorer in plan.all_scorers:
         own = ScorerColumns(scorer.id)
         columns += [own.score, own.error, own.not_scorable, own.judge]
+        if plan.trials is not None and plan.trials.repeats(scorer.id):
+            columns += own.trials
     if plan.target is not None:
         columns += ["output", "target_error"]
     return tuple(columns)
@@ -98,17 +103,29 @@ def streamed_batch(
             saved = directory.saved_part(number, batch.start, dataset)
             if saved is not None and not saved.stale:  # a stale part is scored again whole
                 return StreamedBatch(_kept(saved.items, settings.kept))
-        values = run.driver.execute(
-            run.wanted, inputs={"dataset": dataset, "run_fields": fields, **run.inputs}
-        )
+        inputs = {"run_fields": fields, **run.inputs}
+        values = run.driver.execute(run.wanted, inputs={"dataset": dataset, **inputs})
         if settings.raise_errors:
             raise_first_failure(values, plan, completed=batch.start)
+        if plan.trials is not None:  # scored here too: the client holds no rows
+            check = partial(raise_first_failure, plan=plan, completed=batch.start)
+            values = _trial_runs(run).values(
+                values, dataset, inputs, check if settings.raise_errors else None
+            )
         items = values["batch_items"]
         if directory is not None:
             directory.save_part(number, dataset, items)
     except EvalDagError as error:  # raised by the client, as it is (a cluster would wrap it)
         return StreamedBatch(None, error)
     return StreamedBatch(_kept(items, settings.kept))
+
+
+def _trial_runs(run: PreparedRun) -> TrialRuns:
+    """The run's further trials, their drivers built by the first batch that runs here."""
+    trial_runs = run.built.get("trials")
+    if trial_runs is None:  # two batches at once may both build it: the same runs
+        trial_runs = run.built.setdefault("trials", TrialRuns(run.plan))
+    return trial_runs
 
 
 def conversations_refused() -> EvalDagError:
@@ -195,7 +212,6 @@ def require_streamable(
     *,
     on_item_complete: Any,
     checkpoint: Any,
-    trials: int,
     out_directory: bool,
     store: Any,
 ) -> None:
@@ -211,8 +227,6 @@ def require_streamable(
             "checkpoint= resumes from one file of results; give out= a directory instead: a "
             "streamed run resumes from the parts written there"
         )
-    elif trials != 1:
-        refused = "trials= scores the further trials in this process, which holds no rows"
     elif out_directory and store is not None:
         refused = (
             "store= saves every item's row, which this run keeps only in out=; save it "
