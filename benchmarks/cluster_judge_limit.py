@@ -40,7 +40,8 @@ from evaldag import PromptStep, create_scorer, run_evals  # noqa: E402
 TARGET_RATIO = 0.85
 
 
-def _scorer(server: JudgeServer, max_concurrency: int) -> Any:
+def judged(server: JudgeServer, max_concurrency: int) -> Any:
+    """The LLM scorer of these benchmarks: one prompt step, the whole cluster's limit."""
     judge = server.judge(
         instructions="Grade it.", transport="http", max_concurrency=max_concurrency, max_retries=8
     )
@@ -61,7 +62,7 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
         started = time.perf_counter()
         result = run_evals(
             items,
-            scorers=[_scorer(server, args.max_concurrency)],
+            scorers=[judged(server, args.max_concurrency)],
             executor=executor,
             concurrency=args.max_concurrency,
             cache=False,

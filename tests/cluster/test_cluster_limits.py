@@ -11,6 +11,7 @@ from collections import Counter
 
 import pytest
 
+from evaldag._cluster import limits
 from evaldag._cluster.coordinator import RunCoordinator
 from evaldag._cluster.limits import ClusterLimit
 
@@ -24,6 +25,7 @@ class _Handle:
         self.coordinator, self.loop, self.round_trip = coordinator, loop, round_trip
         self.calls = Counter()
         self.lost = False
+        self.hung = False  # calls never answered, as a Dask actor's whose worker died may not
 
     def bind(self):
         pass
@@ -33,6 +35,8 @@ class _Handle:
 
         async def called():
             await asyncio.sleep(self.round_trip)
+            if self.hung:
+                await asyncio.Event().wait()
             if self.lost:
                 raise ConnectionError("the actor's worker died")
             return await getattr(self.coordinator, method)(*args)
@@ -50,7 +54,7 @@ def coordinator():
     thread.join(5)
 
 
-def _workers(handle, calls, size=8, latency=0.01):
+def _workers(handle, calls, size=8, latency=0.01, processes=1):
     """Two workers (threads, each with its event loop and its ClusterLimit) making ``calls``
     judge calls each, all at once; the most in flight over both."""
     in_flight, most = [0], [0]
@@ -69,7 +73,7 @@ def _workers(handle, calls, size=8, latency=0.01):
 
         await asyncio.gather(*(one() for _ in range(calls)))
 
-    limits = [ClusterLimit(handle, KEY, size, hold=30.0) for _ in range(2)]
+    limits = [ClusterLimit(handle, KEY, size, 30.0, processes) for _ in range(2)]
     threads = [threading.Thread(target=asyncio.run, args=(work(limit),)) for limit in limits]
     for thread in threads:
         thread.start()
@@ -101,5 +105,29 @@ def test_a_lost_coordinator_leaves_each_worker_a_limit_of_its_own(coordinator):
     coordinator, loop = coordinator
     handle = _Handle(coordinator, loop)
     handle.lost = True
-    most = _workers(handle, calls=40)
-    assert most <= 2 * 8  # each worker's own limit: no call lost, none waits forever
+    most = _workers(handle, calls=40, processes=2)
+    assert most <= 8  # each worker's share of the limit: no call lost, none waits forever
+
+
+def test_a_coordinator_that_never_answers_is_found_lost_by_a_probe(coordinator, monkeypatch):
+    """A call to a Dask actor whose worker died may never end: a call that waits long for its
+    block asks whether the coordinator is alive, and without an answer goes on alone."""
+    monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.2)
+    monkeypatch.setattr(limits, "PROBE_WAIT_SECONDS", 0.2)
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    handle.hung = True
+    most = _workers(handle, calls=40, processes=2)
+    assert 0 < most <= 8
+    assert handle.calls["spent"] <= 2 * 40  # one probe at a time per worker, not one per call
+
+
+def test_a_busy_coordinator_is_not_taken_for_lost(coordinator, monkeypatch):
+    """Calls that wait longer than a probe's delay for a slot (others hold them all) stay
+    under the coordinator's limit: it answers the probe."""
+    monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.02)
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    most = _workers(handle, calls=60, latency=0.05)
+    assert most == 8 and handle.calls["spent"] > 0
+    assert _leases_left(coordinator, loop) == {}

@@ -47,6 +47,8 @@ class ClusterRun:
     id: str
     pickled: bytes
     coordinator: Coordinator
+    #: The processes whose judge calls share the limits (the cluster's task slots).
+    processes: int
 
 
 @dataclass
@@ -78,7 +80,8 @@ def _prepared(run: ClusterRun) -> tuple[PreparedRun, ClusterLimits]:
 
             plan, wanted, inputs = cloudpickle.loads(run.pickled)
             prepared = PreparedRun(eval_driver(plan), plan, wanted, inputs)
-            kept = _prepared_runs[run.id] = (prepared, ClusterLimits(run.coordinator))
+            limits = ClusterLimits(run.coordinator, run.processes)
+            kept = _prepared_runs[run.id] = (prepared, limits)
             while len(_prepared_runs) > KEPT_RUNS:
                 _prepared_runs.popitem(last=False)
         return kept
@@ -111,7 +114,7 @@ class ClusterBatches:
         self.coordinator.bind()
         #: Batches running ahead of the one the client hands on next.
         self.ahead = 2 * backend.slots
-        self.limits = ClusterLimits(self.coordinator)
+        self.limits = ClusterLimits(self.coordinator, backend.slots)
         self.budget = None if budget is None else ClusterBudget(budget.limit_usd, self.coordinator)
         self._run: Any = None
         self._lock = threading.Lock()
@@ -136,7 +139,7 @@ class ClusterBatches:
                 import cloudpickle
 
                 pickled = cloudpickle.dumps((self.plan, wanted, inputs))
-                run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator)
+                run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator, self.backend.slots)
                 self._run = self.backend.shared(run)
         try:
             value, problems, dropped = self.backend.run(_on_worker, self._run, task, *args)

@@ -44,6 +44,10 @@ BLOCK_SECONDS = 1.0
 #: At most this share of an endpoint's ``max_concurrency`` in one block: two workers asking at
 #: once both get some.
 BLOCK_SHARE = 0.5
+#: Seconds a call waits for a block before it asks whether the coordinator is alive, and how
+#: long the answer may take: a call to a Dask actor whose worker died may never end.
+PROBE_AFTER_SECONDS = 10.0
+PROBE_WAIT_SECONDS = 10.0
 
 
 class _Block:
@@ -105,12 +109,22 @@ class ClusterLimit:
     nobody here waits for goes back at once; a 429 seen here retires this process's blocks
     (their slots go back as their calls end) besides cutting the limit on the coordinator.
 
-    Should the coordinator be lost (the worker holding a Dask actor died), the calls of this
-    process go on under a limit of its own, said once: slower to adapt, but no item is lost.
+    Should the coordinator be lost (the worker holding a Dask actor died: a call to it fails,
+    or a probe gets no answer), the calls of this process go on under a limit of their own,
+    its share of the ceiling (``processes`` share it), said once: slower to adapt, but no item
+    is lost and the cluster's calls stay within the limit.
     """
 
-    def __init__(self, coordinator: Coordinator, key: tuple[Any, ...], size: int, hold: float):
+    def __init__(
+        self,
+        coordinator: Coordinator,
+        key: tuple[Any, ...],
+        size: int,
+        hold: float,
+        processes: int = 1,
+    ):
         self.coordinator, self.key, self.ceiling, self.hold = coordinator, key, size, hold
+        self.processes = processes
         #: The limit's size as of the last block granted here.
         self.size = size
         #: This process's own limit, once the coordinator was lost.
@@ -118,6 +132,7 @@ class ClusterLimit:
         self._blocks: list[_Block] = []
         self._waiters: deque[_Waiter] = deque()
         self._asking = False
+        self._probe: Future[Any] | None = None
         self._lock = threading.Lock()
 
     async def __aenter__(self) -> int:
@@ -133,7 +148,10 @@ class ClusterLimit:
                 self._ask(want)
             if block is None:
                 try:
-                    await waiter.future
+                    while not waiter.future.done():  # a live coordinator may make it wait long
+                        await asyncio.wait({waiter.future}, timeout=PROBE_AFTER_SECONDS)
+                        if not waiter.future.done():
+                            await self._probed()
                 except asyncio.CancelledError:
                     with self._lock:
                         handed = waiter not in self._waiters
@@ -247,19 +265,38 @@ class ClusterLimit:
             succeeded, block.successes = block.successes, 0
         self.coordinator.call("release", block.lease, count, succeeded)
 
-    def _lost(self, error: Exception) -> None:
-        _logger.warning(
-            "the run's judge limit coordinator is lost (%s); this worker's calls go on under a "
-            "limit of their own",
-            error,
-        )
+    async def _probed(self) -> None:
+        """Ask the coordinator whether it is alive (one question at a time for all calls
+        here); it is lost if it does not answer within ``PROBE_WAIT_SECONDS``."""
         with self._lock:
-            self.alone = self.alone or SharedLimit(self.ceiling)
+            if self._probe is None or self._probe.done():
+                self._probe = self.coordinator.call("spent")
+            probe = self._probe
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), PROBE_WAIT_SECONDS)
+        except asyncio.CancelledError:
+            raise
+        except TimeoutError:
+            self._lost(TimeoutError(f"no answer to a probe within {PROBE_WAIT_SECONDS:g} s"))
+        except Exception as error:  # the actor's worker is gone
+            self._lost(error)
+
+    def _lost(self, error: Exception) -> None:
+        with self._lock:
+            first = self.alone is None
+            self.alone = self.alone or SharedLimit(max(1, self.ceiling // self.processes))
             self._asking = False
             while self._waiters:  # woken without a block: they go on alone
                 waiter = self._waiters.popleft()
                 with contextlib.suppress(RuntimeError):
                     waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+        if first:
+            _logger.warning(
+                "the run's judge limit coordinator is lost (%s: %s); this worker's calls go on "
+                "under a limit of their own",
+                type(error).__name__,
+                error,
+            )
 
     def throttled(self, started: int, retry_after: float | None = None) -> None:
         if self.alone is not None:
@@ -284,8 +321,8 @@ class ClusterLimit:
 class ClusterLimits:
     """The limits of a run's judge calls, on its coordinator."""
 
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.coordinator = coordinator
+    def __init__(self, coordinator: Coordinator, processes: int = 1) -> None:
+        self.coordinator, self.processes = coordinator, processes
         self._limits: dict[tuple[Any, ...], ClusterLimit] = {}
         self._lock = threading.Lock()
 
@@ -293,7 +330,9 @@ class ClusterLimits:
         with self._lock:
             limit = self._limits.get(key)
             if limit is None:
-                limit = self._limits[key] = ClusterLimit(self.coordinator, key, size, hold)
+                limit = self._limits[key] = ClusterLimit(
+                    self.coordinator, key, size, hold, self.processes
+                )
             return limit
 
     def kept(self, key: tuple[Any, ...]) -> SharedLimit | None:
