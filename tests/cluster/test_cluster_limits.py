@@ -13,7 +13,7 @@ import pytest
 
 from evaldag._cluster import limits
 from evaldag._cluster.coordinator import RunCoordinator
-from evaldag._cluster.limits import ClusterLimit
+from evaldag._cluster.limits import ClusterBudget, ClusterLimit
 
 KEY = ("openai/mock-judge", "http://127.0.0.1:9", 8)
 
@@ -131,3 +131,21 @@ def test_a_busy_coordinator_is_not_taken_for_lost(coordinator, monkeypatch):
     most = _workers(handle, calls=60, latency=0.05)
     assert most == 8 and handle.calls["spent"] > 0
     assert _leases_left(coordinator, loop) == {}
+
+
+def test_a_budget_whose_coordinator_never_answers_is_judged_on_this_worker_s_spending(
+    coordinator, monkeypatch
+):
+    """One read that gets no answer in time, then none: each later check would block a judge
+    call for the whole wait."""
+    monkeypatch.setattr(limits, "BUDGET_WAIT_SECONDS", 0.2)
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    handle.hung = True
+    budget = ClusterBudget(1.0, handle, spent_usd=0.5)
+    for _ in range(3):
+        assert not budget.spent
+        time.sleep(limits.BUDGET_REFRESH_SECONDS * 2)
+    assert handle.calls["spent"] == 1
+    budget.spent_usd = 1.0  # its own spending still counts
+    assert budget.spent

@@ -359,6 +359,8 @@ class ClusterBudget(JudgeBudget):
         super().__init__(limit_usd, spent_usd)
         self.coordinator = coordinator
         self._asked = 0.0
+        #: The coordinator did not answer: this process judges on its own figure from then on.
+        self._alone = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         return ClusterBudget, (self.limit_usd, self.coordinator, self.spent_usd)
@@ -366,15 +368,20 @@ class ClusterBudget(JudgeBudget):
     @property
     def spent(self) -> bool:
         now = time.monotonic()
-        if self.spent_usd < self.limit_usd and now - self._asked >= BUDGET_REFRESH_SECONDS:
+        stale = now - self._asked >= BUDGET_REFRESH_SECONDS
+        if self.spent_usd < self.limit_usd and stale and not self._alone:
             # A short wait, at most every BUDGET_REFRESH_SECONDS: a stale figure would let
             # this worker call on after the others spent the budget.
             self._asked = now
             answer = self.coordinator.call("spent")
             try:
                 answer.result(timeout=BUDGET_WAIT_SECONDS)
-            except Exception:  # the coordinator is out of reach: judged on what is known
-                _logger.warning("the run's judge budget could not be read from its coordinator")
+            except Exception:  # out of reach (its worker died): not asked again, nor waited for
+                self._alone = True
+                _logger.warning(
+                    "the run's judge budget could not be read from its coordinator; this "
+                    "worker judges it on its own spending from now on"
+                )
             else:
                 self._told(answer)
         return self.spent_usd >= self.limit_usd
