@@ -59,7 +59,7 @@ _EXPORTS = {
     "ScoreRow": "evaldag._store.rows",
     "read_scores": "evaldag._store.locations",
     "read_results": "evaldag._results.files",
-    "read_traces": "evaldag._traces",
+    "read_traces": "evaldag._traces.table",
     "live": "evaldag._live.wrapper",
     "LiveScoring": "evaldag._live.wrapper",
     "LiveStats": "evaldag._live.wrapper",
@@ -110,7 +110,7 @@ if TYPE_CHECKING:
     from evaldag._store.stores import ScoreStore, register_store
     from evaldag._targets.agent import Agent, agent
     from evaldag._targets.workflow import Workflow, workflow
-    from evaldag._traces import read_traces
+    from evaldag._traces.table import read_traces
     from evaldag.errors import (
         EvalDagError,
         ResultNotSavedError,

@@ -33,7 +33,7 @@ def add_trace_options(run: argparse.ArgumentParser) -> None:
 
 def traced_items(args: argparse.Namespace) -> Any:
     """The items of ``--traces`` (``--root``, ``--since``), refusing ``--data`` beside them."""
-    from evaldag._traces import read_traces
+    from evaldag._traces.table import read_traces
 
     if args.data is not None:
         raise EvalDagError(

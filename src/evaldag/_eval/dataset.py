@@ -12,7 +12,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evaldag._eval.column_mapping import MASTRA_KEYS, fields_named, require_mapped_columns
 from evaldag._io.files import file_kind
@@ -36,6 +35,8 @@ def _csv(path: Path, columns: dict[str, str]) -> pd.DataFrame:
 
 
 def _parquet(path: Path) -> pd.DataFrame:
+    import pyarrow.parquet as pq  # with its file systems: loaded when a Parquet file is read
+
     return arrow_frame(pq.read_table(path))
 
 

@@ -19,7 +19,6 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evaldag._compat.js import json_text
 from evaldag._io.files import atomic_write, name_problem
@@ -127,6 +126,8 @@ def _ancestor_problem(ancestors: Iterable[Path]) -> str | None:
 
 def write_results(items: pd.DataFrame, metadata: dict[str, Any], path: Path) -> Path:
     """Write ``items`` and ``metadata`` to ``path`` atomically."""
+    import pyarrow.parquet as pq  # with its file systems: loaded by what reads or writes a file
+
     table_columns = {}
     json_columns = []
     for column in items.columns:
@@ -237,6 +238,8 @@ def directory_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The items and metadata written by ``write_results`` (or of a results directory: see
     ``directory_results``)."""
+    import pyarrow.parquet as pq
+
     if path.is_dir():
         return directory_results(path)
     try:
@@ -269,6 +272,8 @@ def parquet_results(path: Path) -> tuple[pd.DataFrame, dict[str, Any]]:
 
 def results_metadata(path: Path) -> dict[str, Any]:
     """The metadata ``write_results`` kept in ``path``, without reading its rows."""
+    import pyarrow.parquet as pq
+
     raw = (pq.read_schema(path).metadata or {}).get(_METADATA_KEY)
     return {} if raw is None else json.loads(raw)
 

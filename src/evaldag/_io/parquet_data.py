@@ -13,12 +13,14 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evaldag.errors import EvalDagError
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 #: Characters that make a path a glob.
 _GLOB = frozenset("*?[")
@@ -110,6 +112,8 @@ def _url(fs: Any, path: str) -> str:
 
 
 def _metadata(fs: Any, path: str, location: str) -> pq.FileMetaData:
+    import pyarrow.parquet as pq  # with its file systems: loaded when Parquet data is read
+
     try:
         with fs.open(path, "rb") as file:
             return pq.ParquetFile(file).metadata
@@ -189,6 +193,8 @@ def _file_batches(
 
 def batch_rows(batch: RowGroupBatch) -> pa.Table:
     """The rows of ``batch``, read from its row groups."""
+    import pyarrow.parquet as pq
+
     fs, path = _file_system(batch.path)
     try:
         with fs.open(path, "rb") as file:

@@ -12,7 +12,7 @@ from typing import Any
 from evaldag._eval.eval_file import EvalDefinition, eval_definition
 from evaldag._eval.scorer_configs import checked_gates, checked_ids, scorer_entries
 from evaldag._scorer.builder import Scorer
-from evaldag._traces import TRACE_COLUMNS
+from evaldag._traces.table import TRACE_COLUMNS
 from evaldag.errors import EvalDagError
 
 #: The run fields an item column may be mapped to (``columns=``); the request context is the
