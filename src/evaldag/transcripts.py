@@ -25,17 +25,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evaldag._compat.js import (
-    JS_WHITESPACE,
-    is_bmp,
-    js_truthy,
-    utf16_units,
-    without_whitespace,
-)
+from evaldag._compat.js import JS_WHITESPACE, is_bmp, js_truthy, utf16_units, without_whitespace
 
 # Mastra's scorer utils export roundToTwoDecimals beside the transcript helpers.
 from evaldag._compat.js import round_to_two_decimals as round_to_two_decimals
-from evaldag.messages import MastraModel, Message, mastra_data
 
 _CALL_STATES = frozenset({"result", "call", "output-error"})
 _DEFAULT_HISTORY_MESSAGES = 10
@@ -101,9 +94,11 @@ def _plain(value: Any) -> Any:
     """Models as Mastra's dicts (evaldag's quickly, others through pydantic); the rest unchanged."""
     if value.__class__ in _PLAIN:  # the common case, without pydantic's slower class checks
         return value
-    if isinstance(value, MastraModel):
-        return mastra_data(value)
-    if isinstance(value, BaseModel):
+    if isinstance(value, BaseModel):  # the message models load for a model, not for plain data
+        from evaldag.messages import MastraModel, mastra_data
+
+        if isinstance(value, MastraModel):
+            return mastra_data(value)
         return value.model_dump(by_alias=True)
     return value
 
@@ -378,6 +373,8 @@ def is_agent_run_input(value: Any) -> bool:
 
 def is_agent_run_output(value: Any) -> bool:
     """Whether ``value`` is a list of MastraDBMessage-like messages (Mastra's test)."""
+    from evaldag.messages import Message  # not at the top: see _plain
+
     return isinstance(value, list) and all(
         isinstance(message, Message)
         or (

@@ -26,12 +26,12 @@ from evaldag._reader.values import (
     SCALARS,
     arrow_derived,
     is_foreign,
+    is_message_model,
     object_data,
     plain_data,
     python_data,
 )
 from evaldag.errors import EvalDagError
-from evaldag.messages import MastraModel
 
 __all__ = [
     "checked_transcript",
@@ -63,7 +63,7 @@ def read_transcript(value: Any, field: str) -> Any:
             return value
     if kind in SCALARS or (kind is list and all(map(is_canonical, value))):
         return value
-    if isinstance(value, MastraModel):
+    if is_message_model(value):
         return read_model(value, field)
     if is_foreign(value) or (isinstance(value, Mapping) and arrow_derived(value)):
         value = plain_data(value)  # a Parquet file's numpy arrays and Arrow values
@@ -141,7 +141,7 @@ def described(value: Any) -> str:
 def _is_message(value: Any) -> bool:
     """Whether a shape reads ``value`` (a message object as its JSON), or it is a response
     object holding messages."""
-    if isinstance(value, MastraModel):
+    if is_message_model(value):
         return True
     if is_foreign(value):
         value = plain_data(value)
@@ -209,7 +209,7 @@ def _read_message(message: Any, at: Place) -> None:
         if arrow_derived(message):
             message = plain_data(message)
     else:
-        if isinstance(message, MastraModel):
+        if is_message_model(message):
             read = read_model(message, at.path)
             at.transcript.keep(read, changed=read is not message)
             return

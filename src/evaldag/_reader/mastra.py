@@ -10,14 +10,16 @@ read into Mastra's, and tool calls found only in the legacy ``content.toolInvoca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaldag._compat.js import camel, js_truthy
-from evaldag._reader.parts import KEPT, MASTRA_STATES, checked_invocation, read_parts
+from evaldag._reader.parts import KEPT, checked_invocation, mastra_states, read_parts
 from evaldag._reader.problems import brief, malformed, require_known_keys
 from evaldag._reader.transcript import Place, Transcript
-from evaldag.messages import AgentRunInput, MastraModel, Message, OtherPart, mastra_data
 from evaldag.transcripts import merge_tool_invocations
+
+if TYPE_CHECKING:
+    from evaldag.messages import MastraModel
 
 MASTRA_ROLES = frozenset({"user", "assistant", "system", "signal"})
 _MESSAGE_KEYS = frozenset({"id", "role", "content", "createdAt", "threadId", "resourceId", "type"})
@@ -73,7 +75,7 @@ def is_canonical(message: Any) -> bool:
             invocation = part.get("toolInvocation")
             if invocation is not None and (
                 type(invocation) is not dict
-                or invocation.get("state") not in MASTRA_STATES
+                or invocation.get("state") not in mastra_states()
                 or type(invocation.get("toolName")) is not str
             ):
                 return False
@@ -171,6 +173,9 @@ def _legacy_calls_in_parts(content: Mapping[str, Any]) -> bool:
 def read_model(model: MastraModel, path: str) -> Any:
     """A message model (or an agent input's messages) with its parts read; the same model when
     nothing changes."""
+    # Loaded already: ``model`` is one of them (see values.is_message_model).
+    from evaldag.messages import AgentRunInput, Message, OtherPart, mastra_data
+
     if isinstance(model, Message):
         content = model.content
         if not content.tool_invocations and not any(

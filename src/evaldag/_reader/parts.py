@@ -10,6 +10,7 @@ an unknown part could be a tool call, and reading it as "no tool calls" would sc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, get_args
 
 from evaldag._reader.problems import brief, malformed, text_of
@@ -21,13 +22,10 @@ from evaldag._reader.transcript import (
     result_value,
     text_part,
 )
-from evaldag.messages import ToolInvocationState
 
 Parts = list[dict[str, Any]]
 Reader = Callable[[Mapping[str, Any], str, Place], Parts]
 
-#: Tool states of Mastra's ``MastraToolInvocation`` (and of AI SDK 4 UI messages).
-MASTRA_STATES = frozenset(get_args(ToolInvocationState))
 #: AI SDK 5+ UI tool part states, as Mastra's states.
 _UI_STATES = {
     "input-streaming": "partial-call",
@@ -75,6 +73,16 @@ _SERVER_RESULTS = frozenset(
         "tool_search_tool_result",
     }
 )
+
+
+@cache
+def mastra_states() -> frozenset[str]:
+    """The tool states of Mastra's ``MastraToolInvocation`` (and of AI SDK 4 UI messages): the
+    message models' ``ToolInvocationState``, taken when a tool call is first read rather than
+    when the reader is imported, which would build the models for every run."""
+    from evaldag.messages import ToolInvocationState
+
+    return frozenset(get_args(ToolInvocationState))
 
 
 def read_parts(parts: Any, path: str, at: Place) -> Parts:
@@ -153,10 +161,10 @@ def checked_invocation(invocation: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(invocation, Mapping):
         raise malformed(path, f"must be a tool invocation, got {brief(invocation)}")
     state = invocation.get("state")
-    if state not in MASTRA_STATES:
+    if state not in (states := mastra_states()):
         raise malformed(
             f"{path}.state",
-            f"is {state!r}; a tool invocation's state is one of {', '.join(sorted(MASTRA_STATES))}",
+            f"is {state!r}; a tool invocation's state is one of {', '.join(sorted(states))}",
         )
     text_of(invocation.get("toolName"), f"{path}.toolName")
     return invocation

@@ -45,6 +45,19 @@ def plain_data(value: Any) -> Any:
     return value
 
 
+def is_message_model(value: Any) -> bool:
+    """Whether ``value`` is one of ``evaldag.messages``' models.
+
+    Their module is imported only once a pydantic model is read, so a run of plain data (strings,
+    dicts) never builds its classes (~12 ms of a first run's CPU).
+    """
+    if not isinstance(value, BaseModel):
+        return False
+    from evaldag.messages import MastraModel
+
+    return isinstance(value, MastraModel)
+
+
 def object_data(value: Any) -> Any:
     """A library's message object (a pydantic model, a dataclass) as its JSON-ready data, with
     the keys its own JSON has (aliases: Gemini's ``functionCall``); other values as they are."""
