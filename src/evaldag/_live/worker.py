@@ -281,27 +281,30 @@ class BatchScoring:
     def saved(self, batch: Sequence[Any]) -> dict[str, int]:
         """Score ``batch`` and save its rows in one transaction: the counts of what it gave
         (``scored``, ``not_scorable``, ``errors``, ``write_errors``). Never raises."""
+        # a batch's calls, runs and rows: many objects, no cycles; they are gone (with
+        # _saved's frame) before the collector resumes, so its first pass does not scan them
+        with gc_paused():
+            return self._saved(batch)
+
+    def _saved(self, batch: Sequence[Any]) -> dict[str, int]:
         rows: list[ScoreRow] = []
         counts = {"scored": 0, "not_scorable": 0, "errors": 0, "write_errors": 0}
         written = {"scored": 0, "errors": 0}
         plain = _PlainData()
-        with gc_paused():  # a batch's calls, runs and rows: many objects, no cycles
-            calls = batch if self._calls is None else self._calls(batch)
-            try:
-                for scorer_id, call, outcome in self._outcomes(calls):
-                    if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
-                        counts["not_scorable"] += 1
-                        continue
-                    written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
-                    rows.append(self._row(scorer_id, call, outcome, plain))
-                self._store.save(rows)
-            except Exception:  # the app never sees a scoring or storage failure
-                logger.exception(
-                    "live scoring: %d rows of %d calls not saved", len(rows), len(calls)
-                )
-                counts["write_errors"] += len(rows)
-            else:  # one transaction: a batch's rows are all written, or none is
-                counts.update(written)
+        calls = batch if self._calls is None else self._calls(batch)
+        try:
+            for scorer_id, call, outcome in self._outcomes(calls):
+                if isinstance(outcome, ScorerResult) and outcome.not_scorable is not None:
+                    counts["not_scorable"] += 1
+                    continue
+                written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
+                rows.append(self._row(scorer_id, call, outcome, plain))
+            self._store.save(rows)
+        except Exception:  # the app never sees a scoring or storage failure
+            logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(calls))
+            counts["write_errors"] += len(rows)
+        else:  # one transaction: a batch's rows are all written, or none is
+            counts.update(written)
         return counts
 
     def _outcomes(self, batch: Sequence[Call]) -> list[tuple[str, Call, Any]]:

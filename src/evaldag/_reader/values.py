@@ -29,11 +29,23 @@ def plain_data(value: Any) -> Any:
     a column the keys of all of them, so a Parquet file reads back ``{"city": None}`` for a tool
     call that had no ``city`` argument.
     """
+    # every live row's input and output comes through here: exact types first, no ABC checks
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {
+            key: item if type(item) is str else plain_data(item)
+            for key, item in value.items()
+            if not (item is None or (isinstance(item, float) and item != item))
+        }
+    if kind is list or kind is tuple:
+        return [item if type(item) is str else plain_data(item) for item in value]
     if isinstance(value, Mapping):
         return {key: plain_data(item) for key, item in value.items() if not missing(item)}
     if isinstance(value, list | tuple):
         return [plain_data(item) for item in value]
-    module = type(value).__module__
+    module = kind.__module__
     if module.startswith("numpy"):
         if not getattr(value, "ndim", 0):
             return value.item()

@@ -228,7 +228,7 @@ class SqlScoreStore:
         """A row's fields as written: timestamps set; on PostgreSQL, which cannot hold NUL
         characters, each one replaced and the row's metadata saying so (``_store.values``)."""
         model = row if isinstance(row, ScoreRow) else ScoreRow.model_validate(row)
-        record = dict(model)
+        record = model.__dict__.copy()  # its fields (dict(model) iterates them in Python)
         record["created_at"] = model.created_at or now
         record["updated_at"] = now
         return nul_free(record) if self.url.get_backend_name() == "postgresql" else record

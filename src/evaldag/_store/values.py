@@ -54,6 +54,8 @@ def json_memo() -> Iterator[None]:
 
 def stored_json(value: Any) -> str | None:
     """``value`` as the store's JSON text: non-finite numbers as ``{"$numberDouble": ...}``."""
+    if value is None:  # most of a row's JSON columns
+        return None
     kind = type(value)
     if kind is dict or kind is list:
         memo = _MEMO.get()

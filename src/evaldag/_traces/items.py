@@ -209,29 +209,34 @@ def _otel_trajectory(tree: Any, read: Reading) -> dict[str, Any]:
     parent, in start order."""
     tools = {tool.span.span_id: tool for tool in read.tools}
     agents = {agent.span.span_id: agent for agent in read.agents}
-
-    def steps(node: Any) -> list[dict[str, Any]]:
-        children = [step for child in node.children for step in steps(child)]
-        span = node.span
-        step: dict[str, Any] = {"name": span.name, "durationMs": span.duration_ms}
-        if children:
-            step["children"] = children
-        if span.span_id in tools:
-            tool = tools[span.span_id]
-            step.update(stepType="tool_call", name=tool.name)
-            if tool.args is not None:
-                step["toolArgs"] = as_record(tool.args)
-            if tool.result is not NOTHING and not tool.failed and tool.result is not None:
-                step["toolResult"] = as_record(tool.result)
-            step["success"] = not tool.failed
-            return [step]
-        if span.span_id in agents and node is not tree:
-            step.update(stepType="agent_run")
-            return [step]
-        return children
-
-    top = [step for child in tree.children for step in steps(child)]
+    top = [step for child in tree.children for step in _steps(child, tools, agents)]
     return {"steps": top, "totalDurationMs": tree.span.duration_ms}
+
+
+def _steps(
+    node: Any, tools: Mapping[str, ToolRun], agents: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The steps of a node under the item's root: its own (a tool run or an agent run, with
+    its steps as children), or its children's steps. (A function of its own, not a closure
+    that calls itself: that closure was a reference cycle, left for the collector, per item.)"""
+    children = [step for child in node.children for step in _steps(child, tools, agents)]
+    span = node.span
+    step: dict[str, Any] = {"name": span.name, "durationMs": span.duration_ms}
+    if children:
+        step["children"] = children
+    if span.span_id in tools:
+        tool = tools[span.span_id]
+        step.update(stepType="tool_call", name=tool.name)
+        if tool.args is not None:
+            step["toolArgs"] = as_record(tool.args)
+        if tool.result is not NOTHING and not tool.failed and tool.result is not None:
+            step["toolResult"] = as_record(tool.result)
+        step["success"] = not tool.failed
+        return [step]
+    if span.span_id in agents:
+        step.update(stepType="agent_run")
+        return [step]
+    return children
 
 
 def _identity(root: Span, spans: list[Span]) -> dict[str, Any]:
