@@ -119,6 +119,10 @@ def _model_fields(model: type[BaseModel]) -> list[str]:
             default = f"`{info.default!r}`"
         description = (info.description or "").replace("|", "\\|").replace("\n", " ")
         lines.append(f"| `{name}` | `{annotation}` | {default} | {description} |")
+    for name, computed in model.model_computed_fields.items():
+        annotation = _type_text(computed.return_type)
+        description = (computed.description or "").replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{name}` | `{annotation}` | computed | {description} |")
     return lines
 
 

@@ -2,6 +2,8 @@
 inputs of the verdict's nodes (nothing is overridden from outside, no node reads process-wide
 state, the picture is no value of the graph), and each transcript is read once."""
 
+import pickle
+
 import pandas as pd
 import pytest
 
@@ -30,8 +32,11 @@ def test_the_verdicts_nodes_take_the_items_and_what_the_run_measured_as_inputs()
 
 def test_the_result_keeps_the_picture_of_the_graph_it_came_from():
     result = run_evals(MESSAGES, scorers=[checks.includes("ok")], progress=False)
+    unpickled = pickle.loads(pickle.dumps(result))  # drawn for pickling: a drawing does not pickle
     assert "digraph {" in result.dag_dot
     assert "check-includes" in result.dag_dot and "eval_result" in result.dag_dot
+    assert unpickled.dag_dot == result.dag_dot
+    assert result.model_dump()["dag_dot"] == result.dag_dot
 
 
 @pytest.fixture

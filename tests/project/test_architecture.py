@@ -343,7 +343,7 @@ result = evaldag.run_evals(
     [{"input": "a", "output": "hello world"}], scorers=[checks.includes("hello")], progress=False
 )
 assert result.summary.total_items == 1
-heavy = {"litellm", "dask", "ray", "aiohttp"}
+heavy = {"litellm", "dask", "ray", "aiohttp", "graphviz"}  # graphviz: a picture not asked for
 print(json.dumps({
     "imported": sorted({m.split(".")[0] for m in sys.modules} & heavy),
     "extensions": sorted(m for m in sys.modules if m.startswith("hamilton.plugins.")),

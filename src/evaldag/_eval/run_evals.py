@@ -457,7 +457,7 @@ def _local_run(
         )
     turns = {} if scored.turns is None else {"turns": scored.turns}
     inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
-    result = _result(dr, inputs, full_picture(dr, plan).source)
+    result = _result(dr, inputs, lambda: full_picture(dr, plan).source)
     unsaved: Unsaved = []  # the results files that could not be written, and why
     written = str(checkpoint if directory is None else directory)
     if scored.checkpoint_error is not None:
@@ -470,9 +470,10 @@ def _local_run(
     return result, unsaved + ([] if directory is not None else _out_written(result, out))
 
 
-def _result(dr: driver.Driver, inputs: dict[str, Any], picture: str) -> EvalResult:
+def _result(dr: driver.Driver, inputs: dict[str, Any], picture: Callable[[], str]) -> EvalResult:
     """The verdict's nodes over every item (``inputs``: ``items`` and what the run measured,
-    beside the run's own), and the picture of the graph the result came from."""
+    beside the run's own), and what draws the picture of the graph the result came from (when
+    it is asked for: ``EvalResult.dag_dot``)."""
     result = dr.execute(["eval_result"], inputs=inputs)["eval_result"]
     return result.model_copy(update={"dag_dot": picture})
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import json_text
@@ -210,7 +220,6 @@ class EvalResult(BaseModel):
     scorers: list[dict[str, Any]] = Field(
         default_factory=list, description="The definitions of the scorers and gates that ran."
     )
-    dag_dot: str | None = Field(default=None, description="The eval's DAG as DOT text.")
     experiment_id: str | None = Field(
         default=None,
         description="This run's id (a uuid4 set by run_evals); None in files written before it.",
@@ -232,6 +241,43 @@ class EvalResult(BaseModel):
         description="Run field → the data column that held it, for the fields the data names "
         "otherwise (run_evals(columns=...)); ``items`` keeps the data's names.",
     )
+
+    #: The DOT text, or what draws it: ``run_evals`` gives a drawing (see ``dag_dot``).
+    _dag: str | Callable[[], str] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _dag_given(cls, data: Any, handler: ModelWrapValidatorHandler[EvalResult]) -> EvalResult:
+        """``dag_dot`` given with the fields (a results file's text) kept as the DOT text."""
+        if not (isinstance(data, dict) and "dag_dot" in data):
+            return handler(data)
+        result = handler({key: value for key, value in data.items() if key != "dag_dot"})
+        result._dag = data["dag_dot"]
+        return result
+
+    @computed_field(description="The eval's DAG as DOT text.")  # type: ignore[prop-decorator]
+    @property
+    def dag_dot(self) -> str | None:
+        """The eval's DAG as DOT text; a run's is drawn when first read (by ``visualize``, by
+        writing or pickling the result), not by the run itself."""
+        # Most runs never look at it: graphviz's import and Hamilton's drawing were ~10 ms of a
+        # first run's CPU and ~2 ms of every run.
+        if callable(self._dag):
+            self._dag = self._dag()
+        return self._dag
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; ``update`` may give ``dag_dot`` (DOT text, or a function drawing it)."""
+        fields = {key: value for key, value in (update or {}).items() if key != "dag_dot"}
+        copied = super().model_copy(update=fields, deep=deep)
+        if update and "dag_dot" in update:
+            copied._dag = update["dag_dot"]
+        return copied
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()  # a drawing does not pickle: its text does
+        state["__pydantic_private__"] = {**state["__pydantic_private__"], "_dag": self.dag_dot}
+        return state
 
     def canonical_items(self) -> pd.DataFrame:
         """``items`` with the run fields under evaldag's names (``input``, ``output``,
