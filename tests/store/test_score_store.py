@@ -597,9 +597,9 @@ def _held_lock(store_url):
 
 
 def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_path, monkeypatch):
-    from evaldag._store import sql
+    from evaldag._judge import databases
 
-    monkeypatch.setattr(sql, "_LOCK_WAIT", 1)  # the bound on waiting for a lock, shortened
+    monkeypatch.setattr(databases, "LOCK_WAIT", 1)  # the bound on waiting for a lock, shortened
     held = []
 
     def lock_the_store(*_):
@@ -634,38 +634,12 @@ def test_a_store_that_cannot_save_the_run_raises_with_the_result(store_url, tmp_
         assert store.result().scores == error.result.scores
 
 
-def test_a_postgresql_statement_has_a_bound(postgres_url, monkeypatch):
-    from evaldag._store import sql
-
-    monkeypatch.setattr(sql, "_STATEMENT_WAIT", 1)  # the bound on one statement, shortened
-    engine = sql._engine(sa.make_url(postgres_url))
-    try:
-        with engine.connect() as connection:
-            assert connection.exec_driver_sql("SHOW statement_timeout").scalar() == "1s"
-            with pytest.raises(sa.exc.OperationalError, match="statement timeout"):
-                connection.exec_driver_sql("SELECT pg_sleep(5)")
-    finally:
-        engine.dispose()
-
-
-def test_a_postgresql_url_keeps_its_own_bounds(postgres_url):
-    from evaldag._store import sql
-
-    url = sa.make_url(postgres_url).update_query_dict({"options": "-c statement_timeout=7s"})
-    engine = sql._engine(url)
-    try:
-        with engine.connect() as connection:
-            assert connection.exec_driver_sql("SHOW statement_timeout").scalar() == "7s"
-    finally:
-        engine.dispose()
-
-
 def test_evaldag_run_prints_the_summary_of_a_run_the_store_did_not_save(
     tmp_path, capsys, monkeypatch
 ):
-    from evaldag._store import sql
+    from evaldag._judge import databases
 
-    monkeypatch.setattr(sql, "_LOCK_WAIT", 1)
+    monkeypatch.setattr(databases, "LOCK_WAIT", 1)
     store, out = tmp_path / "scores.db", tmp_path / "results.parquet"
     eval_file = tmp_path / "eval_locked.py"
     eval_file.write_text(

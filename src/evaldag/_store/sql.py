@@ -11,9 +11,7 @@ a forked child opens connections of its own.
 
 from __future__ import annotations
 
-import functools
 import os
-import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -24,7 +22,8 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from evaldag._judge.redaction import redacted, url_secrets, url_without_credentials
+from evaldag._judge.databases import WRITE, database_engine, database_problem
+from evaldag._judge.redaction import url_secrets, url_without_credentials
 from evaldag._results.eval_result import EvalResult
 from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
@@ -35,17 +34,6 @@ from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.
 _UPSERTS: dict[str, Any] = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
-#: Seconds a writer waits for another's lock: SQLite's write lock, PostgreSQL's row and
-#: advisory locks.
-_LOCK_WAIT = 30
-#: Seconds a PostgreSQL connection may take to open.
-_CONNECT_WAIT = 10
-#: Seconds one PostgreSQL statement may run: the largest write or read of a run takes a few.
-_STATEMENT_WAIT = 300
-#: Seconds of silence before a PostgreSQL connection is probed (libpq's TCP keepalives), so a
-#: server gone mid-statement (a dropped network) is noticed within about a minute.
-_KEEPALIVE_IDLE = 30
-_WRITE = "evaldag_write"
 _ROWS_PER_STATEMENT = 500
 
 
@@ -72,9 +60,9 @@ class SqlScoreStore:
                 domain="STORAGE",
                 details={"store": self.location},
             )
-        self._engine = _engine(self.url)
-        # A forked child opens its own connections; the parent's stay the parent's.
-        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
+        self._engine = database_engine(
+            self.url, json_serializer=stored_json, json_deserializer=loaded_json
+        )
         try:
             with self._transaction("open") as connection:
                 schema.migrated(connection, self.location)
@@ -236,19 +224,13 @@ class SqlScoreStore:
     @contextmanager
     def _transaction(self, action: Literal["open", "write to", "read"]) -> Iterator[sa.Connection]:
         """A transaction; one that may write takes SQLite's write lock as it begins."""
-        options = {_WRITE: action != "read"}
+        options = {WRITE: action != "read"}
         try:
             with self._engine.connect().execution_options(**options) as connection:
                 with connection.begin():
                     yield connection
         except sa.exc.SQLAlchemyError as error:
             raise _store_error(self.location, action, error, self._secrets) from error
-
-
-def _forked(store: weakref.ref[SqlScoreStore]) -> None:
-    opened = store()
-    if opened is not None:
-        opened._engine.dispose(close=False)
 
 
 def _url(location: str | os.PathLike[str]) -> sa.URL:
@@ -276,42 +258,6 @@ def _url(location: str | os.PathLike[str]) -> sa.URL:
     return sa.URL.create("sqlite", database=str(path.resolve()))
 
 
-def _engine(url: sa.URL) -> sa.Engine:
-    options: dict[str, Any] = {
-        "json_serializer": stored_json,
-        "json_deserializer": loaded_json,
-        "pool_pre_ping": True,
-    }
-    if url.get_backend_name() != "sqlite":
-        # Every wait has a bound, unless the URL sets its own.
-        bounds = {
-            "connect_timeout": _CONNECT_WAIT,
-            "options": f"-c lock_timeout={_LOCK_WAIT}s -c statement_timeout={_STATEMENT_WAIT}s",
-            "keepalives": 1,
-            "keepalives_idle": _KEEPALIVE_IDLE,
-            "keepalives_interval": 10,
-            "keepalives_count": 3,
-        }
-        given = {k: v for k, v in bounds.items() if k not in url.query}
-        return sa.create_engine(url, connect_args=given, **options)
-    engine = sa.create_engine(url, connect_args={"timeout": _LOCK_WAIT}, **options)
-
-    @sa.event.listens_for(engine, "connect")
-    def _connected(dbapi_connection: Any, _record: Any) -> None:
-        # The driver's own transaction handling would begin transactions lazily and deferred;
-        # evaldag begins them itself (below) so that a writer takes the lock up front.
-        dbapi_connection.isolation_level = None
-        dbapi_connection.execute("PRAGMA journal_mode=WAL")
-        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-    @sa.event.listens_for(engine, "begin")
-    def _begun(connection: sa.Connection) -> None:
-        write = connection.get_execution_options().get(_WRITE)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-    return engine
-
-
 def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
     insert = _UPSERTS[connection.dialect.name](schema.scores)
     kept = ("id", "created_at")
@@ -326,7 +272,7 @@ def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
 def _store_error(
     location: str, action: str, error: sa.exc.SQLAlchemyError, secrets: tuple[str, ...]
 ) -> EvalDagError:
-    detail = redacted(str(getattr(error, "orig", None) or error).strip().splitlines()[0], secrets)
+    detail = database_problem(error, secrets)
     return EvalDagError(
         "EVALDAG_STORE_FAILED",
         f"Could not {action} the score store {location}: {detail}",
