@@ -213,6 +213,19 @@ def test_every_option_gives_the_local_result(executor, tmp_path, capsys):
         assert _scored(again) == _scored(local)
 
 
+def test_the_workers_share_a_cache_in_a_database(dask_client, postgres_url):
+    """cache="postgresql://..." is one cache for every worker and every machine that reaches it."""
+    with JudgeServer(Reply({"score": 0.25})) as server:
+        options = {"scorers": [_graded(server)], "cache": postgres_url, "progress": False}
+        first = run_evals(DATA[:20], **options, executor=dask_client, batch_size=5)
+        assert len(server.requests) == 20
+        again = run_evals(DATA[:20], **options, executor=dask_client, batch_size=5)
+        here = run_evals(DATA[:20], **options)
+        assert len(server.requests) == 20  # the replies the workers stored, read back
+    assert first.scores == again.scores == here.scores == {"graded": 0.25}
+    assert first.summary.judge_cache_problems == again.summary.judge_cache_problems == []
+
+
 def test_a_crashed_run_resumes_from_its_checkpoint_and_repeats_no_judge_call(executor, tmp_path):
     checkpoint = tmp_path / "run.parquet"
 

@@ -7,7 +7,7 @@ import pytest
 
 from evaldag import EvalDagError, Judge
 from evaldag._judge.contracts import StructuredOutputError, json_in_reply
-from evaldag._judge.settings import as_judge, cache_directory, resolved_judge
+from evaldag._judge.settings import as_judge, cache_location, resolved_judge
 
 
 def test_judge_takes_the_model_positionally_and_extra_litellm_kwargs():
@@ -90,17 +90,21 @@ def test_missing_model_or_instructions_names_the_step():
     assert raised.value.details == {"step": "generate_score", "missing": ["model"]}
 
 
-def test_cache_directory(tmp_path, monkeypatch):
+def test_cache_location(tmp_path, monkeypatch):
     monkeypatch.delenv("EVALDAG_CACHE_DIR", raising=False)
-    assert cache_directory(None) is None
-    assert cache_directory(False) is None
-    assert cache_directory(tmp_path) == tmp_path
-    assert cache_directory(True).name == "evaldag"
+    assert cache_location(None) is None
+    assert cache_location(False) is None
+    assert cache_location(tmp_path) == tmp_path
+    assert cache_location(True).name == "evaldag"
     monkeypatch.setenv("EVALDAG_CACHE_DIR", str(tmp_path / "env"))
-    assert cache_directory(None) == tmp_path / "env"
-    assert cache_directory(True) == tmp_path / "env"
-    assert cache_directory(False) is None
-    assert cache_directory(str(tmp_path / "own")) == tmp_path / "own"
+    assert cache_location(None) == tmp_path / "env"
+    assert cache_location(True) == tmp_path / "env"
+    assert cache_location(False) is None
+    assert cache_location(str(tmp_path / "own")) == tmp_path / "own"
+    url = "postgresql://evals:s3cret@db.internal/evals"  # a database URL stays one
+    assert cache_location(url) == url
+    monkeypatch.setenv("EVALDAG_CACHE_DIR", url)
+    assert cache_location(None) == url
 
 
 @pytest.mark.parametrize(

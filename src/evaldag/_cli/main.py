@@ -126,6 +126,14 @@ def _parser() -> argparse.ArgumentParser:
         "database URL ('evaldag report' and 'evaldag compare' read it)",
     )
     run.add_argument(
+        "--cache",
+        metavar="DIR|URL",
+        help="keep the judges' replies (for judges that set no cache of their own) in this "
+        "directory, or in a database every machine of a cluster reaches "
+        "('postgresql://user@host/db'): a second run asks the judge nothing it answered "
+        "(default: $EVALDAG_CACHE_DIR if set, else no cache)",
+    )
+    run.add_argument(
         "--name",
         metavar="NAME",
         help="name the run, in --store and in --out's Parquet file: 'evaldag compare' and "
@@ -386,6 +394,7 @@ def _run_command(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             out=args.out,
             store=args.store,
+            cache=args.cache,
             name=args.name,
             max_error_share=args.max_error_share,
             budget_usd=args.budget_usd,

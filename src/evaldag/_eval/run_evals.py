@@ -52,7 +52,7 @@ from evaldag._io.flat import results_format, write_flat
 from evaldag._io.parquet import is_results_directory, writable_directory, writable_path
 from evaldag._io.parquet_data import ParquetBatches
 from evaldag._judge.budget import JudgeBudget, require_prices
-from evaldag._judge.settings import cache_directory
+from evaldag._judge.settings import cache_location
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
@@ -165,8 +165,10 @@ def run_evals(
         naming what changed; ``"refresh"`` recomputes what is stale instead (the items of
         changed or new scorers on the saved outputs; everything when the target changed); False
         starts afresh. Saved batches call no ``on_item_complete``.
-    :param cache: judge reply cache for judges that set none: a directory, True for
-        ``$EVALDAG_CACHE_DIR`` (else ``~/.cache/evaldag``), False for none.
+    :param cache: judge reply cache for judges that set none: a directory, a database URL
+        (``"postgresql://user@host/db"``, which the workers of a cluster and runs on other
+        machines share; ``"sqlite:///path"``), True for ``$EVALDAG_CACHE_DIR`` (else
+        ``~/.cache/evaldag``), False for none.
     :param executor: run the row batches as tasks on a cluster: ``"dask"`` (a local one),
         ``"dask://HOST:PORT"`` (a scheduler) or a ``dask.distributed.Client``; ``"ray"`` (the
         Ray cluster of ``RAY_ADDRESS`` or this machine, else a local one) or
@@ -260,8 +262,9 @@ def run_evals(
         run_inputs = _run_inputs(plan, cache, experiment_id, name, mapping)
         if cluster is not None:
             budget = cluster.budget
-            # The client's cache, where workers on this machine share it (SQLite in WAL mode).
-            run_inputs["judge_cache"] = cache_directory(cache) or cache
+            # The client's cache: a file the workers on this machine share (SQLite in WAL
+            # mode), or a database every worker reaches.
+            run_inputs["judge_cache"] = cache_location(cache) or cache
         result, failures = _local_run(
             plan,
             dataset,

@@ -1,4 +1,6 @@
-"""The judge's reply cache: one sqlite file of model replies keyed by what was asked.
+"""The judge's reply cache: model replies keyed by what was asked, in a SQLite file (a
+directory's, which the processes of one machine share) or in a database by URL
+(``postgresql://...``, which several machines share: ``evaldag._judge.sql_cache``).
 
 A key hashes the model, the api_base, the messages, the response format and the sampling
 settings, and the trial of ``run_evals(trials=N)`` past the first, so that each trial is a call
@@ -9,11 +11,13 @@ a reply read back is checked as a fresh one is (the score checks included).
 
 The cache is an optimisation: nothing the judges answered is lost to it. A cache file that is
 not one (not a database, or a ``replies`` table of other columns) is refused by ``run_evals``
-before it scores anything. A cache that cannot open for writing (a folder it cannot write, a
-full disk), or fails later (a full disk, an I/O error, a lock held past the wait), is left out,
-said once (a warning, and a note in the run's ``summary.judge_cache_problems``), and the calls
-go on without it; so is a file that is not a cache where nothing opened it before the calls
-(``scorer.run``, live scoring).
+before it scores anything, and so is a database URL that does not open (a bad URL, no driver,
+no server). A directory whose cache cannot open for writing (a folder it cannot write, a full
+disk), or a cache that fails later (a full disk, an I/O error, a lock held past the wait, a
+database gone), is left out, said once (a warning, and a note in the run's
+``summary.judge_cache_problems``), and the calls go on without it; so is a cache that does not
+open where nothing opened it before the calls (``scorer.run``, live scoring, a cluster's
+worker).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evaldag._judge.settings import is_secret_setting
 from evaldag.errors import EvalDagError
@@ -66,23 +70,51 @@ def request_key(request: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-#: The cache's table: its columns and their declared types.
+#: The cache's table in its SQLite file: its columns and their declared types.
 _TABLE = "replies"
 _COLUMNS = {"key": "TEXT", "reply": "TEXT", "created": "REAL"}
 #: Seconds a cache write waits for another process's.
 _LOCK_WAIT = 30
 _NOT_A_CACHE = "EVALDAG_JUDGE_CACHE_FOREIGN"
+#: A cache's location: a directory (its SQLite file in it), or a database URL (a str).
+Location = Path | str
 
 
-class JudgeCache:
-    """Model replies on disk, safe to share between threads and processes."""
+class Replies(Protocol):
+    """Where a cache keeps its replies: rows of a key, a reply (JSON text) and the time it was
+    written, in a SQLite file (:class:`SqliteReplies`) or a database by URL
+    (``evaldag._judge.sql_cache``)."""
 
-    def __init__(self, directory: Path) -> None:
-        self.path = directory / FILE_NAME
+    #: Where the replies are, as output may show it (no password).
+    location: str
+    #: What reading or writing raises when it fails.
+    errors: tuple[type[Exception], ...]
+
+    def read(self, key: str) -> str | None: ...
+    def delete(self, key: str) -> None: ...
+    def write(self, rows: list[tuple[str, str, float]]) -> None: ...
+    def count(self) -> int: ...
+    def in_place(self) -> bool:
+        """Whether the replies are still where they were opened (a removed file is not)."""
+        ...
+
+    def described(self, error: Exception) -> str:
+        """``error`` in a line output may show."""
+        ...
+
+
+class SqliteReplies:
+    """Replies in a SQLite file in WAL mode, which the processes of one machine share."""
+
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.location = str(path)
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             self._connection = sqlite3.connect(
-                self.path, timeout=_LOCK_WAIT, check_same_thread=False, isolation_level=None
+                path, timeout=_LOCK_WAIT, check_same_thread=False, isolation_level=None
             )
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=NORMAL")
@@ -96,21 +128,57 @@ class JudgeCache:
             }
         except (OSError, sqlite3.Error) as error:
             if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
-                raise _not_a_cache(self.path, "is not a SQLite database") from error
+                raise _not_a_cache(path, "is not a SQLite database") from error
             raise EvalDagError(
                 "EVALDAG_JUDGE_CACHE_UNAVAILABLE",
-                f"cannot open the judge cache at {self.path}: {error}. Point cache= (or "
+                f"cannot open the judge cache at {path}: {error}. Point cache= (or "
                 "EVALDAG_CACHE_DIR) at a writable directory, or pass cache=False",
                 category="SYSTEM",
-                details={"path": str(self.path)},
+                details={"path": str(path)},
                 cause=error,
             ) from error
         if columns != _COLUMNS:
             self._connection.close()
             raise _not_a_cache(
-                self.path,
+                path,
                 f"has a table '{_TABLE}' evaldag did not make (columns {columns}, not {_COLUMNS})",
             )
+
+    def read(self, key: str) -> str | None:
+        row = self._connection.execute(f"SELECT reply FROM {_TABLE} WHERE key = ?", (key,))
+        found = row.fetchone()
+        return None if found is None else found[0]
+
+    def delete(self, key: str) -> None:
+        self._connection.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
+
+    def write(self, rows: list[tuple[str, str, float]]) -> None:
+        self._connection.executemany(
+            f"INSERT OR REPLACE INTO {_TABLE} (key, reply, created) VALUES (?, ?, ?)", rows
+        )
+
+    def count(self) -> int:
+        return self._connection.execute(f"SELECT COUNT(*) FROM {_TABLE}").fetchone()[0]
+
+    def in_place(self) -> bool:
+        return self.path.exists()
+
+    def described(self, error: Exception) -> str:
+        return str(error)
+
+
+class JudgeCache:
+    """Model replies, safe to share between threads and processes: in a SQLite file (a
+    directory's, or a ``sqlite:///`` URL's), or in a database by URL (``postgresql://...``),
+    which processes on several machines share.
+
+    :param location: a directory, or a database URL (``evaldag._judge.settings.cache_location``
+        tells them apart).
+    """
+
+    def __init__(self, location: Location) -> None:
+        self.replies = _replies(location)
+        self.location = self.replies.location
         self._lock = threading.Lock()
         #: Rows dropped because they held no reply (see ``get``).
         self.dropped = 0
@@ -124,24 +192,25 @@ class JudgeCache:
             if self.problem is not None:
                 return None
             try:
-                row = self._connection.execute(
-                    f"SELECT reply FROM {_TABLE} WHERE key = ?", (key,)
-                ).fetchone()
-                if row is None:
+                text = self.replies.read(key)
+                if text is None:
                     return None
-                reply = _stored_reply(row[0])
+                reply = _stored_reply(text)
                 if reply is None:
-                    self._connection.execute(f"DELETE FROM {_TABLE} WHERE key = ?", (key,))
+                    self.replies.delete(key)
                     self.dropped += 1
-                    logger.warning("judge cache %s: dropped a row that is not a reply", self.path)
-            except sqlite3.Error as error:
+                    logger.warning(
+                        "judge cache %s: dropped a row that is not a reply", self.location
+                    )
+            except self.replies.errors as error:
                 self._failed("read", error)
                 return None
         return reply
 
     def put(self, replies: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
-        """Store ``(key, reply)`` pairs, replacing older replies under the same keys; a cache
-        that cannot take them is left out from then on (see the module's docstring)."""
+        """Store ``(key, reply)`` pairs (a key already stored keeps an equal reply, or takes
+        the new one); a cache that cannot take them is left out from then on (see the module's
+        docstring)."""
         now = time.time()
         rows = [(key, json.dumps(reply), now) for key, reply in replies]
         if not rows:
@@ -150,17 +219,16 @@ class JudgeCache:
             if self.problem is not None:
                 return
             try:
-                self._connection.executemany(
-                    f"INSERT OR REPLACE INTO {_TABLE} (key, reply, created) VALUES (?, ?, ?)", rows
-                )
-            except sqlite3.Error as error:
+                self.replies.write(rows)
+            except self.replies.errors as error:
                 self._failed("write", error)
 
-    def _failed(self, action: str, error: sqlite3.Error) -> None:
+    def _failed(self, action: str, error: Exception) -> None:
         """Leave the cache out from now on, and say so once (the lock is held)."""
         self.problem = (
-            f"the judge cache {self.path} could not {action} ({error}); the run went on "
-            "without it, and replies from then on were not cached"
+            f"the judge cache {self.location} could not {action} "
+            f"({self.replies.described(error)}); the run went on without it, and replies from "
+            "then on were not cached"
         )
         logger.warning("%s", self.problem)
         with _caches_lock:
@@ -168,7 +236,21 @@ class JudgeCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._connection.execute(f"SELECT COUNT(*) FROM {_TABLE}").fetchone()[0]
+            return self.replies.count()
+
+
+def _replies(location: Location) -> Replies:
+    """The replies at ``location``: the SQLite file of a directory or of a ``sqlite:///`` URL,
+    or the table of a database URL; a URL that names none is an error."""
+    if isinstance(location, Path):
+        return SqliteReplies(location / FILE_NAME)
+    # SQLAlchemy loads only when a cache is a database URL.
+    from evaldag._judge.sql_cache import DatabaseReplies, cache_url
+
+    url = cache_url(location)
+    if url.get_backend_name() == "sqlite":
+        return SqliteReplies(Path(str(url.database)).expanduser())
+    return DatabaseReplies(url)
 
 
 def _not_a_cache(path: Path, problem: str) -> EvalDagError:
@@ -218,51 +300,58 @@ def cache_problems() -> list[str]:
         return list(_problems)
 
 
-#: The process's caches by directory; None for one that could not open (not tried again).
-_caches: dict[Path, JudgeCache | None] = {}
+#: The process's caches by location (a resolved directory, or a URL); None for one that could
+#: not open (not tried again).
+_caches: dict[Location, JudgeCache | None] = {}
 _problems: list[str] = []
 _dropped_elsewhere = [0]
 _caches_lock = threading.Lock()
 
 
-def opened_cache(directory: Path) -> JudgeCache | None:
-    """The process-wide cache for ``directory``, opened anew unless it is open and in use:
-    ``run_evals`` opens its caches so before it runs. A file that is not a cache is an error;
-    a cache that cannot open (a folder it cannot write, a full disk) is left out, said once."""
-    resolved = directory.resolve()
+def opened_cache(location: Location) -> JudgeCache | None:
+    """The process-wide cache at ``location``, opened anew unless it is open and in use:
+    ``run_evals`` opens its caches so before it runs. A file that is not a cache is an error,
+    and so is a database URL that does not open (a bad URL, no driver, no server); a directory
+    whose cache cannot open (a folder it cannot write, a full disk) is left out, said once."""
+    key = _key(location)
     with _caches_lock:
-        cache = _caches.get(resolved)
-        if cache is not None and cache.problem is None and cache.path.exists():
+        cache = _caches.get(key)
+        if cache is not None and cache.problem is None and cache.replies.in_place():
             return cache
-        return _opened(resolved, refuse_foreign=True)
+        return _opened(key, strict=True)
 
 
-def judge_cache(directory: Path | None) -> JudgeCache | None:
-    """The process-wide cache for ``directory`` (opened on first use), or None for no cache,
+def judge_cache(location: Location | None) -> JudgeCache | None:
+    """The process-wide cache at ``location`` (opened on first use), or None for no cache,
     or when it cannot open: the calls go on without it, and that is said once."""
-    if directory is None:
+    if location is None:
         return None
-    resolved = directory.resolve()
+    key = _key(location)
     with _caches_lock:
-        if resolved in _caches:
-            cache = _caches[resolved]
+        if key in _caches:
+            cache = _caches[key]
             # One whose file was removed since (a finished run's journal) would write nowhere.
-            if cache is None or cache.path.exists():
+            if cache is None or cache.replies.in_place():
                 return cache
-        return _opened(resolved, refuse_foreign=False)
+        return _opened(key, strict=False)
 
 
-def _opened(directory: Path, *, refuse_foreign: bool) -> JudgeCache | None:
-    """The cache in ``directory``, kept for the process; None, said once, when it cannot open
-    (``_caches_lock`` is held)."""
+def _key(location: Location) -> Location:
+    return location if isinstance(location, str) else location.resolve()
+
+
+def _opened(location: Location, *, strict: bool) -> JudgeCache | None:
+    """The cache at ``location``, kept for the process; None, said once, when it cannot open
+    (``_caches_lock`` is held). With ``strict``, a file that is not a cache and a database URL
+    that does not open are errors."""
     try:
-        cache = JudgeCache(directory)
+        cache = JudgeCache(location)
     except EvalDagError as error:
-        if refuse_foreign and error.id == _NOT_A_CACHE:
+        if strict and (error.id == _NOT_A_CACHE or isinstance(location, str)):
             raise
         cache = None
         problem = f"{error.message}; the calls went on without a cache"
         logger.warning("%s", problem)
         _problems.append(problem)
-    _caches[directory] = cache
+    _caches[location] = cache
     return cache

@@ -118,8 +118,9 @@ class Judge(BaseModel):
     )
     cache: bool | str | Path | None = Field(
         default=None,
-        description="On-disk reply cache: a directory, True for $EVALDAG_CACHE_DIR (else "
-        "~/.cache/evaldag), False for none; None uses $EVALDAG_CACHE_DIR when it is set.",
+        description="Reply cache: a directory, a database URL ('postgresql://user@host/db', "
+        "shared by several machines), True for $EVALDAG_CACHE_DIR (else ~/.cache/evaldag), "
+        "False for none; None uses $EVALDAG_CACHE_DIR when it is set.",
     )
 
     @model_validator(mode="after")
@@ -190,7 +191,7 @@ def _shown(name: str, value: Any) -> Any:
     credentials masked."""
     if value is None:
         return None
-    if name == "api_base":
+    if name == "api_base" or (name == "cache" and isinstance(value, str) and "://" in value):
         return url_without_credentials(value)
     if name == "extra_headers" and isinstance(value, dict):
         return headers_without_credentials(value)
@@ -298,18 +299,23 @@ def reply_settings(judge: Judge | None) -> dict[str, Any] | None:
     return kept
 
 
-def cache_directory(setting: bool | str | os.PathLike[str] | None) -> Path | None:
-    """Where a judge's reply cache lives, or None when caching is off."""
+def cache_location(setting: bool | str | os.PathLike[str] | None) -> Path | str | None:
+    """Where a judge's reply cache lives: a directory, a database URL (``postgresql://...``,
+    ``sqlite:///...``), or None when caching is off."""
     if setting is False:
         return None
     if isinstance(setting, str | Path):
-        return Path(setting).expanduser()
+        return _cache_location(os.fspath(setting))
     from_environment = os.environ.get("EVALDAG_CACHE_DIR", "").strip()
     if from_environment:
-        return Path(from_environment).expanduser()
+        return _cache_location(from_environment)
     if setting is True:
         return Path("~/.cache/evaldag").expanduser()
     return None
+
+
+def _cache_location(text: str) -> Path | str:
+    return text if "://" in text else Path(text).expanduser()
 
 
 def _invalid_judge(error: ValidationError, where: str) -> EvalDagError:

@@ -46,7 +46,7 @@ from evaldag._judge.errors import CallFault, ExecutionFailure, JudgeCallError, J
 from evaldag._judge.limiter import shared_limit
 from evaldag._judge.records import JudgeExecution, Tally, call_cost
 from evaldag._judge.redaction import clipped, url_without_credentials
-from evaldag._judge.settings import Judge, cache_directory, resolved_judge
+from evaldag._judge.settings import Judge, cache_location, resolved_judge
 from evaldag._judge.transports import named_transport
 from evaldag.errors import EvalDagError, error_message
 
@@ -104,7 +104,7 @@ async def judged_value(
     contract = step_contract(stage, output_schema, description)
     try:
         endpoint = await judge_endpoint(judge)
-        cache = judge_cache(cache_directory(run_cache if judge.cache is None else judge.cache))
+        cache = judge_cache(cache_location(run_cache if judge.cache is None else judge.cache))
     except JudgeError:
         raise
     except EvalDagError as error:  # the local judge is not installed
@@ -134,11 +134,12 @@ def require_caches(
     judges: Iterable[Judge], run_cache: bool | str | os.PathLike[str] | None
 ) -> None:
     """Open the reply cache of every one of ``judges`` (``run_cache`` for those that set none):
-    a file that is not a cache is an error here, before any judge is called."""
+    a file that is not a cache, or a database URL that does not open, is an error here, before
+    any judge is called."""
     for judge in judges:
-        directory = cache_directory(run_cache if judge.cache is None else judge.cache)
-        if directory is not None:
-            opened_cache(directory)
+        location = cache_location(run_cache if judge.cache is None else judge.cache)
+        if location is not None:
+            opened_cache(location)
 
 
 async def _attempted(
