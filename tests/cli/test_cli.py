@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from judge_server import API_KEY, MODEL
 
 from evaldag import EvalResult, checks, create_scorer, run_evals
 from evaldag._cli.main import main
@@ -580,6 +581,11 @@ def test_the_command_that_goes_on_replaces_any_resume_option():
     )
     assert resume_command(["run", "e.py", "--res", "--data", "d.jsonl"]) == resume_command(start)
     assert resume_command(["run", "my eval.py"]) == "evaldag run 'my eval.py' --resume"
+    url = "postgresql://evals:hunter2-s3cret@db/evals"  # a password never reaches the output
+    assert resume_command(["run", "e.py", "--cache", url, f"--store={url}"]) == (
+        "evaldag run e.py --cache 'postgresql://**********@db/evals' "
+        "'--store=postgresql://**********@db/evals' --resume"
+    )
 
 
 def test_run_keeps_a_checkpoint_beside_out_and_resume_reads_a_finished_run_back(tmp_path, capsys):
@@ -637,3 +643,32 @@ def test_a_long_out_name_gives_a_checkpoint_name_that_fits(tmp_path, capsys):
     (checkpoint,) = (tmp_path / ".evaldag").glob("*.checkpoint.parquet")
     assert checkpoint.name.startswith("r" * 100) and len(checkpoint.name) < 220
     assert EvalResult.read_parquet(checkpoint).scores == EvalResult.read_parquet(out).scores
+
+
+def test_run_cache_keeps_the_judges_replies_in_a_database(
+    tmp_path, capsys, judge_server, postgres_url
+):
+    judge_server.on("Score", {"score": 1})
+    eval_file = tmp_path / "eval_cached.py"
+    eval_file.write_text(
+        textwrap.dedent(f"""\
+        from evaldag import Judge, PromptStep, create_scorer
+
+        judge = Judge(
+            "openai/{MODEL}",
+            api_base="{judge_server.url}",
+            api_key="{API_KEY}",
+            instructions="Grade it.",
+        )
+        step = PromptStep("score", lambda run: f"Score {{run.output}}")
+        scorers = [create_scorer("graded", judge=judge).generate_score(step)]
+        """)
+    )
+    args = ["run", eval_file, "--data", _write_data(tmp_path), "--no-checkpoint", "--cache"]
+    for _ in range(2):
+        code, out, err = _main(capsys, *args, postgres_url)
+        assert code == 0, err
+    assert len(judge_server.requests) == len(ITEMS)  # the second run asked nothing
+    code, out, err = _main(capsys, *args, "postgresql://evals:hunter2-s3cret@127.0.0.1:9/evals")
+    assert code == 3 and "the judge cache cache='postgresql://**********@127.0.0.1:9/" in err
+    assert "hunter2-s3cret" not in out + err and len(judge_server.requests) == len(ITEMS)

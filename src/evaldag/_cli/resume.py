@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
+from evaldag._judge.redaction import url_without_credentials
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -236,7 +237,8 @@ def how_to_go_on(checkpoint: Path | None, no_checkpoint: bool, argv: Sequence[st
 
 def resume_command(argv: Sequence[str]) -> str:
     """The command line that goes on from a run started with ``argv``: the same, with
-    ``--resume`` (any ``--resume`` option it had replaced)."""
+    ``--resume`` (any ``--resume`` option it had replaced), URLs shown without their
+    credentials (``--cache``'s and ``--store``'s passwords stay out of logs)."""
     kept: list[str] = []
     tokens = iter(argv)
     for token in tokens:
@@ -246,4 +248,11 @@ def resume_command(argv: Sequence[str]) -> str:
                 kept.append(following)
             continue
         kept.append(token)
-    return shlex.join(["evaldag", *kept, "--resume"])
+    return shlex.join(["evaldag", *map(_shown_token, kept), "--resume"])
+
+
+def _shown_token(token: str) -> str:
+    """A command line's word as output shows it: a URL's (``--cache=URL``'s) credentials
+    masked."""
+    option, equals, value = token.partition("=") if token.startswith("--") else ("", "", token)
+    return option + equals + url_without_credentials(value) if "://" in value else token
