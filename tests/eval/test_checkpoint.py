@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaldag import EvalDagError, EvalResult, create_scorer, run_evals
+from evaldag import EvalDagError, EvalResult, PromptStep, create_scorer, run_evals
 
 SCRIPT = textwrap.dedent(
     """
@@ -181,6 +181,39 @@ def test_a_resumed_run_repeats_no_judge_call_that_had_completed(tmp_path, judge_
     assert all(first_sent[prompt] > killed - 0.15 for prompt in repeated), repeated
     result = EvalResult.read_parquet(checkpoint)
     assert result.scores == {"judged": 1.0} and result.summary.total_items == 30
+
+
+@pytest.mark.parametrize("cache", [None, False])
+def test_judge_replies_are_journaled_with_no_cache(cache, tmp_path, judge_server, monkeypatch):
+    """cache=False (or no cache) turns off the reply cache, not the checkpoint's journal: a
+    resumed run would repeat completed calls without it. A cache, when there is one, is the
+    journal."""
+    from judge_server import Reply
+
+    monkeypatch.delenv("EVALDAG_CACHE_DIR", raising=False)
+    judge_server.reply = Reply({"score": 1})
+    judge = judge_server.judge(instructions="Grade.")
+    scorer = create_scorer("judged", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade {run.input}")
+    )
+    journal = tmp_path / "run.parquet.partial" / "judge-replies"
+    seen = []
+    data = pd.DataFrame({"input": [str(i) for i in range(6)], "output": ["o"] * 6})
+    options = {"checkpoint": tmp_path / "run.parquet", "progress": False, "batch_size": 3}
+    on_item = lambda *_: seen.append(journal.exists())  # noqa: E731
+    run_evals(data, scorers=[scorer], cache=cache, on_item_complete=on_item, **options)
+    assert seen == [True] * 6 and not journal.exists()  # gone once the run is complete
+    monkeypatch.setenv("EVALDAG_CACHE_DIR", str(tmp_path / "cache"))
+    seen.clear()
+    run_evals(
+        data,
+        scorers=[scorer],
+        cache=cache,
+        on_item_complete=on_item,
+        **options | {"checkpoint": tmp_path / "again.parquet"},
+    )
+    again = tmp_path / "again.parquet.partial" / "judge-replies"
+    assert not again.exists() and (tmp_path / "cache").exists() == (cache is None)
 
 
 class _Stopped(Exception):

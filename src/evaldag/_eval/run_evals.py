@@ -168,7 +168,8 @@ def run_evals(
     :param cache: judge reply cache for judges that set none: a directory, a database URL
         (``"postgresql://user@host/db"``, which the workers of a cluster and runs on other
         machines share; ``"sqlite:///path"``), True for ``$EVALDAG_CACHE_DIR`` (else
-        ``~/.cache/evaldag``), False for none.
+        ``~/.cache/evaldag``), False for none (a checkpoint still journals the replies of its
+        run, until it is complete).
     :param executor: run the row batches as tasks on a cluster: ``"dask"`` (a local one),
         ``"dask://HOST:PORT"`` (a scheduler) or a ``dask.distributed.Client``; ``"ray"`` (the
         Ray cluster of ``RAY_ADDRESS`` or this machine, else a local one) or
@@ -424,8 +425,10 @@ def _local_run(
                 finished = finished.model_copy(update={"name": run_inputs["experiment_name"]})
                 return finished, _out_written(finished, out)
             saved = Checkpoint(checkpoint, definition, resume)
-        if run_inputs["judge_cache"] is None:
-            # Every judge reply is journaled as it arrives: a resumed run repeats no finished call.
+        if cache_location(run_inputs["judge_cache"]) is None:
+            # Every judge reply is journaled as it arrives (in the cache, when there is one: it
+            # is the journal), so a resumed run repeats no finished call; cache=False turns off
+            # the reply cache, not the checkpoint.
             run_inputs = {**run_inputs, "judge_cache": saved.replies}
     dr = eval_driver(plan)
     measures = JudgeMeasures(plan)
