@@ -1,0 +1,473 @@
+"""run_evals on a real local cluster, case by case against a local run on the same data: the
+same scores, items and verdict for every option, and one judge limit and one budget for the
+whole cluster, counted by the loopback judge server.
+
+A test module runs every case on its cluster by subclassing :class:`ClusterCases` and giving
+two fixtures: ``executor`` (what ``run_evals(executor=...)`` gets) and ``executor_option`` (what
+``evaldag run --executor`` gets). ``tests/cluster/test_cluster.py`` runs them on Dask's
+``LocalCluster`` and ``tests/cluster/test_cluster_ray.py`` on Ray, each with 2 worker processes,
+in two files so that ``pytest -n 2 --dist loadfile`` runs the two clusters side by side.
+"""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import litellm
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
+from repo_paths import FIXTURES
+from scorer_cases import length_scorer
+
+import evaldag
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    PromptStep,
+    checks,
+    create_scorer,
+    read_results,
+    run_evals,
+)
+
+# The workflow target's module, importable by name on the workers (which get this sys.path).
+sys.path.insert(0, str(FIXTURES / "workflows"))
+import support_flow  # noqa: E402
+
+DATA = pd.DataFrame(
+    {"input": [str(i) for i in range(60)], "output": ["x" * (i % 13) for i in range(60)]}
+)
+
+
+def graded(server, **settings):
+    """``graded``: the judge's score of a run (its reply), one call per item."""
+    judge = server.judge(instructions="Grade it.", **settings)
+    return create_scorer("graded", judge=judge).generate_score(
+        PromptStep("Grade", lambda run: f"Grade {run.input}: {run.output}")
+    )
+
+
+def scored(result):
+    """What a run decided, without what differs from run to run (run ids, durations)."""
+    items = result.items
+    kept = [c for c in items.columns if c.endswith((".score", ".error", ".not_scorable"))]
+    items = items[kept].astype(object).where(items[kept].notna(), None)  # NaN != NaN
+    return {
+        "verdict": result.verdict,
+        "scores": result.scores,
+        "summary": result.summary.model_dump(),
+        "items": items.to_dict("list"),
+        "gates": [g.passed for g in result.gate_results],
+        "thresholds": [t.passed for t in result.threshold_results],
+    }
+
+
+def _config(server):
+    flaky = create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "7" else 0.5)
+    return {
+        "scorers": [length_scorer().with_threshold(0.3), graded(server), flaky],
+        "gates": [checks.includes("x")],
+    }
+
+
+def _options(tmp_path, name):
+    """Every option that writes somewhere, in a folder of its own."""
+    where = tmp_path / name
+    where.mkdir()
+    return {
+        "checkpoint": where / "run.parquet",
+        "cache": where / "cache",
+        "out": where / "results.csv",
+        "store": str(where / "scores.db"),
+        "name": "nightly",
+        "progress": True,
+    }
+
+
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500}
+
+
+def _one_call_usd():
+    prices = litellm.get_model_info("gpt-4o-mini", custom_llm_provider="openai")
+    return 1000 * prices["input_cost_per_token"] + 500 * prices["output_cost_per_token"]
+
+
+def _said(input, history=()):
+    return f"turn {len(history) // 2 + 1}: you said {input}"
+
+
+EVAL_FILE = """\
+from evaldag import checks, create_scorer
+
+
+def longer_than_two(run):
+    return float(len(run.output) > 2)
+
+
+scorers = [create_scorer("long").generate_score(longer_than_two).with_threshold(0.9)]
+gates = [checks.includes("x")]
+"""
+
+
+def _parquet_folder(tmp_path):
+    """DATA in two Parquet files of row groups of 7 rows, which the workers read."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name, rows in (("a", DATA.iloc[:35]), ("b", DATA.iloc[35:])):
+        table = pa.Table.from_pandas(rows, preserve_index=False)
+        pq.write_table(table, folder / f"{name}.parquet", row_group_size=7)
+    return folder
+
+
+def _slow_length(workers=None):
+    """``slow``: the output's length over 13, a row at a time; each process scoring with it
+    leaves a file named after its pid in the folder ``workers`` (where given)."""
+
+    def slow(run):
+        if workers is not None:
+            (workers / str(os.getpid())).touch()
+        time.sleep(0.05)
+        return len(run.output) / 13
+
+    return create_scorer("slow").generate_score(slow)
+
+
+def _worker_pid(workers, deadline):
+    """The pid of a process other than this one that scored with :func:`_slow_length`."""
+    while time.monotonic() < deadline:
+        pids = [int(p.name) for p in workers.iterdir() if int(p.name) != os.getpid()]
+        if pids:
+            return pids[0]
+        time.sleep(0.01)
+    raise AssertionError("no worker scored a row in time")
+
+
+class ClusterCases:
+    """The cases every cluster runs (see the module's docstring for the fixtures they take)."""
+
+    def test_calls_in_flight_never_pass_the_limit_of_the_whole_cluster(self, executor):
+        with JudgeServer(Reply({"score": 1}), latency=0.05) as server:
+            result = run_evals(
+                [{"input": f"q{n}", "output": f"a{n}"} for n in range(60)],
+                scorers=[graded(server, max_concurrency=3)],
+                executor=executor,
+                concurrency=8,
+                batch_size=10,
+                progress=False,
+            )
+            assert len(server.requests) == 60
+            assert server.max_in_flight <= 3
+        assert result.scores == {"graded": 1.0}
+        (limit,) = result.usage["total"].judge_limits
+        assert limit.max_concurrency == 3 and limit.final == 3
+
+    def test_a_429_seen_by_one_worker_lowers_the_limit_of_all(self, executor):
+        with JudgeServer(Reply({"score": 1}), latency=0.02) as server:
+            server.script(rate_limited(retry_after=0.1))
+            result = run_evals(
+                [{"input": f"q{n}", "output": f"a{n}"} for n in range(40)],
+                scorers=[graded(server, max_concurrency=4)],
+                executor=executor,
+                batch_size=10,
+                progress=False,
+            )
+        assert result.scores == {"graded": 1.0}
+        (limit,) = result.usage["total"].judge_limits
+        assert limit.lowest == 2  # halved once, on the coordinator every worker asks
+
+    def test_same_result_as_local(self, executor):
+        config = {"scorers": [length_scorer().with_threshold(0.3)]}
+        local = run_evals(DATA, **config, progress=False)
+        remote = run_evals(DATA, **config, executor=executor, batch_size=16, progress=False)
+        columns = [c for c in local.items.columns if c != "run_id"]
+        assert remote.to_dict() == local.to_dict()
+        assert remote.items[columns].equals(local.items[columns])
+
+    # --- every option, as in a local run ---------------------------------------------------
+
+    def test_every_option_gives_the_local_result(self, executor, tmp_path, capsys):
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            seen = {}
+            local = run_evals(
+                DATA,
+                **_config(server),
+                **_options(tmp_path, "local"),
+                on_item_complete=lambda item, output, results: seen.setdefault("local", []).append(
+                    (item["input"], sorted(results))
+                ),
+                batch_size=16,
+            )
+            local_calls = len(server.requests)
+            options = _options(tmp_path, "cluster")
+            remote = run_evals(
+                DATA,
+                **_config(server),
+                **options,
+                on_item_complete=lambda item, output, results: seen.setdefault("remote", []).append(
+                    (item["input"], sorted(results))
+                ),
+                executor=executor,
+                batch_size=16,
+            )
+            assert len(server.requests) == 2 * local_calls == 2 * len(DATA)
+            assert scored(remote) == scored(local)
+            assert seen["remote"] == seen["local"] and len(seen["remote"]) == len(DATA)
+            assert "60/60" in capsys.readouterr().err  # the progress
+            # out, the store and the checkpoint hold the run
+            assert read_results(options["out"])["len.score"].equals(remote.items["len.score"])
+            saved = evaldag.ScoreStore(options["store"]).result("nightly")
+            assert saved.experiment_id == remote.experiment_id and saved.scores == remote.scores
+            assert scored(EvalResult.read_parquet(options["checkpoint"])) == scored(remote)
+            # the workers' cache is the client's: a local run with it calls no judge
+            again = run_evals(DATA, **_config(server), cache=options["cache"], progress=False)
+            assert len(server.requests) == 2 * local_calls
+            assert scored(again) == scored(local)
+
+    def test_the_workers_share_a_cache_in_a_database(self, executor, postgres_url):
+        """cache="postgresql://..." is one cache for every worker and every machine that reaches
+        it."""
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            options = {"scorers": [graded(server)], "cache": postgres_url, "progress": False}
+            first = run_evals(DATA[:20], **options, executor=executor, batch_size=5)
+            assert len(server.requests) == 20
+            again = run_evals(DATA[:20], **options, executor=executor, batch_size=5)
+            here = run_evals(DATA[:20], **options)
+            assert len(server.requests) == 20  # the replies the workers stored, read back
+        assert first.scores == again.scores == here.scores == {"graded": 0.25}
+        assert first.summary.judge_cache_problems == again.summary.judge_cache_problems == []
+
+    def test_a_crashed_run_resumes_from_its_checkpoint_and_repeats_no_judge_call(
+        self, executor, tmp_path
+    ):
+        checkpoint = tmp_path / "run.parquet"
+
+        def crash(item, output, results):
+            if item["input"] == "35":
+                raise KeyboardInterrupt
+
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            local = run_evals(DATA, **_config(server), progress=False)
+            server.reset()
+            server.reply = Reply({"score": 0.25})
+            with pytest.raises(KeyboardInterrupt):
+                run_evals(
+                    DATA,
+                    **_config(server),
+                    executor=executor,
+                    checkpoint=checkpoint,
+                    on_item_complete=crash,
+                    batch_size=8,
+                    progress=False,
+                )
+            assert 0 < len(server.requests)
+            # the batches on the workers when the client stopped still finish their calls (and
+            # journal them); a resume started before they do may ask those calls again, which is
+            # allowed (calls in flight), so the count below waits for them: until no call came
+            # for a second, within a bound
+            deadline, seen, still = time.monotonic() + 30, -1, time.monotonic()
+            while time.monotonic() < deadline and time.monotonic() - still < 1.0:
+                if seen != len(server.requests):
+                    seen, still = len(server.requests), time.monotonic()
+                time.sleep(0.1)
+            resumed = run_evals(
+                DATA,
+                **_config(server),
+                executor=executor,
+                checkpoint=checkpoint,
+                batch_size=8,
+                progress=False,
+            )
+            # each item judged once over both runs: finished batches are kept, and the replies
+            # of the batches cut short are in the checkpoint's journal, written by the workers
+            assert len(server.requests) == len(DATA)
+        assert scored(resumed) == scored(local)
+
+    def test_trials_as_locally(self, executor):
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            local = run_evals(DATA, scorers=[graded(server)], trials=2, progress=False)
+            remote = run_evals(
+                DATA, scorers=[graded(server)], trials=2, executor=executor, progress=False
+            )
+            assert len(server.requests) == 2 * 2 * len(DATA)
+        assert scored(remote) == scored(local)
+
+    def test_on_error_raise_stops_at_the_first_failure_as_locally(self, executor):
+        config = {
+            "scorers": [length_scorer(), create_scorer("flaky").generate_score(lambda run: 1 / 0)]
+        }
+        with pytest.raises(EvalDagError) as local:
+            run_evals(DATA, **config, on_error="raise", progress=False)
+        with pytest.raises(EvalDagError) as remote:
+            run_evals(DATA, **config, on_error="raise", executor=executor, progress=False)
+        assert remote.value.id == local.value.id == "RUN_EXPERIMENT_SCORER_FAILED_TO_SCORE_RESULT"
+        assert str(remote.value) == str(local.value)
+
+    def test_the_budget_holds_for_the_whole_cluster(self, executor):
+        items = [{"input": f"q{n}", "output": f"a{n}"} for n in range(40)]
+        with JudgeServer(Reply({"score": 1}, usage=USAGE), latency=0.1) as server:
+            judged = graded(server, model="openai/gpt-4o-mini", max_concurrency=1)
+            nothing = run_evals(
+                items,
+                scorers=[judged, length_scorer()],
+                budget_usd=0,
+                executor=executor,
+                progress=False,
+            )
+            assert server.requests == []
+            assert nothing.summary.not_scorable == {"graded": 40}
+            result = run_evals(
+                items,
+                scorers=[judged],
+                budget_usd=2.5 * _one_call_usd(),
+                executor=executor,
+                concurrency=1,
+                batch_size=5,
+                progress=False,
+            )
+        # Three calls spend the budget; past them, only the rows of the two batches running then
+        # that had asked the budget before the third call ended (one row each: concurrency=1).
+        calls = result.usage["graded"].calls
+        assert calls == len(server.requests) and 3 <= calls <= 3 + 2
+        not_scorable = result.items["graded.not_scorable"].dropna()
+        assert len(not_scorable) == 40 - calls
+        assert all(json.loads(r)["reason"].startswith("budget: ") for r in not_scorable)
+
+    def test_conversations_agents_and_workflows_as_locally(self, executor):
+        conversations = {
+            "data": [
+                {"id": "a", "inputs": ["hi", "and then?"]},
+                {"turns": [{"input": "hello", "gates": [checks.includes("turn 1")]}]},
+            ],
+            "target": _said,
+            "scorers": [checks.includes("you said")],
+        }
+        with JudgeServer("Sunny, 22 degrees.") as server:
+            model = {"model": f"openai/{MODEL}", "api_base": server.url, "api_key": API_KEY}
+            agent = {
+                "data": [{"input": f"weather {n}?"} for n in range(6)],
+                "target": evaldag.agent(server.judge(), instructions="Say the weather."),
+                "scorers": {"agent": [checks.includes("22")]},
+            }
+            workflow = {
+                "data": [{"input": "Where is my invoice?"}, {"input": "a crash"}],
+                "target": evaldag.workflow(support_flow, ["reply"], inputs=model),
+                "scorers": {
+                    "workflow": [checks.includes("support team")],
+                    "steps": {"draft": [checks.includes("Sunny")]},
+                },
+            }
+            for config in (conversations, agent, workflow):
+                data = config.pop("data")
+                local = run_evals(data, **config, progress=False)
+                remote = run_evals(data, **config, executor=executor, progress=False)
+                assert scored(remote) == scored(local)
+                if "turns" in str(data):
+                    assert remote.turns["check-includes.score"].equals(
+                        local.turns["check-includes.score"]
+                    )
+
+    # --- evaldag run --executor --------------------------------------------------------------
+
+    def test_evaldag_run_on_a_cluster_exits_as_locally(self, executor_option, tmp_path):
+        from evaldag._cli.main import main
+
+        # The eval file's own function, loaded from its path, reaches the workers by value.
+        (tmp_path / "eval_cluster.py").write_text(EVAL_FILE)
+        DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
+        codes = []
+        for extra in ([], ["--executor", executor_option]):
+            out = tmp_path / f"results{len(codes)}.parquet"
+            argv = [
+                "run",
+                tmp_path / "eval_cluster.py",
+                "--data",
+                tmp_path / "data.jsonl",
+                "--out",
+                out,
+            ]
+            codes.append(main([str(a) for a in [*argv, *extra]]))
+        assert codes == [2, 2]  # the gate fails on the empty output
+        local, remote = (EvalResult.read_parquet(tmp_path / f"results{n}.parquet") for n in (0, 1))
+        assert scored(remote) == scored(local)
+
+    # --- streamed data, results in a directory -----------------------------------------------
+
+    def test_streamed_data_and_results_directory_as_locally(self, executor, tmp_path):
+        folder = _parquet_folder(tmp_path)
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            config = {**_config(server), "batch_size": 16, "progress": False}
+            local = run_evals(DATA, **config, out=tmp_path / "local.parquet")
+            remote = run_evals(
+                f"file://{folder}", **config, executor=executor, out=tmp_path / "out"
+            )
+            assert len(server.requests) == 2 * len(DATA)
+        assert remote.to_dict() == local.to_dict() and remote.verdict == local.verdict == "failed"
+        assert "input" not in remote.items  # the client held the verdict's columns only
+        back = EvalResult.read_parquet(tmp_path / "out")
+        single = EvalResult.read_parquet(tmp_path / "local.parquet")
+        assert scored(back) == scored(single)
+        columns = [c for c in single.items.columns if c not in ("run_id", "graded.judge")]
+        assert back.items[columns].equals(single.items[columns])
+
+    # --- faults --------------------------------------------------------------------------------
+
+    def test_a_worker_killed_mid_streamed_run_loses_and_repeats_no_row_of_out(
+        self, executor, tmp_path
+    ):
+        """A worker killed once the first part is written: its batches run again elsewhere,
+        each part is written whole once (temporary file, then renamed)."""
+        folder, out, workers = _parquet_folder(tmp_path), tmp_path / "out", tmp_path / "pids"
+        workers.mkdir()
+        killed = []
+
+        def kill():
+            deadline = time.monotonic() + 60
+            while not (out / "part-00000.parquet").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            killed.append(_worker_pid(workers, deadline))
+            os.kill(killed[0], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        remote = run_evals(
+            folder, scorers=[_slow_length(workers)], executor=executor, batch_size=4, out=out
+        )
+        killer.join()
+        assert killed
+        local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+        back = EvalResult.read_parquet(out)
+        assert back.items["input"].tolist() == DATA["input"].tolist()  # each row once, in order
+        assert len(list(out.glob("part-*.parquet"))) == 9 + 7  # 35 and 25 rows by 4
+        assert not list(out.glob(".*"))  # no temporary file left
+        assert scored(back) == scored(local) and remote.scores == local.scores
+
+    def test_a_worker_killed_mid_run_loses_and_repeats_no_item(self, executor, tmp_path):
+        """The dead worker's batches run again elsewhere (a new worker process takes its place);
+        the client keeps each batch once."""
+        workers = tmp_path / "pids"
+        workers.mkdir()
+        killed = []
+
+        def kill(item, output, results):
+            if not killed:
+                killed.append(_worker_pid(workers, time.monotonic() + 60))
+                os.kill(killed[0], signal.SIGKILL)
+
+        local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+        remote = run_evals(
+            DATA,
+            scorers=[_slow_length(workers)],
+            executor=executor,
+            batch_size=4,
+            on_item_complete=kill,
+            progress=False,
+        )
+        assert killed
+        assert remote.items["input"].tolist() == DATA["input"].tolist()  # each item once, in order
+        assert scored(remote) == scored(local)
