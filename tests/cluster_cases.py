@@ -115,6 +115,14 @@ gates = [checks.includes("x")]
 """
 
 
+def run_arguments(tmp_path):
+    """``evaldag run``'s arguments for ``EVAL_FILE`` on ``DATA`` (written under ``tmp_path``),
+    whose own function, loaded from its path, reaches the workers by value."""
+    (tmp_path / "eval_cluster.py").write_text(EVAL_FILE)
+    DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
+    return ["run", str(tmp_path / "eval_cluster.py"), "--data", str(tmp_path / "data.jsonl")]
+
+
 def _parquet_folder(tmp_path):
     """DATA in two Parquet files of row groups of 7 rows, which the workers read."""
     folder = tmp_path / "data"
@@ -377,23 +385,15 @@ class ClusterCases:
     def test_evaldag_run_on_a_cluster_exits_as_locally(self, executor_option, tmp_path):
         from evaldag._cli.main import main
 
-        # The eval file's own function, loaded from its path, reaches the workers by value.
-        (tmp_path / "eval_cluster.py").write_text(EVAL_FILE)
-        DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
-        codes = []
-        for extra in ([], ["--executor", executor_option]):
-            out = tmp_path / f"results{len(codes)}.parquet"
-            argv = [
-                "run",
-                tmp_path / "eval_cluster.py",
-                "--data",
-                tmp_path / "data.jsonl",
-                "--out",
-                out,
-            ]
-            codes.append(main([str(a) for a in [*argv, *extra]]))
+        run = run_arguments(tmp_path)
+        codes = [
+            main([*run, "--out", str(tmp_path / "local.parquet")]),
+            main([*run, "--out", str(tmp_path / "cluster.parquet"), "--executor", executor_option]),
+        ]
         assert codes == [2, 2]  # the gate fails on the empty output
-        local, remote = (EvalResult.read_parquet(tmp_path / f"results{n}.parquet") for n in (0, 1))
+        local, remote = (
+            EvalResult.read_parquet(tmp_path / f"{n}.parquet") for n in ("local", "cluster")
+        )
         assert scored(remote) == scored(local)
 
     # --- streamed data, results in a directory -----------------------------------------------

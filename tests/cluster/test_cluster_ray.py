@@ -3,10 +3,15 @@
 file under ``pytest -n 2 --dist loadfile``)."""
 
 import os
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
-from cluster_cases import ClusterCases
+from cluster_cases import ClusterCases, run_arguments, scored
+
+from evaldag import EvalResult
 
 pytestmark = pytest.mark.slow
 
@@ -39,3 +44,57 @@ def executor_option(ray_cluster):
 
 class TestOnRay(ClusterCases):
     """Every case, on Ray (which retries the tasks of a worker killed)."""
+
+
+@pytest.fixture
+def ray_client_address(ray_cluster):
+    """``ray://HOST:PORT`` of a Ray Client server on the module's Ray instance (the server
+    ``ray start --head`` runs on port 10001)."""
+    import ray
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ray.util.client.server", "--mode", "legacy", "--host",
+         "127.0.0.1", "--port", str(port), "--address", ray.get_runtime_context().gcs_address],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while server.poll() is None and time.monotonic() < deadline:
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the Ray Client server did not start listening within 60 s")
+        yield f"ray://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_evaldag_run_on_a_ray_cluster_by_address_exits_as_locally(ray_client_address, tmp_path):
+    """``--executor ray://HOST:PORT`` (Ray Client, the ``ray`` extra's ``client``), from a
+    process of its own: a process already connected to Ray, as this one is, runs on that
+    connection."""
+    from evaldag._cli.main import main
+
+    run = run_arguments(tmp_path)
+    local = main([*run, "--out", str(tmp_path / "local.parquet")])
+    remote = subprocess.run(
+        [sys.executable, "-m", "evaldag", *run, "--out", str(tmp_path / "cluster.parquet"),
+         "--executor", ray_client_address],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert [local, remote.returncode] == [2, 2], remote.stderr  # the gate fails, as locally
+    local, remote = (
+        EvalResult.read_parquet(tmp_path / f"{n}.parquet") for n in ("local", "cluster")
+    )
+    assert scored(remote) == scored(local)
