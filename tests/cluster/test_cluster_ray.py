@@ -3,15 +3,17 @@
 file under ``pytest -n 2 --dist loadfile``)."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
-from cluster_cases import ClusterCases, run_arguments, scored
+from cluster_cases import DATA, ClusterCases, run_arguments, scored
+from scorer_cases import length_scorer
 
-from evaldag import EvalResult
+from evaldag import EvalDagError, EvalResult, run_evals
 
 pytestmark = pytest.mark.slow
 
@@ -98,3 +100,10 @@ def test_evaldag_run_on_a_ray_cluster_by_address_exits_as_locally(ray_client_add
         EvalResult.read_parquet(tmp_path / f"{n}.parquet") for n in ("local", "cluster")
     )
     assert scored(remote) == scored(local)
+
+
+def test_ray_client_without_its_transport_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as after `pip install ray` alone
+    with pytest.raises(EvalDagError, match=re.escape("pip install 'evaldag[ray]'")) as raised:
+        run_evals(DATA, scorers=[length_scorer()], executor="ray://127.0.0.1:1")
+    assert raised.value.id == "EXECUTOR_UNAVAILABLE"

@@ -87,6 +87,9 @@ def cluster_backend(executor: Any) -> Iterator[Backend]:
     elif isinstance(executor, str) and (executor == "ray" or executor.startswith("ray://")):
         try:
             import ray
+
+            if executor != "ray":
+                import grpc  # noqa: F401 (Ray Client's transport, which plain `pip install ray` lacks)
         except ImportError as error:
             raise _missing("ray", error) from error
         started = not ray.is_initialized()
