@@ -26,10 +26,13 @@ Reported: traces offered, taken (answered 200), refused (the exporter gave up), 
 the store) and lost (taken, yet neither scored nor spooled; must be 0); taken and scored per
 second; export round trips; the latency from a trace's export being answered to its first row;
 peak RSS of the receiver's process and of its scoring process(es); their CPU seconds per trace.
-Writes ``benchmarks/results/serve_otlp.json`` and, with ``--write``, the section of
+With ``--in-process``, first the receiver's two halves in one process, without HTTP
+(``in_process``): CPU per trace that a loaded machine inflates less. Writes
+``benchmarks/results/serve_otlp.json`` and, with ``--write``, the section of
 ``benchmarks/RESULTS.md``.
 
-    python benchmarks/serve_otlp.py [--rate 1000] [--seconds 60] [--only fast|slow] [--write]
+    python benchmarks/serve_otlp.py [--rate 1000] [--seconds 60] [--only fast|slow|none]
+        [--in-process [--traces 5000] [--repeats 3]] [--write]
 """
 
 from __future__ import annotations
@@ -457,6 +460,72 @@ def _spooled(spool: Path) -> set[str]:
     return set(read_traces(spool, content="optional")["trace_id"])
 
 
+# --- in one process ----------------------------------------------------------------------------
+
+
+def in_process(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """The receiver's two halves in this process, without HTTP, on ``--traces`` traces of the
+    same shape in exports of ``--batch``: each body read as the receiver reads it and each
+    trace, once due, pickled as it goes to the scoring process; then read as items, scored
+    and stored into SQLite in batches of 256, as the scoring process does. CPU seconds of each
+    half, best of ``--repeats``: steadier than the served run's on a loaded machine."""
+    import pickle
+
+    from evaldag._live.process_worker import _COUNTS, _score
+    from evaldag._live.worker import BatchScoring
+    from evaldag._receiver.bodies import PROTOBUF, received
+    from evaldag._receiver.calls import TraceCalls
+    from evaldag._receiver.finishing import Finishing
+    from evaldag._receiver.pending import PendingTraces
+    from evaldag._receiver.scorers import eval_file_scorers, read_columns, run_fields
+
+    eval_file = folder / "eval_serve.py"
+    eval_file.write_text(EVAL_FILE.format(benchmarks=str(BENCHMARKS)))
+    scorers = eval_file_scorers(str(eval_file))
+    entity = {"id": "eval_serve", "name": "eval_serve"}
+    calls = TraceCalls(True, run_fields(None), read_columns(scorers))
+    shape = template()
+    bodies = [request_body(shape, args.batch)[0] for _ in range(args.traces // args.batch)]
+
+    def receiving() -> list[bytes]:
+        finishing = Finishing(None, None, entity, 300.0)
+        pending = PendingTraces(finishing.is_root, grace=0.0, max_wait=300.0)
+        messages = []
+        for body in bodies:
+            pending.add_spans(received(body, PROTOBUF, "traces").spans, 1.0)
+            for trace in pending.due(2.0):
+                finished = finishing.finished(trace)
+                messages.append(pickle.dumps(finished, protocol=pickle.HIGHEST_PROTOCOL))
+        return messages
+
+    def scoring(messages: list[bytes], store: SqlScoreStore) -> None:
+        batches = BatchScoring(scorers, store, entity=entity, concurrency=4, calls=calls)
+        counts = [0] * len(_COUNTS)
+        for start in range(0, len(messages), 256):
+            _score(batches, messages[start : start + 256], counts, len(scorers), False)
+        assert counts[0] == GATES * len(messages), counts  # every row scored
+
+    receive_s, score_s = [], []
+    for repeat in range(args.repeats):
+        store = SqlScoreStore(folder / f"in-process-{repeat}.db")
+        scoring(receiving()[:10], store)  # warm
+        started = time.process_time()
+        messages = receiving()
+        receive_s.append(time.process_time() - started)
+        started = time.process_time()
+        scoring(messages, store)
+        score_s.append(time.process_time() - started)
+        store.close()
+    traces = len(bodies) * args.batch
+    return {
+        "traces": traces,
+        "repeats": args.repeats,
+        "receiving_ms_per_trace": 1000 * min(receive_s) / traces,
+        "scoring_ms_per_trace": 1000 * min(score_s) / traces,
+        "cpu_ms_per_trace": 1000 * (min(receive_s) + min(score_s)) / traces,
+    }
+
+
 # --- the report ------------------------------------------------------------------------------
 
 
@@ -498,6 +567,18 @@ def section(figures: dict[str, Any]) -> str:
             f"{r['peak_rss_receiver_mb']:.0f} / {r['peak_rss_scoring_mb']:.0f} MB | "
             f"{r['cpu_ms_per_trace']:.2f} |"
         )
+    own = figures.get("in_process")
+    if own:
+        lines += [
+            "",
+            (
+                f"In one process, without HTTP ({own['traces']:,} traces, best of "
+                f"{own['repeats']}): **{own['cpu_ms_per_trace']:.2f} ms of CPU a trace**, "
+                f"{own['receiving_ms_per_trace']:.2f} receiving (a body read, each trace "
+                f"pickled for the scoring process) and {own['scoring_ms_per_trace']:.2f} scoring "
+                "(unpickled, read as items, scored, stored into SQLite)."
+            ),
+        ]
     lines += ["", figures.get("notes", "").strip(), "", end]
     return "\n".join(lines)
 
@@ -516,7 +597,14 @@ def main() -> None:
     parser.add_argument("--slow-seconds", type=float, default=30.0)
     parser.add_argument("--drain", type=float, default=180.0)
     parser.add_argument("--shutdown-timeout", type=float, default=10.0)
-    parser.add_argument("--only", choices=("fast", "slow"))
+    parser.add_argument("--only", choices=("fast", "slow", "none"))
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="also measure the receiver's two halves in this process, without HTTP",
+    )
+    parser.add_argument("--traces", type=int, default=5000, help="traces of --in-process")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of --in-process")
     parser.add_argument("--notes", default="", help="the section's closing paragraph")
     parser.add_argument("--write", action="store_true", help="write RESULTS.md's section")
     parser.add_argument(
@@ -541,8 +629,11 @@ def main() -> None:
         "notes": textwrap.dedent(args.notes),
     }
     with tempfile.TemporaryDirectory() as folder:
+        if args.in_process:
+            figures["in_process"] = in_process(args, Path(folder))
+            print(json.dumps(figures["in_process"], indent=1))
         for slow in (False, True):
-            if args.only and (args.only == "slow") != slow:
+            if args.only and args.only != ("slow" if slow else "fast"):
                 continue
             figures["runs"].append(result := run(args, slow, Path(folder)))
             print(json.dumps({k: v for k, v in result.items() if k != "stats"}, indent=1))
