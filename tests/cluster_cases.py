@@ -133,14 +133,15 @@ def _parquet_folder(tmp_path):
     return folder
 
 
-def _slow_length(workers=None):
-    """``slow``: the output's length over 13, a row at a time; each process scoring with it
-    leaves a file named after its pid in the folder ``workers`` (where given)."""
+def _slow_length(workers=None, pause=0.05):
+    """``slow``: the output's length over 13, after a ``pause`` per row (which lets a worker be
+    killed mid-run); each process scoring with it leaves a file named after its pid in the
+    folder ``workers`` (where given)."""
 
     def slow(run):
         if workers is not None:
             (workers / str(os.getpid())).touch()
-        time.sleep(0.05)
+        time.sleep(pause)
         return len(run.output) / 13
 
     return create_scorer("slow").generate_score(slow)
@@ -440,7 +441,7 @@ class ClusterCases:
         )
         killer.join()
         assert killed
-        local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+        local = run_evals(DATA, scorers=[_slow_length(pause=0)], progress=False)
         back = EvalResult.read_parquet(out)
         assert back.items["input"].tolist() == DATA["input"].tolist()  # each row once, in order
         assert len(list(out.glob("part-*.parquet"))) == 9 + 7  # 35 and 25 rows by 4
@@ -459,7 +460,7 @@ class ClusterCases:
                 killed.append(_worker_pid(workers, time.monotonic() + 60))
                 os.kill(killed[0], signal.SIGKILL)
 
-        local = run_evals(DATA, scorers=[_slow_length()], progress=False)
+        local = run_evals(DATA, scorers=[_slow_length(pause=0)], progress=False)
         remote = run_evals(
             DATA,
             scorers=[_slow_length(workers)],
