@@ -13,7 +13,7 @@ import pytest
 
 from evaldag._cluster import limits
 from evaldag._cluster.coordinator import RunCoordinator
-from evaldag._cluster.limits import ClusterBudget, ClusterLimit
+from evaldag._cluster.limits import ClusterBudget, ClusterLimit, LimitSharing
 
 KEY = ("openai/mock-judge", "http://127.0.0.1:9", 8)
 
@@ -54,7 +54,7 @@ def coordinator():
     thread.join(5)
 
 
-def _workers(handle, calls, size=8, latency=0.01, processes=1):
+def _workers(handle, calls, size=8, latency=0.01, sharing=None):
     """Two workers (threads, each with its event loop and its ClusterLimit) making ``calls``
     judge calls each, all at once; the most in flight over both."""
     in_flight, most = [0], [0]
@@ -73,7 +73,8 @@ def _workers(handle, calls, size=8, latency=0.01, processes=1):
 
         await asyncio.gather(*(one() for _ in range(calls)))
 
-    limits = [ClusterLimit(handle, KEY, size, 30.0, processes) for _ in range(2)]
+    sharing = sharing or LimitSharing()
+    limits = [ClusterLimit(handle, KEY, size, 30.0, sharing) for _ in range(2)]
     threads = [threading.Thread(target=asyncio.run, args=(work(limit),)) for limit in limits]
     for thread in threads:
         thread.start()
@@ -105,30 +106,27 @@ def test_a_lost_coordinator_leaves_each_worker_a_limit_of_its_own(coordinator):
     coordinator, loop = coordinator
     handle = _Handle(coordinator, loop)
     handle.lost = True
-    most = _workers(handle, calls=40, processes=2)
+    most = _workers(handle, calls=40, sharing=LimitSharing(2))
     assert most <= 8  # each worker's share of the limit: no call lost, none waits forever
 
 
-def test_a_coordinator_that_never_answers_is_found_lost_by_a_probe(coordinator, monkeypatch):
+def test_a_coordinator_that_never_answers_is_found_lost_by_a_probe(coordinator):
     """A call to a Dask actor whose worker died may never end: a call that waits long for its
     block asks whether the coordinator is alive, and without an answer goes on alone."""
-    monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.2)
-    monkeypatch.setattr(limits, "PROBE_WAIT_SECONDS", 0.2)
     coordinator, loop = coordinator
     handle = _Handle(coordinator, loop)
     handle.hung = True
-    most = _workers(handle, calls=40, processes=2)
+    most = _workers(handle, calls=40, sharing=LimitSharing(2, probe_after=0.2, probe_wait=0.2))
     assert 0 < most <= 8
     assert handle.calls["spent"] <= 2 * 40  # one probe at a time per worker, not one per call
 
 
-def test_a_busy_coordinator_is_not_taken_for_lost(coordinator, monkeypatch):
+def test_a_busy_coordinator_is_not_taken_for_lost(coordinator):
     """Calls that wait longer than a probe's delay for a slot (others hold them all) stay
     under the coordinator's limit: it answers the probe."""
-    monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.02)
     coordinator, loop = coordinator
     handle = _Handle(coordinator, loop)
-    most = _workers(handle, calls=60, latency=0.05)
+    most = _workers(handle, calls=60, latency=0.05, sharing=LimitSharing(probe_after=0.02))
     assert most == 8 and handle.calls["spent"] > 0
     assert _leases_left(coordinator, loop) == {}
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from evaldag._cluster.backends import Backend, Coordinator, cluster_backend
-from evaldag._cluster.limits import ClusterBudget, ClusterLimits
+from evaldag._cluster.limits import ClusterBudget, ClusterLimits, LimitSharing
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import EvalPlan
 from evaldag._judge.budget import JudgeBudget
@@ -47,8 +47,7 @@ class ClusterRun:
     id: str
     pickled: bytes
     coordinator: Coordinator
-    #: The processes whose judge calls share the limits (the cluster's task slots).
-    processes: int
+    sharing: LimitSharing
 
 
 @dataclass
@@ -80,7 +79,7 @@ def _prepared(run: ClusterRun) -> tuple[PreparedRun, ClusterLimits]:
 
             plan, wanted, inputs = cloudpickle.loads(run.pickled)
             prepared = PreparedRun(eval_driver(plan), plan, wanted, inputs)
-            limits = ClusterLimits(run.coordinator, run.processes)
+            limits = ClusterLimits(run.coordinator, run.sharing)
             kept = _prepared_runs[run.id] = (prepared, limits)
             while len(_prepared_runs) > KEPT_RUNS:
                 _prepared_runs.popitem(last=False)
@@ -114,7 +113,8 @@ class ClusterBatches:
         self.coordinator.bind()
         #: Batches running ahead of the one the client hands on next.
         self.ahead = 2 * backend.slots
-        self.limits = ClusterLimits(self.coordinator, backend.slots)
+        self.sharing = LimitSharing.of_cluster(backend.slots)
+        self.limits = ClusterLimits(self.coordinator, self.sharing)
         self.budget = None if budget is None else ClusterBudget(budget.limit_usd, self.coordinator)
         self._run: Any = None
         self._lock = threading.Lock()
@@ -139,7 +139,7 @@ class ClusterBatches:
                 import cloudpickle
 
                 pickled = cloudpickle.dumps((self.plan, wanted, inputs))
-                run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator, self.backend.slots)
+                run = ClusterRun(str(uuid.uuid4()), pickled, self.coordinator, self.sharing)
                 self._run = self.backend.shared(run)
         try:
             value, problems, dropped = self.backend.run(_on_worker, self._run, task, *args)

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from evaldag._cluster.backends import Coordinator
@@ -48,6 +49,26 @@ BLOCK_SHARE = 0.5
 #: long the answer may take: a call to a Dask actor whose worker died may never end.
 PROBE_AFTER_SECONDS = 10.0
 PROBE_WAIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class LimitSharing:
+    """How the processes of a run share its limits: set by the client, shipped to each worker.
+
+    :param processes: the processes whose judge calls share them (the cluster's task slots):
+        a process that lost the coordinator keeps to its share.
+    :param probe_after: seconds a call waits for a block before it probes the coordinator.
+    :param probe_wait: seconds the probe's answer may take.
+    """
+
+    processes: int = 1
+    probe_after: float = PROBE_AFTER_SECONDS
+    probe_wait: float = PROBE_WAIT_SECONDS
+
+    @classmethod
+    def of_cluster(cls, processes: int) -> LimitSharing:
+        """The sharing of ``processes``, with the probe's timings as this module sets them."""
+        return cls(processes, PROBE_AFTER_SECONDS, PROBE_WAIT_SECONDS)
 
 
 class _Block:
@@ -111,8 +132,8 @@ class ClusterLimit:
 
     Should the coordinator be lost (the worker holding a Dask actor died: a call to it fails,
     or a probe gets no answer), the calls of this process go on under a limit of their own,
-    its share of the ceiling (``processes`` share it), said once: slower to adapt, but no item
-    is lost and the cluster's calls stay within the limit.
+    its share of the ceiling (``sharing.processes`` share it), said once: slower to adapt, but
+    no item is lost and the cluster's calls stay within the limit.
     """
 
     def __init__(
@@ -121,10 +142,10 @@ class ClusterLimit:
         key: tuple[Any, ...],
         size: int,
         hold: float,
-        processes: int = 1,
+        sharing: LimitSharing = LimitSharing(),
     ):
         self.coordinator, self.key, self.ceiling, self.hold = coordinator, key, size, hold
-        self.processes = processes
+        self.sharing = sharing
         #: The limit's size as of the last block granted here.
         self.size = size
         #: This process's own limit, once the coordinator was lost.
@@ -149,7 +170,7 @@ class ClusterLimit:
             if block is None:
                 try:
                     while not waiter.future.done():  # a live coordinator may make it wait long
-                        await asyncio.wait({waiter.future}, timeout=PROBE_AFTER_SECONDS)
+                        await asyncio.wait({waiter.future}, timeout=self.sharing.probe_after)
                         if not waiter.future.done():
                             await self._probed()
                 except asyncio.CancelledError:
@@ -267,24 +288,25 @@ class ClusterLimit:
 
     async def _probed(self) -> None:
         """Ask the coordinator whether it is alive (one question at a time for all calls
-        here); it is lost if it does not answer within ``PROBE_WAIT_SECONDS``."""
+        here); it is lost if it does not answer within ``sharing.probe_wait`` seconds."""
         with self._lock:
             if self._probe is None or self._probe.done():
                 self._probe = self.coordinator.call("spent")
             probe = self._probe
+        wait = self.sharing.probe_wait
         try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), PROBE_WAIT_SECONDS)
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), wait)
         except asyncio.CancelledError:
             raise
         except TimeoutError:
-            self._lost(TimeoutError(f"no answer to a probe within {PROBE_WAIT_SECONDS:g} s"))
+            self._lost(TimeoutError(f"no answer to a probe within {wait:g} s"))
         except Exception as error:  # the actor's worker is gone
             self._lost(error)
 
     def _lost(self, error: Exception) -> None:
         with self._lock:
             first = self.alone is None
-            self.alone = self.alone or SharedLimit(max(1, self.ceiling // self.processes))
+            self.alone = self.alone or SharedLimit(max(1, self.ceiling // self.sharing.processes))
             self._asking = False
             while self._waiters:  # woken without a block: they go on alone
                 waiter = self._waiters.popleft()
@@ -321,8 +343,8 @@ class ClusterLimit:
 class ClusterLimits:
     """The limits of a run's judge calls, on its coordinator."""
 
-    def __init__(self, coordinator: Coordinator, processes: int = 1) -> None:
-        self.coordinator, self.processes = coordinator, processes
+    def __init__(self, coordinator: Coordinator, sharing: LimitSharing = LimitSharing()) -> None:
+        self.coordinator, self.sharing = coordinator, sharing
         self._limits: dict[tuple[Any, ...], ClusterLimit] = {}
         self._lock = threading.Lock()
 
@@ -331,7 +353,7 @@ class ClusterLimits:
             limit = self._limits.get(key)
             if limit is None:
                 limit = self._limits[key] = ClusterLimit(
-                    self.coordinator, key, size, hold, self.processes
+                    self.coordinator, key, size, hold, self.sharing
                 )
             return limit
 
