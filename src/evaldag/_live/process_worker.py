@@ -419,8 +419,9 @@ def _score(
 ) -> None:
     """Score one batch and add what it gave to the shared counts."""
     started = time.monotonic()
-    # The collector stays paused until the batch's objects are gone: resumed while they live,
-    # its first pass would scan every one of them (a tenth of a batch's time).
+    # The collector stays paused until the batch's objects are gone (but for the runs that
+    # Hamilton's execution keeps in a reference cycle): resumed while they all lived, its
+    # first pass would scan every one of them.
     with gc_paused():
         given = _scored(scoring, messages, scorers, of_calls)
     for index, name in enumerate(_COUNTS[:_DONE]):

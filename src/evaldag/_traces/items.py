@@ -217,8 +217,9 @@ def _steps(
     node: Any, tools: Mapping[str, ToolRun], agents: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
     """The steps of a node under the item's root: its own (a tool run or an agent run, with
-    its steps as children), or its children's steps. (A function of its own, not a closure
-    that calls itself: that closure was a reference cycle, left for the collector, per item.)"""
+    its steps as children), or its children's steps. (A function of its own: a closure that
+    calls itself is a reference cycle, which would keep each item's spans until the collector
+    passes.)"""
     children = [step for child in node.children for step in _steps(child, tools, agents)]
     span = node.span
     step: dict[str, Any] = {"name": span.name, "durationMs": span.duration_ms}
