@@ -46,7 +46,10 @@ def slowest(junit: Path, count: int = 15) -> list[list]:
     """The test files that took longest, summed over their tests (wall seconds)."""
     files: dict[str, float] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
-        name = case.get("classname", "").replace(".", "/") + ".py"
+        parts = case.get("classname", "").split(".")
+        while len(parts) > 1 and parts[-1][:1].isupper():  # a test class, not the file
+            parts.pop()
+        name = "/".join(parts) + ".py"
         files[name] = files.get(name, 0.0) + float(case.get("time", 0))
     return [[n, round(t, 1)] for n, t in sorted(files.items(), key=lambda x: -x[1])[:count]]
 
