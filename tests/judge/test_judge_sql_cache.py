@@ -3,6 +3,7 @@ PostgreSQL server (``postgres_url``, a database of its own per test; skipped wit
 by the loopback judge server."""
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -131,8 +132,9 @@ def test_a_database_dropped_mid_run_loses_no_score_and_is_said_once(
     assert result.scores == {"graded": 0.5} and len(judge_server.requests) == 1 + 5
     (problem,) = result.summary.judge_cache_problems
     shown = url.replace(f"postgres:{PASSWORD}", "**********")
-    # the database's own words: the connection it closed, or the database that is gone
-    assert f"the judge cache {shown} could not read" in problem
+    # the database's own words: the connection it closed, or the database that is gone; the
+    # next batch runs beside the callback, so its read may come before the drop, its write after
+    assert re.search(rf"the judge cache {re.escape(shown)} could not (read|write)", problem)
     warned = [r for r in caplog.records if "could not" in r.getMessage()]
     assert len(warned) == 1
     assert PASSWORD not in caplog.text + json.dumps(result.to_dict(), default=str)
