@@ -3,8 +3,9 @@ same scores, items and verdict for every option, and one judge limit and one bud
 whole cluster, counted by the loopback judge server.
 
 A test module runs every case on its cluster by subclassing :class:`ClusterCases` and giving
-two fixtures: ``executor`` (what ``run_evals(executor=...)`` gets) and ``executor_option`` (what
-``evaldag run --executor`` gets). ``tests/cluster/test_cluster.py`` runs them on Dask's
+three fixtures: ``executor`` (what ``run_evals(executor=...)`` gets), ``executor_option`` (what
+``evaldag run --executor`` gets) and ``kill_the_coordinator`` (kills the process of the running
+run's coordinator actor and gives its pid). ``tests/cluster/test_cluster.py`` runs them on Dask's
 ``LocalCluster`` and ``tests/cluster/test_cluster_ray.py`` on Ray, each with 2 worker processes,
 in two files so that ``pytest -n 2 --dist loadfile`` runs the two clusters side by side.
 """
@@ -472,3 +473,42 @@ class ClusterCases:
         assert killed
         assert remote.items["input"].tolist() == DATA["input"].tolist()  # each item once, in order
         assert scored(remote) == scored(local)
+
+    def test_the_coordinator_killed_mid_run_loses_no_item_and_waits_not_forever(
+        self, executor, kill_the_coordinator, monkeypatch
+    ):
+        """Neither cluster starts a run's coordinator actor again: the workers' calls, waiting
+        for slots from a coordinator that may never answer, probe it, find it lost and go on
+        under their share of the limit (the probe's timings, shortened here, travel with the
+        run)."""
+        from evaldag._cluster import limits
+
+        monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.5)
+        monkeypatch.setattr(limits, "PROBE_WAIT_SECONDS", 0.5)
+        killed = []
+        with JudgeServer(Reply({"score": 1}), latency=0.05) as server:
+
+            def kill():
+                deadline = time.monotonic() + 60
+                while len(server.requests) < 20 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                killed.append(kill_the_coordinator())
+
+            killer = threading.Thread(target=kill)
+            killer.start()
+            ran = {}
+            options = {"executor": executor, "batch_size": 10, "progress": False}
+            scorers = [graded(server, max_concurrency=4)]
+            runner = threading.Thread(
+                target=lambda: ran.update(result=run_evals(DATA, scorers=scorers, **options)),
+                daemon=True,
+            )
+            runner.start()
+            runner.join(120)
+            killer.join()
+            assert "result" in ran, "the run still waits on its lost coordinator after 120 s"
+            result = ran["result"]
+            assert server.max_in_flight <= 2 * 4  # a lost block's calls end beside the shares
+        assert killed
+        assert result.items["input"].tolist() == DATA["input"].tolist()  # each item once, in order
+        assert result.items["graded.score"].notna().all() and result.scores == {"graded": 1.0}

@@ -4,6 +4,7 @@ file under ``pytest -n 2 --dist loadfile``)."""
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -42,6 +43,26 @@ def executor(ray_cluster):
 @pytest.fixture
 def executor_option(ray_cluster):
     return ray_cluster
+
+
+@pytest.fixture
+def kill_the_coordinator(ray_cluster):
+    """Kills the process of the run's coordinator actor (the newest live one: each run starts
+    its own, which Ray does not restart); its pid."""
+    # The actors' table without the dashboard, which ray.util.state asks.
+    from ray._private import state
+
+    def kill():
+        actors = [
+            (actor["StartTime"], actor["Pid"])
+            for actor in state.actors().values()
+            if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
+        ]
+        pid = max(actors)[1]
+        os.kill(pid, signal.SIGKILL)
+        return pid
+
+    return kill
 
 
 class TestOnRay(ClusterCases):
