@@ -12,7 +12,8 @@ the scheduler runs the dead worker's batches again; Ray retries the task.
 
 Checked from the parts written (not from the client's result): items lost (a row missing, or
 a row without a score) and rows duplicated must both be 0. The judge requests beyond one per
-item are the calls the killed worker had made for its batches, asked again.
+item are the calls the killed worker had in flight, asked again (the rest of its batches'
+calls are answered from the run's journal).
 
 The figures go to ``benchmarks/RESULTS.md`` (its "cluster-faults" section)::
 
@@ -173,8 +174,9 @@ def main() -> None:
             f"{n} {'yes' if f['killed'] and not f['lost'] and not f['duplicated'] else 'no'}"
             for n, f in rows
         )
-        + "). The requests asked again are the calls of the killed worker's batches, which "
-        "run again elsewhere (its parts were not written).",
+        + "). The requests asked again are the calls the killed worker had in flight: its "
+        "batches run again elsewhere, their completed calls answered from the run's journal "
+        "(`judge-replies/` in `out=`).",
         end,
     ]
     write_section("cluster-faults", "\n".join(lines))

@@ -128,3 +128,24 @@ def test_ray_client_without_its_transport_names_the_extra(monkeypatch):
     with pytest.raises(EvalDagError, match=re.escape("pip install 'evaldag[ray]'")) as raised:
         run_evals(DATA, scorers=[length_scorer()], executor="ray://127.0.0.1:1")
     assert raised.value.id == "EXECUTOR_UNAVAILABLE"
+
+
+def test_a_run_s_coordinator_ends_with_it(ray_cluster):
+    """The coordinator actor is a process of its own, which the workers' handles of their last
+    runs would keep alive, idle: the client kills it once the run is over."""
+    from ray._private import state
+
+    def alive():
+        return [
+            actor["ActorID"]
+            for actor in state.actors().values()
+            if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
+        ]
+
+    before = set(alive())
+    run_evals(DATA, scorers=[length_scorer()], executor=ray_cluster, progress=False)
+    deadline = time.monotonic() + 30
+    while set(alive()) - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not set(alive()) - before
+    assert len(state.actors()) > len(before)  # it was started, and is dead now

@@ -35,6 +35,9 @@ class Coordinator(Protocol):
     def call(self, method: str, *args: Any) -> Future[Any]:
         """Call one of the coordinator's methods; its value comes in the future."""
 
+    def close(self) -> None:
+        """End the actor once its run is over (called by the client)."""
+
 
 class Backend(Protocol):
     """A cluster row batches run on."""
@@ -172,6 +175,10 @@ class DaskCoordinator:
 
         return asyncio.run_coroutine_threadsafe(called(), self._loop)
 
+    def close(self) -> None:
+        """Nothing to end: a Dask actor is an object in a worker process, dropped with its
+        run's last reference."""
+
 
 class RayBackend:
     """Row batches as Ray tasks."""
@@ -208,3 +215,10 @@ class RayCoordinator:
 
     def call(self, method: str, *args: Any) -> Future[Any]:
         return getattr(self.actor, method).remote(*args).future()
+
+    def close(self) -> None:
+        """Kill the actor's process: the workers keep the handles of their last runs, which
+        would keep an idle process (~130 MB) alive for each."""
+        import ray
+
+        ray.kill(self.actor)

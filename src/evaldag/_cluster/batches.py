@@ -171,5 +171,8 @@ def cluster_batches(
     summary's limits, batches rescored here) see the cluster's limits too."""
     with cluster_backend(executor) as backend:
         batches = ClusterBatches(backend, plan, budget)
-        with limits_in(batches.limits):
-            yield batches
+        try:
+            with limits_in(batches.limits):
+                yield batches
+        finally:  # the batches handed on have ended: a batch run ahead was waited for
+            batches.coordinator.close()
