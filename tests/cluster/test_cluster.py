@@ -80,3 +80,16 @@ def test_evaldag_run_names_what_executor_takes(where, capsys):
         main(["run", "eval.py", "--executor", where])
     assert exited.value.code == 3
     assert "must be dask, ray, dask://HOST:PORT or ray://HOST:PORT" in capsys.readouterr().err
+
+
+def test_a_coordinator_that_cannot_be_ended_loses_no_result(dask_client, monkeypatch, caplog):
+    from evaldag._cluster.backends import DaskCoordinator
+
+    def refused(self):
+        raise RuntimeError("the cluster is gone")
+
+    monkeypatch.setattr(DaskCoordinator, "close", refused)
+    local = run_evals(DATA, scorers=[length_scorer()], progress=False)
+    remote = run_evals(DATA, scorers=[length_scorer()], executor=dask_client, progress=False)
+    assert remote.scores == local.scores
+    assert "coordinator could not be ended (the cluster is gone)" in caplog.text

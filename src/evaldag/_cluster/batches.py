@@ -13,6 +13,7 @@ of the run's coordinator (:mod:`evaldag._cluster.coordinator`).
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import OrderedDict
@@ -34,6 +35,8 @@ from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
     from hamilton import driver
+
+_logger = logging.getLogger(__name__)
 
 #: Runs whose drivers a worker keeps.
 KEPT_RUNS = 4
@@ -175,4 +178,7 @@ def cluster_batches(
             with limits_in(batches.limits):
                 yield batches
         finally:  # the batches handed on have ended: a batch run ahead was waited for
-            batches.coordinator.close()
+            try:
+                batches.coordinator.close()
+            except Exception as error:  # the run's result (or its error) is worth more
+                _logger.warning("the run's coordinator could not be ended (%s)", error)
