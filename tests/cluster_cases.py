@@ -486,11 +486,12 @@ class ClusterCases:
         monkeypatch.setattr(limits, "PROBE_AFTER_SECONDS", 0.5)
         monkeypatch.setattr(limits, "PROBE_WAIT_SECONDS", 0.5)
         killed = []
-        with JudgeServer(Reply({"score": 1}), latency=0.05) as server:
+        # replies slow enough that a third of the run (3 s at least) is left after the kill
+        with JudgeServer(Reply({"score": 1}), latency=0.2) as server:
 
             def kill():
                 deadline = time.monotonic() + 60
-                while len(server.requests) < 20 and time.monotonic() < deadline:
+                while len(server.requests) < 12 and time.monotonic() < deadline:
                     time.sleep(0.01)
                 killed.append(kill_the_coordinator())
 

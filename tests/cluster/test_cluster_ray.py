@@ -53,14 +53,19 @@ def kill_the_coordinator(ray_cluster):
     from ray._private import state
 
     def kill():
-        actors = [
-            (actor["StartTime"], actor["Pid"])
-            for actor in state.actors().values()
-            if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
-        ]
-        pid = max(actors)[1]
-        os.kill(pid, signal.SIGKILL)
-        return pid
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # Ray's actor table may lag the actor's start
+            actors = [
+                (actor["StartTime"], actor["Pid"])
+                for actor in state.actors().values()
+                if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
+            ]
+            if actors:
+                pid = max(actors)[1]
+                os.kill(pid, signal.SIGKILL)
+                return pid
+            time.sleep(0.05)
+        raise AssertionError("no live coordinator actor within 30 s")
 
     return kill
 
