@@ -296,8 +296,6 @@ class ClusterLimit:
         wait = self.sharing.probe_wait
         try:
             await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), wait)
-        except asyncio.CancelledError:
-            raise
         except TimeoutError:
             self._lost(TimeoutError(f"no answer to a probe within {wait:g} s"))
         except Exception as error:  # the actor's worker is gone
