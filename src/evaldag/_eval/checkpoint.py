@@ -356,6 +356,19 @@ def _reopened(
     atomic_write_text(parts / "run.json", json.dumps(manifest))
 
 
+def run_experiment_id(path: str | os.PathLike[str]) -> str | None:
+    """The experiment id of the run a results directory holds (kept in its ``run.json``), which
+    a run resumed from it keeps: the directory holds one run however often it is resumed, and a
+    store its parts were saved in holds them under that id. None for a new directory, or one
+    an evaldag that kept no id wrote."""
+    try:
+        saved = json.loads((Path(path) / "run.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    found = saved.get("experiment_id") if isinstance(saved, dict) else None
+    return found if isinstance(found, str) else None
+
+
 class ResultsDirectory(Checkpoint):
     """A run's results written to a directory (``run_evals(out="results/")``) as its batches
     finish: batch ``n`` in ``part-NNNNN.parquet`` (its items, named as the data names them; what

@@ -132,9 +132,8 @@ def scored_items(
                 if telemetry is not None:
                     telemetry.batch_scored(batch.rows, values)
                 if on_item_complete is not None and RESCORED not in values:
-                    _item_callbacks(
-                        on_item_complete, batch.rows, values, plan, inputs["data_columns"]
-                    )
+                    completed = completed_items(batch.rows, values, plan, inputs["data_columns"])
+                    called_back(on_item_complete, completed)
             item_batches.append(items)
             errors = int(items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(batch.rows), errors=errors)
@@ -148,20 +147,30 @@ def scored_items(
     )
 
 
-def _item_callbacks(
-    on_item_complete: Callable[..., Any],
-    batch: pd.DataFrame,
-    values: dict[str, Any],
-    plan: EvalPlan,
-    data_columns: dict[str, str],
-) -> None:
+def completed_items(
+    batch: pd.DataFrame, values: dict[str, Any], plan: EvalPlan, data_columns: dict[str, str]
+) -> list[tuple[dict[str, Any], Any, dict[str, Any]]]:
+    """What ``on_item_complete`` gets for each item of ``batch``, in order: the item (under the
+    data's names), its output (or the target's failure) and each scorer's result or error."""
     outcomes = {s.id: values[last_node(s)] for s in plan.scorers}
     outputs = values["outputs"]
+    completed = []
     for label, row in batch.rename(columns=data_columns).iterrows():
         scorer_results = {
             sid: states[label].outcome() for sid, states in outcomes.items() if label in states
         }
-        answer = on_item_complete(row.to_dict(), outputs[label], scorer_results)
+        completed.append((row.to_dict(), outputs[label], scorer_results))
+    return completed
+
+
+def called_back(
+    on_item_complete: Callable[..., Any],
+    completed: list[tuple[dict[str, Any], Any, dict[str, Any]]],
+) -> None:
+    """``on_item_complete`` called with each item's arguments in turn (and awaited, when it is
+    async); what it raises stops the run."""
+    for arguments in completed:
+        answer = on_item_complete(*arguments)
         if inspect.isawaitable(answer):
             run_sync(_awaited(answer))
 

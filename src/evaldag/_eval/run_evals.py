@@ -27,6 +27,7 @@ from evaldag._eval.checkpoint import (
     Resume,
     checked_resume,
     finished_run,
+    run_experiment_id,
     run_fingerprint,
 )
 from evaldag._eval.column_mapping import column_mapping
@@ -34,6 +35,7 @@ from evaldag._eval.eval_plan import eval_plan
 from evaldag._eval.local_batches import scored_items, waits
 from evaldag._eval.measures import JudgeMeasures
 from evaldag._eval.preflight import checked_data, scorer_judges
+from evaldag._eval.stored_parts import StoredParts
 from evaldag._eval.streamed_batches import (
     StreamSettings,
     require_streamable,
@@ -237,13 +239,9 @@ def run_evals(
         from evaldag._store.locations import require_store  # SQLAlchemy loads when used
 
         require_store(store)
-    if streams(data, executor, out):
-        require_streamable(
-            on_item_complete=on_item_complete,
-            checkpoint=checkpoint,
-            out_directory=out_directory,
-            store=store,
-        )
+    streamed = streams(data, executor, out)
+    if streamed:
+        require_streamable(checkpoint=checkpoint)
         size = _batch_size(plan, concurrency, batch_size)  # one trial: the same after
         dataset, plan = streamed_data(data, plan, mapping, size)
         fields = None
@@ -255,11 +253,19 @@ def run_evals(
     require_caches((judge for _, judge in judges), cache)
     if budget is not None:
         require_prices(budget, judges)
-    experiment_id = str(uuid.uuid4())
+    # A results directory is one run however often it is resumed: the experiment id it began
+    # with, under which a store may hold its rows already.
+    resumed = None
+    if out is not None and out_directory and resume is not False:
+        resumed = run_experiment_id(out)
+    experiment_id = resumed or str(uuid.uuid4())
     with traced_run(plan, name, experiment_id) as telemetry, ExitStack() as stack:
         cluster = None
         if executor is not None:  # a cluster started here stops with the run
             cluster = stack.enter_context(cluster_batches(executor, plan, budget))
+        stored = None
+        if streamed and out is not None and out_directory and store is not None:
+            stored = _stored_parts(stack, store, out, plan, experiment_id, mapping, target)
         run_inputs = _run_inputs(plan, cache, experiment_id, name, mapping)
         if cluster is not None:
             budget = cluster.budget
@@ -281,9 +287,40 @@ def run_evals(
             resume=resume,
             telemetry=telemetry,
             cluster=cluster,
+            stored=stored,
         )
-        saved = _saved(result, failures, store, target, files=(out, checkpoint))
+        saved = _saved(
+            result,
+            failures,
+            store if stored is None else None,  # else saved part by part: only what failed
+            target,
+            files=(out, checkpoint),
+            items_in=None if stored is None else out,
+        )
         return traced_result(telemetry, require_trustworthy(saved, max_error_share))
+
+
+def _stored_parts(
+    stack: ExitStack,
+    store: ScoreStore | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    plan: EvalPlan,
+    experiment_id: str,
+    mapping: dict[str, str],
+    target: Any,
+) -> StoredParts:
+    """The store a streamed run saves part by part, open for the run."""
+    from evaldag._store.locations import open_store
+    from evaldag._store.results import entity_name
+
+    return StoredParts(
+        stack.enter_context(open_store(store)),
+        out,
+        experiment_id=experiment_id,
+        scorers=plan.definitions(),
+        columns=mapping,
+        entity=entity_name(target),
+    )
 
 
 def _require_writable(
@@ -320,11 +357,13 @@ def _saved(
     store: Any,
     target: Any,
     files: tuple[str | os.PathLike[str] | None, ...],
+    items_in: str | os.PathLike[str] | None = None,
 ) -> EvalResult:
     """``result``, saved in ``store`` when one is given (before a verdict can raise, and even
     when a results file could not be written: what can be written is); raises
     ``ResultNotSavedError`` carrying the result when a file (``unsaved``) or the store could
-    not take it."""
+    not take it. ``items_in``: the results directory holding a streamed run's items, which
+    ``result`` does not hold (its store failures are in ``unsaved``)."""
     if store is not None:
         from evaldag._store.locations import save_result
 
@@ -341,10 +380,16 @@ def _saved(
     problems = [e.message if isinstance(e, EvalDagError) else error_message(e) for _, e in unsaved]
     kept = f"in {', '.join(written)} and " if written else ""
     cause = unsaved[0][1]
+    again = "(error.result.to_parquet(path), store.save_result(error.result))"
+    if items_in is not None:  # the store failed on a streamed run: its items are in the parts
+        again = (
+            f"(store.save_result(EvalResult.read_parquet('{items_in}')), or the same run "
+            "again: it takes the parts written and saves them)"
+        )
     raise ResultNotSavedError(
         f"The run finished but was not saved: {'; '.join(problems)}. Nothing is lost: the "
         f"result is {kept}on this error (error.result); save it again once there is room "
-        "(error.result.to_parquet(path), store.save_result(error.result))",
+        f"{again}",
         result=result,
         cause=cause,
         details={
@@ -393,13 +438,15 @@ def _local_run(
     resume: Resume,
     telemetry: RunTelemetry | None = None,
     cluster: ClusterBatches | None = None,
+    stored: StoredParts | None = None,
 ) -> tuple[EvalResult, Unsaved]:
     """The eval here: the batches (``evaldag._eval.local_batches``; each on a worker of the
     ``cluster`` if one is given; read where they run from streamed Parquet data:
     ``evaldag._eval.streamed_batches``), then the verdict's nodes over all items; and the
     results files that could not be written. With ``out`` a directory, each batch's items go
     to their part there as it finishes, and the verdict's nodes read only the columns they
-    need of a streamed run's items (which is all the result holds)."""
+    need of a streamed run's items (which is all the result holds); with ``stored``, the store
+    takes each part as its batch is handed on, then the run's record."""
     saved: Checkpoint | None = None
     directory = out if out is not None and is_results_directory(out) else None
     if (checkpoint is not None or directory is not None) and plan.turn_specs:
@@ -416,6 +463,8 @@ def _local_run(
             "fingerprint": run_fingerprint(plan),
             **({"columns": mapping} if mapping else {}),
         }
+        if directory is not None:  # kept for a resumed run: see ``run_experiment_id``
+            definition["experiment_id"] = run_inputs["experiment_id"]
         if directory is not None:
             saved = ResultsDirectory(directory, definition, resume)
         else:
@@ -439,12 +488,21 @@ def _local_run(
             kept=None if directory is None else verdict_columns(plan),
             directory=saved if isinstance(saved, ResultsDirectory) else None,
             raise_errors=on_error == "raise",
+            completions=on_item_complete is not None,
         )
         wanted = ["batch_items"]
-        if on_error == "raise":  # what the first failure is found in
+        if on_error == "raise" or on_item_complete is not None:  # the outputs and outcomes
             wanted += ["outputs", *(last_node(s) for s in plan.scorers)]
         run = PreparedRun(dr, plan, wanted, inputs)
-        scored = streamed_items(run, dataset, settings, progress=progress, cluster=cluster)
+        scored = streamed_items(
+            run,
+            dataset,
+            settings,
+            progress=progress,
+            cluster=cluster,
+            on_item_complete=on_item_complete,
+            stored=stored,
+        )
     else:
         assert fields is not None
         scored = scored_items(
@@ -473,6 +531,8 @@ def _local_run(
             saved.finish(result)
         except EvalDagError as error:  # its batches are kept: a rerun resumes from them
             unsaved.append(((written,), error))
+    if stored is not None and (store_error := stored.finish(result)) is not None:
+        unsaved.append(((), store_error))
     return result, unsaved + ([] if directory is not None else _out_written(result, out))
 
 

@@ -8,13 +8,18 @@ is read, naming the row), goes through the eval graph and, when the results go t
 writes its part there (``evaldag._eval.checkpoint.ResultsDirectory``), or takes the part an
 earlier run wrote if it still holds what this run would write. What it gives back is the
 batch's items, or only the columns the verdict reads (:func:`verdict_columns`) when its part
-holds the rest: then the client holds nothing of the data.
+holds the rest: then the client holds nothing of the data. With ``on_item_complete``, a batch
+scored also gives back what the client calls it with for each item (as a local run does,
+after the batch's part is written; a part taken from an earlier run calls it for none, as a
+checkpoint's saved batches do). With ``store=`` beside the directory, the client saves each
+part's rows as the batch is handed on (``evaldag._eval.stored_parts``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -26,9 +31,16 @@ from evaldag._engine.concurrency import RowSlots
 from evaldag._eval.batches import batches
 from evaldag._eval.checkpoint import ResultsDirectory
 from evaldag._eval.dataset import arrow_frame
-from evaldag._eval.local_batches import ScoredItems, raise_first_failure, waits
+from evaldag._eval.local_batches import (
+    ScoredItems,
+    called_back,
+    completed_items,
+    raise_first_failure,
+    waits,
+)
 from evaldag._eval.preflight import checked_data
 from evaldag._eval.progress import ProgressBar
+from evaldag._eval.stored_parts import StoredParts
 from evaldag._eval.trials import TrialRuns
 from evaldag._graph.plan import EvalPlan
 from evaldag._io.parquet import is_results_directory
@@ -66,21 +78,26 @@ class StreamSettings:
     :param kept: the item columns a batch gives back; None for all of them.
     :param directory: where the batches' parts go (``out=`` a directory), if anywhere.
     :param raise_errors: ``on_error="raise"``: a batch's first failure stops the run.
+    :param completions: ``on_item_complete`` is given: a batch scored gives back its items'
+        arguments.
     """
 
     columns: dict[str, str]
     kept: tuple[str, ...] | None
     directory: ResultsDirectory | None
     raise_errors: bool
+    completions: bool = False
 
 
 @dataclass(frozen=True)
 class StreamedBatch:
-    """What a batch gives back: its items (the columns kept), or the error that stops the run
-    (a bad row, the first failure with ``on_error="raise"``)."""
+    """What a batch gives back: its items (the columns kept) and, when it was scored and
+    ``on_item_complete`` is given, what that gets for each item (``completed_items``); or the
+    error that stops the run (a bad row, the first failure with ``on_error="raise"``)."""
 
     items: pd.DataFrame | None
     error: EvalDagError | None = None
+    completed: list[tuple[dict[str, Any], Any, dict[str, Any]]] | None = None
 
 
 def _kept(items: pd.DataFrame, kept: tuple[str, ...] | None) -> pd.DataFrame:
@@ -115,9 +132,12 @@ def streamed_batch(
         items = values["batch_items"]
         if directory is not None:
             directory.save_part(number, dataset, items)
+        completed = None
+        if settings.completions:
+            completed = completed_items(dataset, values, plan, settings.columns)
     except EvalDagError as error:  # raised by the client, as it is (a cluster would wrap it)
         return StreamedBatch(None, error)
-    return StreamedBatch(_kept(items, settings.kept))
+    return StreamedBatch(_kept(items, settings.kept), completed=completed)
 
 
 def _trial_runs(run: PreparedRun) -> TrialRuns:
@@ -144,9 +164,12 @@ def streamed_items(
     *,
     progress: bool | None,
     cluster: ClusterBatches | None,
+    on_item_complete: Callable[..., Any] | None = None,
+    stored: StoredParts | None = None,
 ) -> ScoredItems:
     """Every batch of ``data``, each read and scored where it runs (on a worker of ``cluster``,
-    or here), handed on in order; the items they give back."""
+    or here), handed on in order; the items they give back. As each is handed on, its part's
+    rows go to the store (``stored``), then its items to ``on_item_complete``."""
 
     def executed(start: int, piece: tuple[int, RowGroupBatch]) -> StreamedBatch:
         number, batch = piece
@@ -170,6 +193,11 @@ def streamed_items(
             if got.error is not None:
                 raise got.error
             assert got.items is not None
+            number, batch = handed.rows
+            if stored is not None:
+                stored.save(number, batch.start)
+            if on_item_complete is not None and got.completed is not None:
+                called_back(on_item_complete, got.completed)
             item_batches.append(got.items)
             errors = int(got.items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(got.items), errors=errors)
@@ -208,33 +236,12 @@ def streamed_data(
     return planned, plan
 
 
-def require_streamable(
-    *,
-    on_item_complete: Any,
-    checkpoint: Any,
-    out_directory: bool,
-    store: Any,
-) -> None:
+def require_streamable(*, checkpoint: Any) -> None:
     """The options a streamed run cannot take, refused with why and what to do instead."""
-    refused = None
-    if on_item_complete is not None:
-        refused = (
-            "on_item_complete= gets each item's row in this process, which a streamed run never "
-            "holds; read the items from out= (a directory) afterwards"
-        )
-    elif checkpoint is not None:
-        refused = (
-            "checkpoint= resumes from one file of results; give out= a directory instead: a "
-            "streamed run resumes from the parts written there"
-        )
-    elif out_directory and store is not None:
-        refused = (
-            "store= saves every item's row, which this run keeps only in out=; save it "
-            "afterwards: store.save_result(EvalResult.read_parquet(out))"
-        )
-    if refused:
+    if checkpoint is not None:
         raise EvalDagError(
             "INVALID_STREAMED_RUN",
-            f"Parquet data read in batches (a directory, a glob, a URL, or a file on a cluster or "
-            f"with out= a directory): {refused}",
+            "Parquet data read in batches (a directory, a glob, a URL, or a file on a cluster or "
+            "with out= a directory): checkpoint= resumes from one file of results; give out= a "
+            "directory instead: a streamed run resumes from the parts written there",
         )

@@ -37,26 +37,43 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
     :param entity: what produced the outputs, e.g. the target's name (default ``"dataset"``,
         the outputs being the data's).
     """
+    rows = item_rows(result.canonical_items(), result.scorers, result.experiment_id, entity)
+    return rows + _turn_score_rows(result, entity or _DEFAULT_ENTITY)
+
+
+def item_rows(
+    items: pd.DataFrame,
+    scorers: list[dict[str, Any]],
+    experiment_id: str | None,
+    entity: str | None = None,
+    first: int = 0,
+) -> list[ScoreRow]:
+    """One TEST row per item of ``items`` and scorer, as :func:`result_rows` gives a run's: the
+    rows of a run saved in pieces (a streamed run's parts) are those of the whole run.
+
+    :param items: the items, their run fields under evaldag's names (``canonical_items``).
+    :param scorers: the run's scorer and gate definitions (``EvalResult.scorers``).
+    :param first: the run's position of the first item.
+    """
     name = entity or _DEFAULT_ENTITY
-    scorer_ids = [definition["id"] for definition in result.scorers]
-    records = {definition["id"]: _scorer_record(definition) for definition in result.scorers}
+    scorer_ids = [definition["id"] for definition in scorers]
+    records = {definition["id"]: _scorer_record(definition) for definition in scorers}
     own = {c for sid in scorer_ids for c in (*ScorerColumns(sid).all, *ScorerColumns(sid).trials)}
-    items = result.canonical_items()
     data_columns = [c for c in items.columns if c not in own and c not in _RUN_COLUMNS]
     rows = []
-    for position, item in enumerate(items.to_dict("records")):
+    for position, item in enumerate(items.to_dict("records"), start=first):
         shared = _run_fields(item)
         metadata = {"item": position, "data": {c: _cell(item[c]) for c in data_columns}}
         for sid in scorer_ids:
             rows.append(
                 ScoreRow(
-                    id=_row_id(result.experiment_id, position, sid),
+                    id=_row_id(experiment_id, position, sid),
                     scorer_id=sid,
                     entity_id=name,
                     entity={"id": name, "name": name},
                     scorer=records[sid],
                     source="TEST",
-                    experiment_id=result.experiment_id,
+                    experiment_id=experiment_id,
                     metadata={**metadata, **_trials_record(item, sid)},
                     trace_id=_text(item.get("trace_id")),
                     span_id=_text(item.get("span_id")),
@@ -64,7 +81,7 @@ def result_rows(result: EvalResult, *, entity: str | None = None) -> list[ScoreR
                     **_scorer_fields(item, sid),
                 )
             )
-    return rows + _turn_score_rows(result, name)
+    return rows
 
 
 def _text(value: Any) -> str | None:
