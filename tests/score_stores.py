@@ -56,3 +56,40 @@ def store_url(request: pytest.FixtureRequest, tmp_path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "scores.db")
     return request.getfixturevalue("postgres_url")
+
+
+def store_contents(location: str) -> dict[str, list[dict]]:
+    """What a store holds, without the times it was written: its score rows by id and its runs
+    (their records included), to compare two ways of saving the same run."""
+    import sqlalchemy as sa
+
+    from evaldag._store import schema
+
+    url = location if "://" in location else f"sqlite:///{location}"
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            tables = {}
+            for table in (schema.scores, schema.experiments):
+                kept = [c for c in table.c if c.name not in ("created_at", "updated_at")]
+                query = sa.select(*kept).order_by(table.c.id)
+                tables[table.name] = [dict(row) for row in connection.execute(query).mappings()]
+    finally:
+        engine.dispose()
+    return tables
+
+
+def emptied(location: str) -> None:
+    """Delete every score row and run of a store (its tables stay)."""
+    import sqlalchemy as sa
+
+    from evaldag._store import schema
+
+    url = location if "://" in location else f"sqlite:///{location}"
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(schema.scores.delete())
+            connection.execute(schema.experiments.delete())
+    finally:
+        engine.dispose()

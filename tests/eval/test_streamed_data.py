@@ -240,17 +240,95 @@ def test_trials_are_scored_where_the_batch_runs_as_in_a_local_run(folder, tmp_pa
     assert _decided(again) == _decided(local)
 
 
-@pytest.mark.parametrize(
-    ("option", "refused"),
-    [
-        ({"on_item_complete": print}, "on_item_complete="),
-        ({"checkpoint": "run.parquet"}, "checkpoint="),
-    ],
-)
-def test_what_a_streamed_run_cannot_take_is_refused_with_why(folder, option, refused):
-    with pytest.raises(EvalDagError, match=refused) as caught:
-        run_evals(folder, **CONFIG, **option, progress=False)
+def test_checkpoint_is_refused_with_why(folder):
+    with pytest.raises(EvalDagError, match="give out= a directory instead") as caught:
+        run_evals(folder, **CONFIG, checkpoint="run.parquet", progress=False)
     assert caught.value.id == "INVALID_STREAMED_RUN"
+
+
+def _completions(calls):
+    """What on_item_complete got, as comparable values: the item, the output and each scorer's
+    score, reason and error (its type and message)."""
+    return [
+        (
+            item,
+            output,
+            {
+                sid: (
+                    getattr(outcome, "score", None),
+                    getattr(outcome, "reason", None),
+                    type(outcome).__name__,
+                    getattr(outcome, "message", None),
+                )
+                for sid, outcome in results.items()
+            },
+        )
+        for item, output, results in calls
+    ]
+
+
+def _echoed(question):
+    return "x" * (int(question) % 13)
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """DATA's inputs and topics (the target writes the outputs) in two files."""
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    _written(DATA.iloc[:35].drop(columns="output"), folder / "a.parquet", 7)
+    _written(DATA.iloc[35:].drop(columns="output"), folder / "b.parquet", 7)
+    return folder
+
+
+CALLED = {
+    "scorers": [
+        length_scorer(),
+        create_scorer("flaky").generate_score(lambda run: 1 / 0 if run.input == "7" else 0.5),
+    ],
+    "gates": [checks.includes("x")],
+    "target": _echoed,
+    "batch_size": 16,
+    "progress": False,
+}
+
+
+@pytest.mark.parametrize("out", [None, "out"], ids=["no-out", "out-directory"])
+def test_on_item_complete_gets_each_item_once_as_a_local_run(inputs, tmp_path, out):
+    local, streamed = [], []
+    run_evals(DATA.drop(columns="output"), **CALLED, on_item_complete=lambda *a: local.append(a))
+    out = None if out is None else tmp_path / out
+    run_evals(inputs, **CALLED, out=out, on_item_complete=lambda *a: streamed.append(a))
+    assert len(streamed) == len(DATA)
+    assert _completions(streamed) == _completions(local)
+    assert [i["input"] for i, _, _ in streamed] == DATA["input"].tolist()  # in dataset order
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_a_resumed_run_calls_back_the_items_of_the_parts_it_scores(inputs, tmp_path):
+    """As a checkpoint's saved batches, a part taken from an earlier run calls no
+    on_item_complete; what the callback raises stops the run, as locally, its part kept."""
+    first, second = [], []
+
+    def stop(item, output, results):
+        first.append(item["input"])
+        if item["input"] == "20":
+            raise _Stopped
+
+    with pytest.raises(_Stopped):
+        run_evals(inputs, **CALLED, out=tmp_path / "out", on_item_complete=stop)
+    assert first == [str(i) for i in range(21)]
+    # the stopping batch's part and those run ahead of it (the target's calls overlap batches)
+    written = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out").glob("part-*.parquet"))
+    taken = set(written["input"])
+    assert {str(i) for i in range(32)} <= taken and len(taken) < len(DATA)
+    run_evals(
+        inputs, **CALLED, out=tmp_path / "out", on_item_complete=lambda i, *_: second.append(i)
+    )
+    assert [item["input"] for item in second] == [i for i in DATA["input"] if i not in taken]
 
 
 EVAL_FILE = """

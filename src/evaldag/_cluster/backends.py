@@ -98,6 +98,8 @@ def cluster_backend(executor: Any) -> Iterator[Backend]:
         started = not ray.is_initialized()
         if started:
             _ray_started(ray, None if executor == "ray" else executor)
+        elif executor != "ray":
+            _require_connected_to(ray, executor)
         try:
             yield RayBackend()
         finally:
@@ -128,6 +130,33 @@ def _ray_started(ray: Any, address: str | None) -> None:
         log_to_driver=False,
         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
     )
+
+
+def _require_connected_to(ray: Any, address: str) -> None:
+    """A process connected to Ray runs on that connection (Ray keeps one per process): refused
+    when it is not to ``address``."""
+    connected = _connected_address(ray)
+    if connected == address:
+        return
+    raise EvalDagError(
+        "INVALID_EXECUTOR",
+        f"executor={address!r}, but this process is connected to another Ray cluster already "
+        f"({connected}), and Ray keeps one connection per process: run with executor='ray' to "
+        "use that one, or call ray.shutdown() first",
+        details={"executor": address, "connected": connected},
+    )
+
+
+def _connected_address(ray: Any) -> str:
+    """Where this process is connected to Ray: ``ray://HOST:PORT`` through Ray Client, else the
+    address of the cluster's GCS (a driver started by ``ray.init()``)."""
+    from ray.util.client import ray as client
+
+    if client.is_connected():
+        # Ray Client keeps the address it connected to only here (Ray 2.x).
+        address = getattr(client.get_context().client_worker, "_conn_str", None)
+        return f"ray://{address}" if address else "a Ray Client connection"
+    return f"the driver of the cluster at {ray.get_runtime_context().gcs_address}"
 
 
 class DaskBackend:
