@@ -24,7 +24,8 @@ import pyarrow.parquet as pq
 import pytest
 from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
 from repo_paths import FIXTURES
-from scorer_cases import length_scorer
+from score_stores import store_contents
+from scorer_cases import completions, length_scorer
 
 import evaldag
 from evaldag import (
@@ -416,6 +417,31 @@ class ClusterCases:
         assert scored(back) == scored(single)
         columns = [c for c in single.items.columns if c not in ("run_id", "graded.judge")]
         assert back.items[columns].equals(single.items[columns])
+
+    def test_a_streamed_run_calls_back_and_fills_the_store_as_locally(self, executor, tmp_path):
+        """on_item_complete gets each item once, in order, as in a local run (its arguments come
+        back with the batch from the worker that scored it); the store, filled part by part,
+        holds what saving the directory afterwards would."""
+        folder, out, store = _parquet_folder(tmp_path), tmp_path / "out", tmp_path / "scores.db"
+        local, remote = [], []
+        with JudgeServer(Reply({"score": 0.25})) as server:
+            config = {**_config(server), "batch_size": 16, "progress": False}
+            run_evals(DATA, **config, on_item_complete=lambda *a: local.append(a))
+            result = run_evals(
+                folder,
+                **config,
+                executor=executor,
+                out=out,
+                store=str(store),
+                on_item_complete=lambda *a: remote.append(a),
+            )
+        assert completions(remote) == completions(local) and len(remote) == len(DATA)
+        with evaldag.ScoreStore(str(tmp_path / "afterwards.db")) as afterwards:
+            afterwards.save_result(EvalResult.read_parquet(out))
+        streamed = store_contents(str(store))
+        assert streamed == store_contents(str(tmp_path / "afterwards.db"))
+        assert len(streamed["evaldag_scores"]) == 4 * len(DATA)  # 3 scorers and a gate
+        assert streamed["evaldag_experiments"][0]["id"] == result.experiment_id
 
     # --- faults --------------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """Scorers several test folders run: a code scorer whose scores and not-scorable items are known
-from the output alone."""
+from the output alone; and what ``on_item_complete`` got, as values two runs can compare."""
 
 from evaldag import create_scorer, not_scorable
 
@@ -17,3 +17,24 @@ def length_scorer():
             )
         )
     )
+
+
+def completions(calls):
+    """What on_item_complete got, as comparable values: the item, the output and each scorer's
+    score, reason and error (its type and message)."""
+    return [
+        (
+            item,
+            output,
+            {
+                sid: (
+                    getattr(outcome, "score", None),
+                    getattr(outcome, "reason", None),
+                    type(outcome).__name__,
+                    getattr(outcome, "message", None),
+                )
+                for sid, outcome in results.items()
+            },
+        )
+        for item, output, results in calls
+    ]

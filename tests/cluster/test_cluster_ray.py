@@ -107,8 +107,8 @@ def ray_client_address(ray_cluster):
 
 def test_evaldag_run_on_a_ray_cluster_by_address_exits_as_locally(ray_client_address, tmp_path):
     """``--executor ray://HOST:PORT`` (Ray Client, the ``ray`` extra's ``client``), from a
-    process of its own: a process already connected to Ray, as this one is, runs on that
-    connection."""
+    process of its own: a process connected to Ray another way, as this one is, refuses another
+    address (below)."""
     from evaldag._cli.main import main
 
     run = run_arguments(tmp_path)
@@ -154,3 +154,48 @@ def test_a_run_s_coordinator_ends_with_it(ray_cluster):
         time.sleep(0.1)
     assert not set(alive()) - before
     assert len(state.actors()) > len(before)  # it was started, and is dead now
+
+
+def test_an_address_other_than_the_connected_one_is_refused_naming_both(ray_cluster):
+    import ray
+
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, scorers=[length_scorer()], executor="ray://127.0.0.1:1", progress=False)
+    assert raised.value.id == "INVALID_EXECUTOR"
+    message = raised.value.message
+    assert "executor='ray://127.0.0.1:1'" in message
+    assert ray.get_runtime_context().gcs_address in message and "executor='ray'" in message
+
+
+CONNECTED = """
+import sys
+
+import ray
+
+from evaldag import EvalDagError, checks, run_evals
+
+address = sys.argv[1]
+ray.init(address, log_to_driver=False)
+data = [{"input": "q", "output": "x"}]
+print(run_evals(data, scorers=[checks.includes("x")], executor=address, progress=False).scores)
+try:
+    run_evals(data, scorers=[checks.includes("x")], executor="ray://127.0.0.1:1", progress=False)
+except EvalDagError as error:
+    print(error.message)
+"""
+
+
+def test_a_process_connected_by_ray_client_runs_on_that_address_and_refuses_another(
+    ray_client_address,
+):
+    connected = subprocess.run(
+        [sys.executable, "-c", CONNECTED, ray_client_address],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert connected.returncode == 0, connected.stderr
+    scores, refused = connected.stdout.strip().splitlines()[-2:]
+    assert scores == "{'check-includes': 1.0}"
+    assert "executor='ray://127.0.0.1:1'" in refused and f"({ray_client_address})" in refused

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from judge_server import JudgeServer, Reply
-from scorer_cases import length_scorer
+from scorer_cases import completions, length_scorer
 
 from evaldag import (
     EvalDagError,
@@ -246,27 +246,6 @@ def test_checkpoint_is_refused_with_why(folder):
     assert caught.value.id == "INVALID_STREAMED_RUN"
 
 
-def _completions(calls):
-    """What on_item_complete got, as comparable values: the item, the output and each scorer's
-    score, reason and error (its type and message)."""
-    return [
-        (
-            item,
-            output,
-            {
-                sid: (
-                    getattr(outcome, "score", None),
-                    getattr(outcome, "reason", None),
-                    type(outcome).__name__,
-                    getattr(outcome, "message", None),
-                )
-                for sid, outcome in results.items()
-            },
-        )
-        for item, output, results in calls
-    ]
-
-
 def _echoed(question):
     return "x" * (int(question) % 13)
 
@@ -300,7 +279,7 @@ def test_on_item_complete_gets_each_item_once_as_a_local_run(inputs, tmp_path, o
     out = None if out is None else tmp_path / out
     run_evals(inputs, **CALLED, out=out, on_item_complete=lambda *a: streamed.append(a))
     assert len(streamed) == len(DATA)
-    assert _completions(streamed) == _completions(local)
+    assert completions(streamed) == completions(local)
     assert [i["input"] for i, _, _ in streamed] == DATA["input"].tolist()  # in dataset order
 
 
