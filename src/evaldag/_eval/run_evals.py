@@ -132,7 +132,9 @@ def run_evals(
         results' items keep the data's names (``result.columns`` holds the mapping). A scorer's
         own column, as ``context="contexts"``, is named on the scorer, by the data's name.
     :param concurrency: judge, async-step and target calls in flight at once.
-    :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item.
+    :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item, batch
+        by batch in dataset order (with streamed data too: the arguments come back with the
+        batch from where it was scored).
     :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
         ``"raise"`` stops at the first scorer error, as Mastra does.
     :param progress: show progress: items done, rate and failed items (default: a bar on a
@@ -147,14 +149,15 @@ def run_evals(
         suffix): each batch's items in ``part-NNNNN.parquet`` as it finishes, then
         ``summary.json`` (``EvalResult.read_parquet`` reads it back whole). The directory is
         the run's checkpoint: run again with the same ``out``, the parts still valid are kept
-        (``resume`` as for ``checkpoint``). With streamed data, the result then holds only the
-        item columns its verdict reads.
+        (``resume`` as for ``checkpoint``) and the run keeps its experiment id. With streamed
+        data, the result then holds only the item columns its verdict reads.
     :param store: save the run and every item's scores (``source="TEST"`` rows) in this score
         store: a ``ScoreStore``, a SQLite file path or a database URL (``postgresql://...``, or
         the scheme of a store ``evaldag.register_store`` added). It is opened (and its
-        tables checked) before anything runs. A results file or store that cannot take the
-        finished run (a full disk, a locked database) raises ``ResultNotSavedError`` carrying
-        the result, after writing what can be written.
+        tables checked) before anything runs. With streamed data and ``out`` a directory, each
+        part's rows are saved as its batch finishes, then the run. A results file or store that
+        cannot take the run (a full disk, a locked database) raises ``ResultNotSavedError``
+        carrying the result, after writing what can be written.
     :param name: the run's name, beside its generated ``experiment_id``: kept in the result, its
         Parquet file and the store, where ``evaldag compare``, ``store.result`` and the report
         find a run by name as well as by id. Runs may share a name (``"nightly"``); looked up by
@@ -166,7 +169,8 @@ def run_evals(
     :param resume: with ``checkpoint``: True goes on from it, refusing a stale one with an error
         naming what changed; ``"refresh"`` recomputes what is stale instead (the items of
         changed or new scorers on the saved outputs; everything when the target changed); False
-        starts afresh. Saved batches call no ``on_item_complete``.
+        starts afresh. Saved batches (and parts taken from ``out`` a directory) call no
+        ``on_item_complete``.
     :param cache: judge reply cache for judges that set none: a directory, a database URL
         (``"postgresql://user@host/db"``, which the workers of a cluster and runs on other
         machines share; ``"sqlite:///path"``), True for ``$EVALDAG_CACHE_DIR`` (else
