@@ -3,7 +3,8 @@
 A backend runs a task and waits for its value (``run``), ships a value once to every task
 (``shared``) and starts the run's :class:`~evaldag._cluster.coordinator.RunCoordinator` as an
 actor, whose handle any worker can call (``coordinator``). Tasks of a worker that died run again
-elsewhere (Dask reschedules them; Ray retries them).
+elsewhere (Dask reschedules them; Ray retries them), and a shared value every copy of which died
+with its workers is shipped again (Dask cancels the tasks that need it).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
@@ -24,6 +26,8 @@ from evaldag.errors import EvalDagError
 RAY_ACTOR_CONCURRENCY = 100_000
 #: Retries of a Ray task whose worker died (Dask's own default is 3).
 RAY_TASK_RETRIES = 3
+#: Times a Dask task is submitted again after the last copy of a shared value it needs was lost.
+DASK_RESHARES = 3
 
 
 class Coordinator(Protocol):
@@ -167,14 +171,58 @@ class DaskBackend:
         self.slots = max(1, sum(client.nthreads().values()))
 
     def shared(self, value: Any) -> Any:
-        return self.client.scatter(value, broadcast=True, hash=False)
+        return _Scattered(self.client, value)
 
     def run(self, task: Callable[..., Any], *args: Any) -> Any:
-        return self.client.submit(task, *args, pure=False).result()
+        from distributed.client import FutureCancelledError
+
+        attempt = 0
+        while True:
+            sent = [arg.future() if isinstance(arg, _Scattered) else arg for arg in args]
+            try:
+                return self.client.submit(task, *sent, pure=False).result()
+            except FutureCancelledError:
+                # Dask cancels a task needing a value whose every copy died with its workers
+                shared = [
+                    (a, f) for a, f in zip(args, sent, strict=True) if isinstance(a, _Scattered)
+                ]
+                if attempt == DASK_RESHARES or not any(a.scattered_again(f) for a, f in shared):
+                    raise
+                attempt += 1
 
     def coordinator(self, budget_usd: float | None) -> Coordinator:
         actor = self.client.submit(RunCoordinator, budget_usd, actor=True).result()
         return DaskCoordinator(actor)
+
+
+class _Scattered:
+    """A value on every worker of a Dask cluster, scattered again when its copies are lost
+    (the workers that held them died; workers started in their place hold none)."""
+
+    def __init__(self, client: Any, value: Any) -> None:
+        self.client = client
+        self.value = value
+        self._lock = threading.Lock()
+        self._future = self._scattered()
+
+    def _scattered(self) -> Any:
+        return self.client.scatter(self.value, broadcast=True, hash=False)
+
+    def future(self) -> Any:
+        """The future of the value's current copies."""
+        with self._lock:
+            return self._future
+
+    def scattered_again(self, sent: Any) -> bool:
+        """Whether the copies ``sent`` were lost, and the value is scattered anew (once for
+        every task that sent them)."""
+        with self._lock:
+            if self._future is not sent:
+                return True
+            if sent.status == "finished":
+                return False
+            self._future = self._scattered()
+            return True
 
 
 class DaskCoordinator:
