@@ -116,8 +116,13 @@ def _from_text(text: str) -> tuple[Term, ...]:
 
 def _copy(term_: Term) -> Term:
     twin = Term(term_.text, term_.pre, term_.post)
-    for name in Term.__slots__:
-        setattr(twin, name, getattr(term_, name))
+    twin.normal = term_.normal
+    twin.machine = term_.machine
+    twin.implicit = term_.implicit
+    twin.switch = term_.switch
+    twin.chunk = term_.chunk
+    twin.frozen = term_.frozen
+    twin.index = term_.index
     twin.tags = dict(term_.tags)
     twin.alias = list(term_.alias) if term_.alias else None
     return twin

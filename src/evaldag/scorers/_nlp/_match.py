@@ -404,7 +404,7 @@ def _simple_here(
 def find(
     terms: Sequence[Term],
     compiled: Pattern,
-    group: str | None = None,
+    group: str | int | None = None,
     just_one: bool = False,
     not_if: Pattern | None = None,
     at: Index | None = None,
@@ -418,8 +418,7 @@ def find(
     end = len(terms) if end is None else end
     if not tokens or end <= low:
         return []
-    if group is not None:
-        group = str(group)
+    name = None if group is None else str(group)
     found: list[tuple[int, int, dict[str, list[int]]]] = []
     starts: Sequence[int]
     if compiled.anchored:
@@ -456,11 +455,11 @@ def find(
         found = [one for one in found if one[1] == end]
     if not_if is not None:
         found = [one for one in found if not _has(terms, not_if, one[0], one[1])]
-    if group is not None:
+    if name is not None:
         return [
             (start + g[0], start + g[0] + g[1])
             for start, _, groups in found
-            if (g := groups.get(group)) is not None
+            if (g := groups.get(name)) is not None
         ]
     return [(start, stop) for start, stop, _ in found]
 

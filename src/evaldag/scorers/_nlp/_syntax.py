@@ -194,7 +194,9 @@ class Token:
         "choices", "conjunction", "keys",
     )  # fmt: skip
 
-    def __init__(self, reg: Reg) -> None:
+    def __init__(self, reg: Reg | None) -> None:
+        if reg is None:  # a copy's blank, filled by :meth:`copy`
+            return
         self.start = bool(reg.get("start"))
         self.end = bool(reg.get("end"))
         self.optional = bool(reg.get("optional"))
@@ -227,12 +229,25 @@ class Token:
             self.choices = tuple(tuple(Token(one) for one in block) for block in reg["choices"])
         self.keys = self._keys()
 
-    def copy(self, **changes: Any) -> Token:
-        twin = object.__new__(Token)
-        for name in Token.__slots__:
-            setattr(twin, name, getattr(self, name))
-        for name, value in changes.items():
-            setattr(twin, name, value)
+    def copy(
+        self, start: bool | None = None, end: bool | None = None, negative: bool | None = None
+    ) -> Token:
+        """The token with some of its flags changed (every attribute spelled out: a compiled
+        class has no ``__slots__`` to loop over)."""
+        twin = Token(None)
+        twin.kind = self.kind
+        twin.start = self.start if start is None else start
+        twin.end = self.end if end is None else end
+        twin.optional = self.optional
+        twin.negative = self.negative if negative is None else negative
+        twin.greedy = self.greedy
+        twin.group = self.group
+        twin.min = self.min
+        twin.max = self.max
+        twin.value = self.value
+        twin.choices = self.choices
+        twin.conjunction = self.conjunction
+        twin.keys = self.keys
         return twin
 
     def _keys(self) -> frozenset[str] | None:

@@ -4,7 +4,7 @@ phrases (3-three/nouns/find.js) and verb phrases (3-three/verbs/find.js)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from evaldag.scorers._nlp._match import find
 from evaldag.scorers._nlp._syntax import Index, pattern
@@ -14,14 +14,26 @@ from evaldag.scorers._nlp._tokens import Term
 Span = tuple[int, int, int]
 
 
-class Doc(list):
-    """A document: sentences of terms, with an index of each sentence for matching."""
+class Doc:
+    """A document: sentences of terms, with an index of each sentence for matching. (Not a
+    list subclass: a compiled class cannot be one.)"""
+
+    __slots__ = ("sentences", "_indexes")
 
     def __init__(self, sentences: list[list[Term]]) -> None:
-        super().__init__(sentences)
+        self.sentences = sentences
         self._indexes: dict[int, Index] = {}
 
-    def index(self, n: int) -> Index:  # type: ignore[override]  # a sentence's index, not list.index
+    def __getitem__(self, n: int) -> list[Term]:
+        return self.sentences[n]
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __iter__(self) -> Iterator[list[Term]]:
+        return iter(self.sentences)
+
+    def index(self, n: int) -> Index:
         found = self._indexes.get(n)
         if found is None:
             found = self._indexes[n] = Index(self[n])
