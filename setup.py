@@ -5,8 +5,10 @@ completeness tagger.
 ``EVALDAG_COMPILE=1`` set, the tagger's modules (``src/evaldag/scorers/_nlp``, the port of
 compromise) are also compiled with mypyc into C extensions, which need a C compiler and take a
 few minutes to build; the completeness scorer then runs about twice as fast (see
-``benchmarks/RESULTS.md``), with the same results. The ``.py`` files stay in the package: a
-module that is not compiled, or a Python that cannot load the extension, reads them.
+``benchmarks/RESULTS.md``), with the same results. The ``.py`` files stay in the package beside
+the extensions, which Python imports first. An editable compiled install
+(``EVALDAG_COMPILE=1 pip install -e .``) builds them in ``src``: after editing a module, build
+again (or delete the ``.so`` files, which git ignores).
 """
 
 from __future__ import annotations
