@@ -54,9 +54,10 @@ def coordinator():
     thread.join(5)
 
 
-def _workers(handle, calls, size=8, latency=0.01, sharing=None):
+def _workers(handle, calls, size=8, latency=0.01, sharing=None, lanes=None, gap=0.0):
     """Two workers (threads, each with its event loop and its ClusterLimit) making ``calls``
-    judge calls each, all at once; the most in flight over both."""
+    judge calls each, all at once (or in ``lanes`` of calls one after another, ``gap``
+    seconds apart, as rows take their turns); the most in flight over both."""
     in_flight, most = [0], [0]
     lock = threading.Lock()
 
@@ -71,7 +72,15 @@ def _workers(handle, calls, size=8, latency=0.01, sharing=None):
                     in_flight[0] -= 1
                 limit.succeeded()
 
-        await asyncio.gather(*(one() for _ in range(calls)))
+        async def lane(count):
+            for _ in range(count):
+                await asyncio.sleep(gap)
+                await one()
+
+        if lanes is None:
+            await asyncio.gather(*(one() for _ in range(calls)))
+        else:
+            await asyncio.gather(*(lane(calls // lanes) for _ in range(lanes)))
 
     sharing = sharing or LimitSharing()
     limits = [ClusterLimit(handle, KEY, size, 30.0, sharing) for _ in range(2)]
@@ -99,6 +108,18 @@ def test_slots_pass_from_call_to_call_and_all_go_back(coordinator):
     most = _workers(handle, calls=120)
     assert most == 8  # the whole limit used, never passed
     assert handle.calls["acquire"] < 240 / 4  # most calls took a slot a call before them freed
+    assert _leases_left(coordinator, loop) == {}
+
+
+def test_a_slot_freed_a_moment_before_the_next_call_takes_it_stays_here(coordinator):
+    """Rows take their turns: a call starts a moment after the one before it ended (its row's
+    next step, the next row). The slot waits here for it, instead of going back to the
+    coordinator and being asked for again: two round trips per call."""
+    coordinator, loop = coordinator
+    handle = _Handle(coordinator, loop)
+    most = _workers(handle, calls=120, lanes=4, gap=0.003)
+    assert most == 8
+    assert handle.calls["acquire"] + handle.calls["release"] < 240 / 4  # 2 per call before
     assert _leases_left(coordinator, loop) == {}
 
 

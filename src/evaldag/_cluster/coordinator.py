@@ -63,9 +63,13 @@ class RunCoordinator:
         self._leases[lease] = [key, time.monotonic() + hold + LEASE_MARGIN_SECONDS, count]
         return lease, count, started, limit.size
 
-    async def release(self, lease: int, count: int, succeeded: int) -> None:
-        """Give back ``count`` slots of a lease (none if it ran out); each of the ``succeeded``
-        calls made with them since grows the limit."""
+    async def release(self, returned: list[tuple[int, int, int]]) -> None:
+        """Give back slots: for each lease, ``count`` of its slots (none if it ran out), and
+        the ``succeeded`` calls made with them since, each of which grows the limit."""
+        for lease, count, succeeded in returned:
+            self._released(lease, count, succeeded)
+
+    def _released(self, lease: int, count: int, succeeded: int) -> None:
         held = self._leases.get(lease)
         if held is None:
             return
@@ -111,4 +115,4 @@ class RunCoordinator:
             now = time.monotonic()
             for lease, (_, deadline, count) in list(self._leases.items()):
                 if deadline < now:
-                    await self.release(lease, count, 0)
+                    self._released(lease, count, 0)

@@ -27,6 +27,7 @@ from evaldag._cluster.backends import Coordinator
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.records import JudgeExecution
+from evaldag._util.event_loop import engine_loop, in_engine_thread
 
 _logger = logging.getLogger(__name__)
 
@@ -42,6 +43,10 @@ LIMITS_WAIT_SECONDS = 60.0
 #: the coordinator as their calls end, so a cut of the limit (a 429 another worker saw) and
 #: another worker's demand reach this one within it.
 BLOCK_SECONDS = 1.0
+#: Seconds a slot nobody here waits for stays in this process before it goes back, with every
+#: other slot freed meanwhile, in one call: the next call, usually a moment behind (its row's
+#: next step, the next row), takes it without two round trips to the coordinator.
+RELEASE_SECONDS = 0.02
 #: At most this share of an endpoint's ``max_concurrency`` in one block: two workers asking at
 #: once both get some.
 BLOCK_SHARE = 0.5
@@ -127,8 +132,10 @@ class ClusterLimit:
     and a slot whose call ended passes straight to the next waiting call while its block is
     live (``BLOCK_SECONDS``). So most calls make no round trip to the coordinator at all, while
     the calls in flight over the whole cluster never pass what it granted: the limit. A slot
-    nobody here waits for goes back at once; a 429 seen here retires this process's blocks
-    (their slots go back as their calls end) besides cutting the limit on the coordinator.
+    nobody here waits for goes back within ``RELEASE_SECONDS`` (unless a call took it
+    meanwhile), with every slot freed in that time, in one call; a 429 seen here retires this
+    process's blocks (their slots go back as their calls end) besides cutting the limit on the
+    coordinator, and gives back their free slots at once.
 
     Should the coordinator be lost (the worker holding a Dask actor died: a call to it fails,
     or a probe gets no answer), the calls of this process go on under a limit of their own,
@@ -153,6 +160,7 @@ class ClusterLimit:
         self._blocks: list[_Block] = []
         self._waiters: deque[_Waiter] = deque()
         self._asking = False
+        self._returning = False  # a give-back of the free slots is due
         self._probe: Future[Any] | None = None
         self._lock = threading.Lock()
 
@@ -221,7 +229,7 @@ class ClusterLimit:
         return max(1, min(len(self._waiters), int(self.ceiling * BLOCK_SHARE)))
 
     def _ask(self, want: int) -> None:
-        hold = self.hold + BLOCK_SECONDS
+        hold = self.hold + BLOCK_SECONDS + RELEASE_SECONDS
         asked = self.coordinator.call("acquire", self.key, self.ceiling, hold, want)
         asked.add_done_callback(self._granted)
 
@@ -239,10 +247,9 @@ class ClusterLimit:
             self._blocks.append(block)
             while block.free and self._handed(block):
                 pass
-            spare = self._given_back(block, block.free) if not self._waiters else 0
+            if block.free:
+                self._return_soon()
             want = self._wanted()
-        if spare:
-            self._release(block, spare)
         if want:
             self._ask(want)
 
@@ -262,15 +269,37 @@ class ClusterLimit:
 
     def _ended(self, block: _Block, succeeded: bool) -> None:
         """A call's slot is free: to the next waiting call while its block is live, else back
-        to the coordinator."""
+        to the coordinator soon (``RELEASE_SECONDS``)."""
         with self._lock:
             block.successes += succeeded
             block.free += 1
-            if block.live() and self._handed(block):
-                return
-            given = self._given_back(block, block.free)
-        if given:
-            self._release(block, given)
+            if not (block.live() and self._handed(block)):
+                self._return_soon()
+
+    def _return_soon(self) -> None:
+        """Give back the free slots in ``RELEASE_SECONDS``, on the engine loop (it outlives
+        the task whose call freed them); the lock held."""
+        if self._returning:
+            return
+        self._returning = True
+        loop = engine_loop()
+        if in_engine_thread():
+            loop.call_later(RELEASE_SECONDS, self._return_free)
+        else:
+            loop.call_soon_threadsafe(loop.call_later, RELEASE_SECONDS, self._return_free)
+
+    def _return_free(self) -> None:
+        """Give back every free slot here, in one call (a live block has free slots only while
+        no call waits here: a freed slot is handed to a waiting call first)."""
+        with self._lock:
+            self._returning = False
+            returned = [
+                (block.lease, self._given_back(block, block.free), self._successes(block))
+                for block in list(self._blocks)
+                if block.free
+            ]
+        if returned:
+            self.coordinator.call("release", returned)
 
     def _given_back(self, block: _Block, count: int) -> int:
         """Take ``count`` free slots of ``block`` out of this process's hands (the lock held);
@@ -281,10 +310,12 @@ class ClusterLimit:
             self._blocks.remove(block)
         return count
 
-    def _release(self, block: _Block, count: int) -> None:
-        with self._lock:
-            succeeded, block.successes = block.successes, 0
-        self.coordinator.call("release", block.lease, count, succeeded)
+    @staticmethod
+    def _successes(block: _Block) -> int:
+        """The calls that succeeded with ``block``'s slots since the last went back, to tell
+        the coordinator with them (the lock held)."""
+        succeeded, block.successes = block.successes, 0
+        return succeeded
 
     async def _probed(self) -> None:
         """Ask the coordinator whether it is alive (one question at a time for all calls
@@ -323,14 +354,10 @@ class ClusterLimit:
             self.alone.throttled(started, retry_after)
             return
         self.coordinator.call("throttled", self.key, started, retry_after)
-        releases = []
         with self._lock:  # the limit is cut: this process's slots go back as their calls end
-            for block in list(self._blocks):
+            for block in self._blocks:
                 block.retired = True
-                if block.free:
-                    releases.append((block, self._given_back(block, block.free)))
-        for block, count in releases:
-            self._release(block, count)
+        self._return_free()
 
     def succeeded(self) -> None:
         lease = _lease.get()
