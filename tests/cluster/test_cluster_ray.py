@@ -47,8 +47,8 @@ def executor_option(ray_cluster):
 
 @pytest.fixture
 def kill_the_coordinator(ray_cluster):
-    """Kills the process of the run's coordinator actor (the newest live one: each run starts
-    its own, which Ray does not restart); its pid."""
+    """Kills the process of the run's coordinator actor (the newest live one: this process's
+    runs share one, which Ray does not restart, and the next run starts another); its pid."""
     # The actors' table without the dashboard, which ray.util.state asks.
     from ray._private import state
 
@@ -58,7 +58,7 @@ def kill_the_coordinator(ray_cluster):
             actors = [
                 (actor["StartTime"], actor["Pid"])
                 for actor in state.actors().values()
-                if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
+                if actor["ActorClassName"] == "RunCoordinators" and actor["State"] == "ALIVE"
             ]
             if actors:
                 pid = max(actors)[1]
@@ -135,25 +135,30 @@ def test_ray_client_without_its_transport_names_the_extra(monkeypatch):
     assert raised.value.id == "EXECUTOR_UNAVAILABLE"
 
 
-def test_a_run_s_coordinator_ends_with_it(ray_cluster):
-    """The coordinator actor is a process of its own, which the workers' handles of their last
-    runs would keep alive, idle: the client kills it once the run is over."""
+def test_runs_share_one_coordinator_process_and_drop_their_coordinators(ray_cluster):
+    """Ray starts a process for each actor, which a run waited for (several seconds on a busy
+    machine): a client's runs share one actor, which keeps no run's coordinator once the run is
+    over, and stays the only one however many runs there were."""
+    import ray
     from ray._private import state
 
     def alive():
         return [
             actor["ActorID"]
             for actor in state.actors().values()
-            if actor["ActorClassName"] == "RunCoordinator" and actor["State"] == "ALIVE"
+            if actor["ActorClassName"] == "RunCoordinators" and actor["State"] == "ALIVE"
         ]
 
-    before = set(alive())
-    run_evals(DATA, scorers=[length_scorer()], executor=ray_cluster, progress=False)
+    from evaldag._cluster import backends
+
+    for _ in range(2):
+        run_evals(DATA, scorers=[length_scorer()], executor=ray_cluster, progress=False)
+    coordinators = backends._ray_coordinators(ray)  # the runs' own, if it answers
+    assert ray.get(coordinators.runs.remote(), timeout=30) == 0
     deadline = time.monotonic() + 30
-    while set(alive()) - before and time.monotonic() < deadline:
+    while len(alive()) != 1 and time.monotonic() < deadline:  # Ray's table may lag
         time.sleep(0.1)
-    assert not set(alive()) - before
-    assert len(state.actors()) > len(before)  # it was started, and is dead now
+    assert len(alive()) == 1
 
 
 def test_an_address_other_than_the_connected_one_is_refused_naming_both(ray_cluster):

@@ -1,10 +1,12 @@
 """The clusters row batches run on: Dask and Ray, started here or reached at an address.
 
 A backend runs a task and waits for its value (``run``), ships a value once to every task
-(``shared``) and starts the run's :class:`~evaldag._cluster.coordinator.RunCoordinator` as an
-actor, whose handle any worker can call (``coordinator``). Tasks of a worker that died run again
-elsewhere (Dask reschedules them; Ray retries them), and a shared value every copy of which died
-with its workers is shipped again (Dask cancels the tasks that need it).
+(``shared``) and gives the run's :class:`~evaldag._cluster.coordinator.RunCoordinator`, an actor
+whose handle any worker can call (``coordinator``): on Dask an actor of its own; on Ray one of
+the coordinators the client process's actor holds (:class:`RunCoordinators`, started once).
+Tasks of a worker that died run again elsewhere (Dask reschedules them; Ray retries them), and a
+shared value every copy of which died with its workers is shipped again (Dask cancels the tasks
+that need it).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import asyncio
 import os
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from evaldag._cluster.coordinator import RunCoordinator
+from evaldag._cluster.coordinator import RunCoordinator, RunCoordinators
 from evaldag.errors import EvalDagError
 
 #: Concurrent calls Ray's async coordinator actor serves: every row waiting for a judge slot
@@ -28,6 +31,9 @@ RAY_ACTOR_CONCURRENCY = 100_000
 RAY_TASK_RETRIES = 3
 #: Times a Dask task is submitted again after the last copy of a shared value it needs was lost.
 DASK_RESHARES = 3
+#: Seconds a run waits for the coordinators' actor of earlier runs to answer (else it starts
+#: another).
+RAY_COORDINATORS_WAIT = 10.0
 
 
 class Coordinator(Protocol):
@@ -277,25 +283,51 @@ class RayBackend:
         return self.ray.get(remote.remote(*args))
 
     def coordinator(self, budget_usd: float | None) -> Coordinator:
-        actor = self.ray.remote(RunCoordinator).options(max_concurrency=RAY_ACTOR_CONCURRENCY)
-        return RayCoordinator(actor.remote(budget_usd))
+        return RayCoordinator(_ray_coordinators(self.ray), str(uuid.uuid4()), budget_usd)
+
+
+#: The actor of this process's runs' coordinators, and the Ray connection it was started on.
+_kept_coordinators: tuple[tuple[str, str] | None, Any] | None = None
+_kept_lock = threading.Lock()
+
+
+def _ray_coordinators(ray: Any) -> Any:
+    """The :class:`RunCoordinators` actor of this process's runs on Ray's cluster: the one an
+    earlier run started on the same connection if it answers, else a new one (it was killed,
+    or Ray was started again)."""
+    global _kept_coordinators
+    try:
+        context = ray.get_runtime_context()
+        connection: tuple[str, str] | None = (str(context.gcs_address), str(context.get_job_id()))
+    except Exception:  # not told (a Ray Client connection): the actor's answer decides
+        connection = None
+    with _kept_lock:
+        if _kept_coordinators is not None and _kept_coordinators[0] == connection:
+            try:
+                ray.get(_kept_coordinators[1].runs.remote(), timeout=RAY_COORDINATORS_WAIT)
+            except Exception:  # dead (killed, its node lost) or not answering: another one
+                pass
+            else:
+                return _kept_coordinators[1]
+        actor = ray.remote(RunCoordinators).options(max_concurrency=RAY_ACTOR_CONCURRENCY)
+        _kept_coordinators = (connection, actor.remote())
+        return _kept_coordinators[1]
 
 
 class RayCoordinator:
-    """A Ray actor's handle; it pickles as Ray's handles do."""
+    """A run's coordinator in the :class:`RunCoordinators` actor of the client process; it
+    pickles as Ray's handles do."""
 
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
+    def __init__(self, actor: Any, run: str, budget_usd: float | None) -> None:
+        self.actor, self.run, self.budget_usd = actor, run, budget_usd
 
     def bind(self) -> None:
         """Nothing to bind: Ray's handles work from any thread."""
 
     def call(self, method: str, *args: Any) -> Future[Any]:
-        return getattr(self.actor, method).remote(*args).future()
+        return self.actor.call.remote(self.run, self.budget_usd, method, *args).future()
 
     def close(self) -> None:
-        """Kill the actor's process: the workers keep the handles of their last runs, which
-        would keep an idle process (~130 MB) alive for each."""
-        import ray
-
-        ray.kill(self.actor)
+        """Drop the run's coordinator; the actor stays for the process's next runs (one
+        process, ~130 MB, for all of them, ended with the client's Ray connection)."""
+        self.actor.end.remote(self.run)

@@ -10,7 +10,9 @@ slots of a worker that died holding them are not lost to the run. The budget sum
 worker's judge calls cost.
 
 Every method is a coroutine: both Ray's async actors and Dask's actors run them on one event
-loop, where a waiting ``acquire`` does not block a ``release``.
+loop, where a waiting ``acquire`` does not block a ``release``. On Ray, the coordinators of a
+client process's runs live in one actor, :class:`RunCoordinators`: Ray starts a process for
+each actor, which a run would otherwise wait for (several seconds on a busy machine).
 """
 
 from __future__ import annotations
@@ -109,6 +111,11 @@ class RunCoordinator:
             for key, limit in self._limits.items()
         ]
 
+    def close(self) -> None:
+        """Stop checking leases: the run is over."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+
     async def _expired_leases(self) -> None:
         while True:
             await asyncio.sleep(LEASE_CHECK_SECONDS)
@@ -116,3 +123,39 @@ class RunCoordinator:
             for lease, (_, deadline, count) in list(self._leases.items()):
                 if deadline < now:
                     self._released(lease, count, 0)
+
+
+class RunCoordinators:
+    """The coordinators of one client process's runs, by run id, in one Ray actor.
+
+    A run's coordinator is made by the first call for it (from the client or a worker, in
+    whatever order they come) and dropped when the client ends the run. Slots given back to a
+    run already ended (a worker's last ones, after its run) are ignored; any other call for it
+    fails, as a call to a run's own actor killed after the run did.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunCoordinator] = {}
+        self._ended: set[str] = set()
+
+    async def call(self, run: str, budget_usd: float | None, method: str, *args: Any) -> Any:
+        """``method(*args)`` of run ``run``'s coordinator (its budget ``budget_usd``)."""
+        coordinator = self._runs.get(run)
+        if coordinator is None:
+            if run in self._ended:
+                if method == "release":
+                    return None
+                raise LookupError(f"run {run} is over: its coordinator was dropped")
+            coordinator = self._runs[run] = RunCoordinator(budget_usd)
+        return await getattr(coordinator, method)(*args)
+
+    async def end(self, run: str) -> None:
+        """Drop run ``run``'s coordinator: the run is over."""
+        self._ended.add(run)
+        coordinator = self._runs.pop(run, None)
+        if coordinator is not None:
+            coordinator.close()
+
+    async def runs(self) -> int:
+        """How many runs' coordinators are kept."""
+        return len(self._runs)
