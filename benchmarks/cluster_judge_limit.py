@@ -11,6 +11,14 @@ runs per executor, one scorer with one prompt step, ``max_concurrency`` for the 
 - ``storm``: ``--storm`` of the replies are 429s with ``Retry-After: 0.05``: items lost (not
   scored) must be 0, and the limit's lowest point shows the coordinator's cuts.
 
+Each run also gives the mean of the calls in flight (the judge's count, read every 20 ms) and
+the CPU time each part took, per judge call: the judge server (a thread of this process), the
+rest of this process (the client; Dask's scheduler runs here too), the worker processes (on
+Dask, one of them holds the coordinator), Ray's coordinator actor, and the cluster's own
+processes (Ray's GCS, raylet and agents). The machine is shared: CPU time is the steadier
+figure, and it says what the ideal costs (``max_concurrency / latency`` calls/s times the CPU
+per call, against the cores there are).
+
 The figures go to ``benchmarks/RESULTS.md`` (its "cluster" section)::
 
     python benchmarks/cluster_judge_limit.py [--items 100000] [--latency 0.05]
@@ -23,6 +31,7 @@ import argparse
 import os
 import random
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +47,84 @@ from results_md import markers, write_section  # noqa: E402
 from evaldag import PromptStep, create_scorer, run_evals  # noqa: E402
 
 TARGET_RATIO = 0.85
+#: Seconds between two readings of the calls in flight and of the processes' CPU times.
+SAMPLE_SECONDS = 0.02
+#: The parts of a run whose CPU time is reported, in the table's order.
+PARTS = ("judge server", "client", "workers", "coordinator", "cluster services")
+
+
+def _part(command: str) -> str:
+    """The part of the run a child process of this one is, by its command line."""
+    if "RunCoordinator" in command:
+        return "coordinator"
+    if "spawn_main" in command or command.startswith("ray::") and "Agent" not in command:
+        return "workers"
+    return "cluster services"
+
+
+class Sampled:
+    """The calls in flight at ``server`` and the CPU times of this process, its judge server
+    thread and every process below it, read every ``SAMPLE_SECONDS`` while the run lasts (a
+    process that ends within the run counts to its last reading)."""
+
+    def __init__(self, server: JudgeServer) -> None:
+        import psutil
+
+        self.server, self.me = server, psutil.Process()
+        self.in_flight: list[int] = []
+        self.cpu: dict[int, tuple[str, float]] = {}
+        self._first = self._children()
+        self._first_own = self._own()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _own(self) -> tuple[float, float]:
+        times = self.me.cpu_times()
+        server = next(
+            (t.user_time + t.system_time for t in self.me.threads() if t.id == self._server_id),
+            0.0,
+        )
+        return times.user + times.system, server
+
+    @property
+    def _server_id(self) -> int | None:
+        thread = self.server._thread
+        return None if thread is None else thread.native_id
+
+    def _children(self) -> dict[int, tuple[str, float]]:
+        import psutil
+
+        found = {}
+        for child in self.me.children(recursive=True):
+            try:
+                times = child.cpu_times()
+                found[child.pid] = (_part(" ".join(child.cmdline())), times.user + times.system)
+            except psutil.Error:  # ended meanwhile
+                continue
+        return found
+
+    def _sample(self) -> None:
+        readings = 0
+        while not self._stop.wait(SAMPLE_SECONDS):
+            self.in_flight.append(self.server._in_flight)
+            if readings % 10 == 0:
+                self.cpu.update(self._children())
+            readings += 1
+
+    def __enter__(self) -> Sampled:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.cpu.update(self._children())
+        own, server = self._own()
+        self.seconds = {part: 0.0 for part in PARTS}
+        self.seconds["judge server"] = server - self._first_own[1]
+        self.seconds["client"] = own - self._first_own[0] - self.seconds["judge server"]
+        for pid, (part, seconds) in self.cpu.items():
+            self.seconds[part] += seconds - self._first.get(pid, (part, 0.0))[1]
 
 
 def judged(server: JudgeServer, max_concurrency: int) -> Any:
@@ -60,14 +147,15 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
                 lambda request: rate_limited(0.05) if random.random() < storm else ok,
             )
         started = time.perf_counter()
-        result = run_evals(
-            items,
-            scorers=[judged(server, args.max_concurrency)],
-            executor=executor,
-            concurrency=args.max_concurrency,
-            cache=False,
-            progress=False,
-        )
+        with Sampled(server) as sampled:
+            result = run_evals(
+                items,
+                scorers=[judged(server, args.max_concurrency)],
+                executor=executor,
+                concurrency=args.max_concurrency,
+                cache=False,
+                progress=False,
+            )
         seconds = time.perf_counter() - started
         in_flight, requests = server.max_in_flight, len(server.requests)
     ideal = args.items * args.latency / args.max_concurrency
@@ -79,6 +167,9 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
         "requests": requests,
         "lost": int(result.items["graded.score"].isna().sum()),
         "lowest": limit.lowest,
+        "mean_in_flight": sum(sampled.in_flight) / max(1, len(sampled.in_flight)),
+        "cpu_ms": {part: 1000 * cpu / args.items for part, cpu in sampled.seconds.items()},
+        "load": os.getloadavg()[0],
     }
 
 
@@ -134,7 +225,11 @@ def main() -> None:
         f"storm: {args.storm:.0%} of replies are 429 (Retry-After 0.05 s). "
         f"{datetime.now(UTC):%Y-%m-%d}, load average {load:.1f} on the shared 2-core machine."
     )
-    columns = "seconds | share of ideal | most in flight | requests | items lost | lowest limit"
+    columns = (
+        "seconds | share of ideal | most in flight | mean in flight | requests | items lost "
+        "| lowest limit | CPU ms per call: judge server, client, workers, coordinator, cluster "
+        "services | all"
+    )
     lines = [
         start,
         "## One judge limit for a cluster (`benchmarks/cluster_judge_limit.py`)",
@@ -142,12 +237,14 @@ def main() -> None:
         setting,
         "",
         f"| executor | run | {columns} |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, label, f in rows:
+        cpu = f["cpu_ms"]
         lines.append(
             f"| {name} | {label} | {f['seconds']:.1f} | {f['ratio']:.2f} | {f['max_in_flight']} "
-            f"| {f['requests']:,} | {f['lost']} | {f['lowest']} |"
+            f"| {f['mean_in_flight']:.0f} | {f['requests']:,} | {f['lost']} | {f['lowest']} "
+            f"| {', '.join(f'{cpu[part]:.2f}' for part in PARTS)} | {sum(cpu.values()):.2f} |"
         )
     lines += [
         "",
