@@ -25,3 +25,39 @@ def _working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     os.chdir(tmp_path_factory.mktemp("cwd"))
     yield
     os.chdir(started)
+
+
+#: The test files that take longest (benchmarks/results/suite_time.json, "slowest_files"), longest
+#: first. Under ``-n 2 --dist loadfile`` each file is one unit of work and a worker takes the next
+#: one when it is idle; pytest-xdist queues the files with the most tests first by default, which
+#: put these (few tests, each a cluster, a process or a whole mypy run) last, and the suite waited
+#: for whichever of them started late. They start first; the rest keep their order.
+LONGEST_FIRST = (
+    "cluster/test_cluster_ray.py",
+    "cluster/test_cluster.py",
+    "project/test_types.py",
+    "cli/test_cli.py",
+    "live/test_live_process.py",
+    "store/test_score_store.py",
+    "project/test_dataflows.py",
+    "local_judge/test_local_judge.py",
+    "scorers/llm/test_llm_faithfulness.py",
+    "project/test_misconfiguration.py",
+    "scorers/test_parity_completeness_prose.py",
+    "judge/test_judge_transport.py",
+    "engine/test_timeouts.py",
+    "project/test_architecture.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):  # pytest-xdist: keep the order below
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0].removeprefix("tests/")
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file's tests, and the other files, keep their order
