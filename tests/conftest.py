@@ -35,6 +35,7 @@ def _working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 LONGEST_FIRST = (
     "cluster/test_cluster_ray.py",
     "cluster/test_cluster.py",
+    "scorers/test_compiled_tagger.py",
     "project/test_types.py",
     "cli/test_cli.py",
     "live/test_live_process.py",
