@@ -19,10 +19,9 @@ import time
 
 import litellm
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited
+from parquet_folders import parquet_folder
 from repo_paths import FIXTURES
 from score_stores import store_contents
 from scorer_cases import completions, length_scorer
@@ -123,16 +122,6 @@ def run_arguments(tmp_path):
     (tmp_path / "eval_cluster.py").write_text(EVAL_FILE)
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
     return ["run", str(tmp_path / "eval_cluster.py"), "--data", str(tmp_path / "data.jsonl")]
-
-
-def _parquet_folder(tmp_path):
-    """DATA in two Parquet files of row groups of 7 rows, which the workers read."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    for name, rows in (("a", DATA.iloc[:35]), ("b", DATA.iloc[35:])):
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-        pq.write_table(table, folder / f"{name}.parquet", row_group_size=7)
-    return folder
 
 
 def _slow_length(workers=None, pause=0.05):
@@ -402,7 +391,7 @@ class ClusterCases:
     # --- streamed data, results in a directory -----------------------------------------------
 
     def test_streamed_data_and_results_directory_as_locally(self, executor, tmp_path):
-        folder = _parquet_folder(tmp_path)
+        folder = parquet_folder(DATA, tmp_path / "data")
         with JudgeServer(Reply({"score": 0.25})) as server:
             config = {**_config(server), "batch_size": 16, "progress": False}
             local = run_evals(DATA, **config, out=tmp_path / "local.parquet")
@@ -422,7 +411,8 @@ class ClusterCases:
         """on_item_complete gets each item once, in order, as in a local run (its arguments come
         back with the batch from the worker that scored it); the store, filled part by part,
         holds what saving the directory afterwards would."""
-        folder, out, store = _parquet_folder(tmp_path), tmp_path / "out", tmp_path / "scores.db"
+        folder = parquet_folder(DATA, tmp_path / "data")
+        out, store = tmp_path / "out", tmp_path / "scores.db"
         local, remote = [], []
         with JudgeServer(Reply({"score": 0.25})) as server:
             config = {**_config(server), "batch_size": 16, "progress": False}
@@ -450,7 +440,8 @@ class ClusterCases:
     ):
         """A worker killed once the first part is written: its batches run again elsewhere,
         each part is written whole once (temporary file, then renamed)."""
-        folder, out, workers = _parquet_folder(tmp_path), tmp_path / "out", tmp_path / "pids"
+        folder = parquet_folder(DATA, tmp_path / "data")
+        out, workers = tmp_path / "out", tmp_path / "pids"
         workers.mkdir()
         killed = []
 

@@ -4,10 +4,9 @@ batch is handed on, then the run's record; the store then holds exactly what
 fails mid-run loses nothing (on a real SQLite file and a real PostgreSQL database)."""
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
+from parquet_folders import parquet_folder
 from score_stores import emptied, store_contents
 from scorer_cases import length_scorer
 
@@ -26,13 +25,7 @@ DATA = pd.DataFrame(
 
 @pytest.fixture
 def data(tmp_path):
-    """DATA in two Parquet files of row groups of 7 rows."""
-    folder = tmp_path / "data"
-    folder.mkdir()
-    for name, rows in (("a", DATA.iloc[:35]), ("b", DATA.iloc[35:])):
-        table = pa.Table.from_pandas(rows, preserve_index=False)
-        pq.write_table(table, folder / f"{name}.parquet", row_group_size=7)
-    return folder
+    return parquet_folder(DATA, tmp_path / "data")
 
 
 def _config():

@@ -467,9 +467,9 @@ def _local_run(
             "fingerprint": run_fingerprint(plan),
             **({"columns": mapping} if mapping else {}),
         }
-        if directory is not None:  # kept for a resumed run: see ``run_experiment_id``
-            definition["experiment_id"] = run_inputs["experiment_id"]
         if directory is not None:
+            # kept for a resumed run: see ``run_experiment_id``
+            definition["experiment_id"] = run_inputs["experiment_id"]
             saved = ResultsDirectory(directory, definition, resume)
         else:
             assert checkpoint is not None and isinstance(dataset, pd.DataFrame)
