@@ -94,6 +94,18 @@ def test_a_resumed_run_saves_each_part_once_under_its_first_experiment_id(
     assert streamed == afterwards and len(streamed["evaldag_scores"]) == 3 * len(DATA)
 
 
+def test_a_scorer_dropped_on_resume_leaves_no_rows_in_the_store(data, tmp_path, store_url):
+    out = tmp_path / "out"
+    run_evals(data, **_config(), out=out, store=store_url)
+    config = _config()
+    config["scorers"] = config["scorers"][:1]  # "flaky" dropped: its items go stale
+    result = run_evals(data, **config, out=out, store=store_url, resume="refresh")
+    streamed, afterwards = _saved_afterwards(store_url, out)
+    assert streamed == afterwards and len(streamed["evaldag_scores"]) == 2 * len(DATA)
+    assert {row["scorer_id"] for row in streamed["evaldag_scores"]} == {"len", "check-includes"}
+    assert {row["experiment_id"] for row in streamed["evaldag_scores"]} == {result.experiment_id}
+
+
 def _locked(location):
     """A connection holding the store's tables as another writer would (SQLite's write lock,
     PostgreSQL's table locks); closed by the caller."""

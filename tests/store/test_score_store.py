@@ -329,6 +329,27 @@ def test_a_stored_run_reads_back_as_its_result(store_url):
             assert _cells(back.items[column]) == _cells(result.items[column]), column
 
 
+def test_saving_a_run_again_replaces_its_experiments_rows_and_no_others(store_url):
+    first = _result()
+    with SqlScoreStore(store_url) as store:
+        store.save_result(first)
+        other = store.save_result(_result())  # another experiment
+        store.save([_row("live-1", experiment_id=first.experiment_id)])  # a LIVE row of it
+        # the same run without the "evens" scorer (a refreshed checkpoint that dropped it)
+        dropped = first.model_copy(
+            update={
+                "scorers": [d for d in first.scorers if d["id"] != "evens"],
+                "items": first.items.drop(columns=[c for c in first.items if "evens" in c]),
+            }
+        )
+        assert store.save_result(dropped) == 4 * 2
+        rows = store.scores(experiment_id=first.experiment_id, source="TEST")
+        assert sorted(set(rows.scorer_id)) == ["always", "length"] and len(rows) == 4 * 2
+        assert len(store.scores(source="TEST")) == 4 * 2 + other
+        assert list(store.scores(source="LIVE").id) == ["live-1"]
+        assert store.result(first.experiment_id).scores == dropped.scores
+
+
 def _cells(column):
     return [None if _missing(v) else v for v in column.astype(object)]
 

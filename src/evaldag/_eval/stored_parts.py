@@ -6,7 +6,9 @@ scored it, or taken from an earlier run), the client reads that one part back, s
 the store and drops them; once the run is finished, it saves the run's record. The store then
 holds what ``store.save_result(EvalResult.read_parquet(out))`` saves: the same rows (a row's id
 is the experiment id, the item's position in the run and the scorer's id, so saving a part
-again replaces its rows) and the same record.
+again replaces its rows) and the same record; in a SQL store, the rows of an earlier run into
+the same directory that this one did not save again (a scorer dropped on resume) are deleted
+with the record's save.
 
 A store that fails mid-run takes no further part and the run goes on: every item is in the
 directory, and ``run_evals`` raises ``ResultNotSavedError`` at the end, as it does when a local
@@ -16,6 +18,7 @@ run's store fails, saying how to save the run from the directory.
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +60,9 @@ class StoredParts:
         self.error: Exception | None = None
         #: The item columns of the parts read, in order: those of the whole run's items.
         self._item_columns: list[Any] = []
+        #: Every part is saved after this: the experiment's rows saved before are an earlier
+        #: run's.
+        self._started = datetime.now(UTC)
 
     def save(self, number: int, start: int) -> None:
         """Save the rows of part ``number`` (its first item the run's ``start``), unless the
@@ -80,10 +86,17 @@ class StoredParts:
     def finish(self, result: EvalResult) -> Exception | None:
         """Save the run's record (``result``'s, with the whole run's item columns), its rows all
         saved; why the store does not hold the whole run, if it does not."""
+        from evaldag._store.sql import SqlScoreStore  # SQLAlchemy: loaded for a store only
+
         if self.error is None:
             record = result.model_copy(update={"items": pd.DataFrame(columns=self._item_columns)})
             try:
-                self.store.save_result(record, entity=self.entity)
+                if isinstance(self.store, SqlScoreStore):
+                    self.store.save_result(
+                        record, entity=self.entity, rows_saved_since=self._started
+                    )
+                else:
+                    self.store.save_result(record, entity=self.entity)
             except Exception as error:
                 self.error = error
         return self.error

@@ -82,10 +82,21 @@ class SqlScoreStore:
                 _upsert(connection, records)
         return len(records)
 
-    def save_result(self, result: EvalResult, *, entity: str | None = None) -> int:
+    def save_result(
+        self,
+        result: EvalResult,
+        *,
+        entity: str | None = None,
+        rows_saved_since: datetime | None = None,
+    ) -> int:
         """Store a ``run_evals`` result: its experiment and one TEST row per item and scorer.
+        The experiment's rows are the result's: a TEST row of an earlier save of the same
+        experiment that this one does not write (a scorer the run no longer has) is deleted.
 
         :param entity: what produced the outputs (default ``"dataset"``).
+        :param rows_saved_since: the result's rows were saved with ``save`` since this time, in
+            parts (a streamed run's); ``result.items`` holds none of them, and the experiment's
+            TEST rows saved before it are deleted.
         :return: how many score rows were written.
         """
         if result.experiment_id is None:
@@ -117,6 +128,14 @@ class SqlScoreStore:
                 [experiment],
             )
             _upsert(connection, records)
+            scores = schema.scores
+            connection.execute(
+                sa.delete(scores).where(
+                    scores.c.experiment_id == result.experiment_id,
+                    scores.c.source == "TEST",
+                    scores.c.updated_at < (now if rows_saved_since is None else rows_saved_since),
+                )
+            )
         return len(records)
 
     def scores(
