@@ -415,6 +415,8 @@ def extract_input_messages(run_input: Any) -> list[str]:
     if isinstance(run_input, str):
         return [run_input]
     record = _input_record(run_input)
+    if isinstance(record, dict) and "role" in record and "inputMessages" not in record:
+        record = {"inputMessages": [record]}  # one message
     messages = record.get("inputMessages") if isinstance(record, dict) else None
     return [get_text_content(message) for message in run_messages(messages, "user")]
 

@@ -143,6 +143,67 @@ def test_a_text_over_max_chars_is_the_rows_error_naming_the_setting(factory):
     assert getattr(scorers, factory)(max_chars=None).run(input="x" * 10, output="x").score >= 0
 
 
+_TEXT_SCORERS = [
+    "completeness",
+    "textual_difference",
+    "content_similarity",
+    "keyword_coverage",
+    "tone",
+]
+
+
+@pytest.mark.parametrize("factory", _TEXT_SCORERS)
+@pytest.mark.parametrize(
+    ("output", "held"),
+    [
+        ({"answer": "The fox jumps", "score": 0.9}, "a dict with keys ['answer', 'score']"),
+        (42, "int"),
+        ([{"answer": "The fox jumps"}], "a list whose item 0 is a dict with keys ['answer']"),
+    ],
+)
+def test_an_output_no_reader_takes_is_the_rows_error_not_empty_text(factory, output, held):
+    # Mastra fails on the first two (run.output.map is not a function) and scores the list as
+    # empty text: 0, or 1 for tone. Empty text would be a confident score of nothing.
+    with pytest.raises(ScorerRunError) as caught:
+        getattr(scorers, factory)().run(input="The quick brown fox jumps", output=output)
+    assert caught.value.failed_step == "preprocess"
+    scorer_id = factory.replace("_", "-") + "-scorer"
+    assert (
+        f"run.output must be a string, a message or a list of messages for {scorer_id}, got "
+        f"{held}; give the text instead"
+    ) in caught.value.message
+
+
+@pytest.mark.parametrize("factory", [f for f in _TEXT_SCORERS if f != "tone"])
+def test_an_input_no_reader_takes_is_the_rows_error_not_empty_text(factory):
+    with pytest.raises(ScorerRunError) as caught:
+        getattr(scorers, factory)().run(input={"question": "The fox?"}, output="The fox jumps")
+    assert "run.input must be a string, a message, a list of messages or Mastra's agent run" in (
+        caught.value.message
+    )
+    assert "got a dict with keys ['question']" in caught.value.message
+
+
+@pytest.mark.parametrize("factory", _TEXT_SCORERS)
+@pytest.mark.parametrize(
+    "run_input",
+    [
+        "The quick brown fox jumps",
+        ["The quick brown fox jumps"],
+        {"role": "user", "content": "The quick brown fox jumps"},  # one message
+        [{"role": "user", "content": "The quick brown fox jumps"}],
+        '[{"role": "user", "content": "The quick brown fox jumps"}]',
+    ],
+)
+def test_every_input_shape_of_one_user_message_scores_as_its_text(factory, run_input):
+    scorer = getattr(scorers, factory)()
+    plain = scorer.run(input="The quick brown fox jumps", output="A brown fox jumps")
+    answer = {"role": "assistant", "content": "A brown fox jumps"}
+    given = scorer.run(input=run_input, output=answer)
+    assert given.score == plain.score
+    assert given.preprocess_step_result == plain.preprocess_step_result
+
+
 @pytest.mark.parametrize("max_chars", [0, -1, 1.5, True, "100"])
 def test_max_chars_is_a_positive_integer_or_none(max_chars):
     with pytest.raises(EvalDagError, match=r"max_chars=\.\.\.\) must be a positive integer"):

@@ -34,6 +34,7 @@ from evaldag._reader.values import (
 from evaldag.errors import EvalDagError
 
 __all__ = [
+    "checked_input",
     "checked_transcript",
     "described",
     "is_messages",
@@ -47,6 +48,8 @@ __all__ = [
 
 #: The keys of Mastra's agent run input (an ``input`` only).
 _AGENT_INPUT_KEYS = frozenset({"inputMessages", "rememberedMessages", "systemMessages"})
+#: Keys that make a dict Mastra's agent run input (or a record of its messages) for a reader.
+_RUN_INPUT_KEYS = _AGENT_INPUT_KEYS | {"taggedSystemMessages", *INPUT_LISTS}
 
 
 def read_transcript(value: Any, field: str) -> Any:
@@ -121,9 +124,33 @@ def checked_transcript(value: Any, reader: str, field: str = "run.output") -> An
     raise EvalDagError(
         "EVALDAG_INVALID_RUN_OUTPUT",
         f"{field} must be a string, a message or a list of messages for {reader}, got "
-        f"{described(value)}; see docs/transcripts.md for the message shapes evaldag reads",
+        f"{described(value)}; {_UNREAD_FIX}",
         details={"field": field},
     )
+
+
+def checked_input(value: Any, reader: str, field: str = "run.input") -> Any:
+    """``value`` if a user's text can be read from it: what :func:`checked_transcript` takes,
+    or Mastra's agent run input (``{inputMessages, ...}``); otherwise an ``EvalDagError`` that
+    names ``field`` and what it holds."""
+    if isinstance(value, Mapping) and not value.keys().isdisjoint(_RUN_INPUT_KEYS):
+        return value
+    try:
+        return checked_transcript(value, reader, field)
+    except EvalDagError:
+        raise EvalDagError(
+            "EVALDAG_INVALID_RUN_INPUT",
+            f"{field} must be a string, a message, a list of messages or Mastra's agent run "
+            f"input ({{inputMessages, ...}}) for {reader}, got {described(value)}; {_UNREAD_FIX}",
+            details={"field": field},
+        ) from None
+
+
+#: What to do about a value no reader takes, for the errors above.
+_UNREAD_FIX = (
+    "give the text instead (columns= naming a text column, or a prepare_run step that picks the "
+    "text out of the value); see docs/transcripts.md for the message shapes evaldag reads"
+)
 
 
 def described(value: Any) -> str:

@@ -3,6 +3,7 @@ difference and tone (Mastra's ``create*Scorer`` of the same names, same ids and 
 
 Each reads ``run.input`` as plain text or Mastra's agent input (its ``inputMessages``) and
 ``run.output`` as plain text or a list of messages; several messages are joined with ``", "``.
+Any other value (an app's own dict, a number) is the row's error, never read as empty text.
 A text longer than the scorer's ``max_chars`` (:data:`MAX_CHARS` unless set) is an error on its
 row, not read: completeness takes about 20 s a megabyte and textual difference's cost grows with
 the product of the two lengths.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import collapsed_whitespace, js_length
+from evaldag._reader import checked_input, checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
 from evaldag.scorers import _text
@@ -64,13 +66,17 @@ def _limit(scorer_id: str, factory: str, max_chars: int | None) -> _Limit:
 
 
 def _input_text(run: Any, limit: _Limit) -> str:
-    text = ", ".join(extract_input_messages(run.input)) if run.input is not None else ""
+    """This turn's input messages' text; a value no reader takes (a dict of an app's own, a
+    number) is an error, not an empty text."""
+    if run.input is None:
+        return ""
+    text = ", ".join(extract_input_messages(checked_input(run.input, limit.scorer_id)))
     return limit.checked(text, "run.input")
 
 
 def _output_text(run: Any, limit: _Limit) -> str:
-    """Every output message's text, whatever its role."""
-    messages = _run_messages(run.output, "assistant")
+    """Every output message's text, whatever its role; a value no reader takes is an error."""
+    messages = _run_messages(checked_transcript(run.output, limit.scorer_id), "assistant")
     return limit.checked(", ".join(get_text_content(message) for message in messages), "run.output")
 
 

@@ -147,3 +147,53 @@ def test_every_llm_scorer_lists_the_shared_model_paragraph_first(name):
     first = doc[doc.index(":param ") :]
     assert first.startswith(MODEL_PARAMETER + "\n"), name
     assert doc.count(":param model:") == 1
+
+
+#: Each scorer judging what a run holds, with a fixed context where it needs one (without it,
+#: a run whose output holds no tool results is not scorable before anything is read).
+_JUDGING = {
+    **FACTORIES,
+    "faithfulness": lambda model: scorers.faithfulness(model, context=["Paris is the capital."]),
+    "hallucination": lambda model: scorers.hallucination(model, context=["Paris is the capital."]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_JUDGING))
+@pytest.mark.parametrize(
+    ("field", "output"),
+    [
+        ("run.output", {"answer": "Paris", "confidence": 0.9}),
+        ("run.output", 42),
+        ("run.output.rawOutput", {"steps": [], "rawOutput": {"x": 1}}),
+    ],
+)
+def test_an_output_no_reader_takes_fails_the_run_before_any_judge_call(
+    judge_server, name, field, output
+):
+    # Mastra reads such a value as empty text and asks its judge about nothing.
+    scorer = _JUDGING[name](judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input="What is the capital?", output=output, ground_truth="Paris")
+    assert f"{field} must be a string, a message or a list of messages" in raised.value.message
+    assert judge_server.requests == []
+
+
+def test_an_input_no_reader_takes_fails_the_run_not_an_empty_question(judge_server):
+    judge_server.on("", {"statements": ["Paris."]})
+    with pytest.raises(ScorerRunError) as raised:
+        scorers.answer_relevancy(judge_server.judge()).run(
+            input={"question": "What is the capital?"}, output="Paris."
+        )
+    assert "run.input must be a string, a message, a list of messages" in raised.value.message
+    assert "got a dict with keys ['question']" in raised.value.message
+
+
+def test_a_trajectorys_text_is_read_from_its_raw_output(judge_server):
+    judge_server.on("", {"statements": ["Paris."]})
+    trajectory = {
+        "steps": [{"stepType": "tool_call", "name": "lookup"}],
+        "rawOutput": [{"role": "assistant", "content": "Paris."}],
+    }
+    with pytest.raises(ScorerRunError):  # the scripted reply does not fit the verdicts' schema
+        scorers.answer_relevancy(judge_server.judge()).run(input="Capital?", output=trajectory)
+    assert "Paris." in str(judge_server.requests[0])

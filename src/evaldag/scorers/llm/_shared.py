@@ -71,6 +71,7 @@ from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
+from evaldag._reader import checked_input, checked_transcript
 from evaldag._scorer.builder import create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
@@ -203,13 +204,25 @@ def llm_scorer(
 
 
 def user_text(run: Any) -> str:
-    """The user's message of the run (``''`` when there is none)."""
-    return get_user_message(run.input) or ""
+    """The user's message of the run (``''`` when a transcript has none); a value no reader
+    takes (an app's own dict, a number) is an error, not an empty message for the judge."""
+    text = get_user_message(run.input)
+    if text is None:
+        checked_input(run.input, "an LLM scorer")
+    return text or ""
 
 
 def assistant_text(run: Any) -> str:
-    """The assistant's response of the run (``''`` when there is none)."""
-    return get_assistant_message(run.output) or ""
+    """The assistant's response of the run (``''`` when a transcript has none), a trajectory's
+    read from its ``rawOutput``; a value no reader takes is an error, not an empty response for
+    the judge."""
+    output, field = run.output, "run.output"
+    if isinstance(output, dict) and "rawOutput" in output and isinstance(output.get("steps"), list):
+        output, field = output["rawOutput"], "run.output.rawOutput"
+    text = get_assistant_message(output)
+    if text is None:
+        checked_transcript(output, "an LLM scorer", field)
+    return text or ""
 
 
 def missing_value(value: Any) -> bool:

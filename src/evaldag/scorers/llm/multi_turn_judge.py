@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -71,7 +72,7 @@ def assistant_turns(run_output: Any) -> list[str]:
     if isinstance(run_output, str):
         texts = [run_output]
     else:
-        texts = extract_agent_response_messages(run_output)
+        texts = extract_agent_response_messages(checked_transcript(run_output, "an LLM scorer"))
     return [text.strip() for text in texts if text.strip()]
 
 

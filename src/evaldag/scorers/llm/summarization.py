@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._compat.js import round_to_two_decimals
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
@@ -184,7 +185,10 @@ def summary_text(run_output: Any) -> str:
         texts = [text for text in extract_agent_response_messages(run_output) if text.strip()]
         if texts:
             return texts[-1]
-    return get_assistant_message(run_output) or ""
+    text = get_assistant_message(run_output)
+    if text is None:
+        checked_transcript(run_output, "an LLM scorer")
+    return text or ""
 
 
 def _missing_answer(question: str) -> dict[str, Any]:
