@@ -64,20 +64,35 @@ def _evaldag(*args: str, cwd: Path, path: str | None = None) -> subprocess.Compl
     )
 
 
-@pytest.mark.slow
+def _evaldag_here(capsys, monkeypatch, *args, cwd: Path) -> subprocess.CompletedProcess:
+    """What ``_evaldag`` gives, from ``main()`` in this process: for the tests whose subject is
+    what a run reads and writes, not the process (each process pays about 1 s of imports)."""
+    monkeypatch.chdir(cwd)
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+
+
 @pytest.mark.parametrize(
-    ("scorers", "gates", "code", "verdict"),
+    ("scorers", "gates", "code", "verdict", "in_a_process"),
     [
-        ("exact.with_threshold(0.5)", "checks.matches(r'^[A-Z]')", 0, "verdict: PASSED"),
-        ("exact.with_threshold(0.9)", "checks.matches(r'^[A-Z]')", 1, "verdict: SCORED"),
-        ("exact.with_threshold(0.5)", "checks.excludes('Lisbon')", 2, "verdict: FAILED"),
-        ("exact", "", 0, "verdict: none (no gates or thresholds, so no verdict)"),
+        ("exact.with_threshold(0.5)", "checks.matches(r'^[A-Z]')", 0, "verdict: PASSED", False),
+        ("exact.with_threshold(0.9)", "checks.matches(r'^[A-Z]')", 1, "verdict: SCORED", False),
+        # one verdict in a real process: main()'s code is the process's exit status
+        ("exact.with_threshold(0.5)", "checks.excludes('Lisbon')", 2, "verdict: FAILED", True),
+        ("exact", "", 0, "verdict: none (no gates or thresholds, so no verdict)", False),
     ],
     ids=["passed", "scored", "failed", "no-verdict"],
 )
-def test_run_exit_code_follows_the_verdict(tmp_path, scorers, gates, code, verdict):
+def test_run_exit_code_follows_the_verdict(
+    tmp_path, capsys, monkeypatch, scorers, gates, code, verdict, in_a_process
+):
     eval_file = _write_eval(tmp_path, scorers=scorers, gates=gates)
-    done = _evaldag("run", eval_file, "--data", _write_data(tmp_path), cwd=tmp_path)
+    args = ("run", eval_file, "--data", _write_data(tmp_path))
+    if in_a_process:
+        done = _evaldag(*args, cwd=tmp_path)
+    else:
+        done = _evaldag_here(capsys, monkeypatch, *args, cwd=tmp_path)
     assert done.returncode == code, done.stderr
     assert verdict in done.stdout
     assert "eval.py on items.jsonl: 3 items" in done.stdout
@@ -94,16 +109,15 @@ def test_run_configuration_error_exits_3_with_a_message_and_no_traceback(tmp_pat
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.slow
-def test_run_writes_results_and_dot_dag(tmp_path):
+def test_run_writes_results_and_dot_dag(tmp_path, capsys, monkeypatch):
     eval_file = _write_eval(
         tmp_path, scorers="exact.with_threshold(0.5)", gates="checks.matches(r'^[A-Z]')"
     )
     out = tmp_path / "out" / "results.parquet"
     dag = tmp_path / "dag.dot"
-    done = _evaldag(
-        "run", eval_file, "--data", _write_data(tmp_path), "--out", out, "--dag", dag,
-        "--concurrency", "2", cwd=tmp_path,
+    done = _evaldag_here(
+        capsys, monkeypatch, "run", eval_file, "--data", _write_data(tmp_path), "--out", out,
+        "--dag", dag, "--concurrency", "2", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"results: {out}" in done.stdout
@@ -119,8 +133,7 @@ def test_run_writes_results_and_dot_dag(tmp_path):
     assert "verdict" in dot
 
 
-@pytest.mark.slow
-def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path):
+def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path, capsys, monkeypatch):
     """Without Graphviz's ``dot`` on PATH a PNG cannot be drawn: exit 3 before any scoring."""
     eval_file = tmp_path / "eval.py"
     marker = tmp_path / "scored.txt"
@@ -136,9 +149,10 @@ def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path):
         scorers = [evaldag.create_scorer("s").generate_score(_scored)]
         """)
     )
-    done = _evaldag(
-        "run", eval_file, "--data", _write_data(tmp_path), "--dag", tmp_path / "dag.png",
-        cwd=tmp_path, path=str(BIN),
+    monkeypatch.setenv("PATH", str(BIN))
+    done = _evaldag_here(
+        capsys, monkeypatch, "run", eval_file, "--data", _write_data(tmp_path),
+        "--dag", tmp_path / "dag.png", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 3
     assert "needs Graphviz's 'dot' program" in done.stderr
@@ -179,18 +193,17 @@ def test_usage_errors_exit_3_not_argparse_2(tmp_path):
 # The eval file's data: what `evaldag run` scores without --data.
 
 
-@pytest.mark.slow
-def test_run_scores_the_data_the_eval_file_defines_read_beside_it(tmp_path):
+def test_run_scores_the_data_the_eval_file_defines_read_beside_it(tmp_path, capsys, monkeypatch):
     evals = tmp_path / "evals"
     evals.mkdir()
     _write_data(evals)
     eval_file = _write_eval(evals, scorers="exact.with_threshold(0.9)")
     eval_file.write_text(eval_file.read_text() + "data = 'items.jsonl'  # beside this file\n")
-    done = _evaldag("run", "evals/eval.py", cwd=tmp_path)  # run from another folder
+    done = _evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", cwd=tmp_path)  # elsewhere
     assert done.returncode == 1, done.stderr  # 2 of 3 exact: the threshold is missed
     assert "eval.py on items.jsonl: 3 items" in done.stdout
     other = _write_data(tmp_path, ITEMS[:2])  # --data overrides it
-    done = _evaldag("run", "evals/eval.py", "--data", other, cwd=tmp_path)
+    done = _evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", "--data", other, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "eval.py on items.jsonl: 2 items" in done.stdout
 
@@ -473,24 +486,25 @@ def _wait_for_batches(job: subprocess.Popen, parts: Path, count: int) -> None:
 
 
 @pytest.mark.slow
-def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path):
+def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path, capsys, monkeypatch):
     eval_file = tmp_path / "slow_eval.py"
     eval_file.write_text(SLOW_EVAL)
     data = _write_data(tmp_path, [{"input": str(i), "output": "o"} for i in range(200)])
     log, out = tmp_path / "calls.log", tmp_path / "run.parquet"
-    args = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", str(out)]
+    args = ["run", str(eval_file), "--data", str(data), "--out", str(out)]
     args += ["--concurrency", "1"]  # batches of 64 items
     env = {**os.environ, "CALLS_LOG": str(log), "DELAY": "0.01"}
-    job = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
+    job = subprocess.Popen([*COMMAND, *args], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL)
     parts = _checkpoint_parts(out)  # every run keeps a checkpoint
     _wait_for_batches(job, parts, 2)
     os.kill(job.pid, signal.SIGKILL)
     job.wait()
     saved = {row for part in parts.glob("batch-*.parquet") for row in _inputs(part)}
     before = log.read_text().split()
-    again = subprocess.run(
-        [*args, "--resume"], cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True
-    )
+    # the process killed is the subject; the run that resumes it can be this one
+    monkeypatch.setenv("CALLS_LOG", str(log))
+    monkeypatch.setenv("DELAY", "0")
+    again = _evaldag_here(capsys, monkeypatch, *args, "--resume", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     after = log.read_text().split()[len(before) :]
     assert saved and saved.isdisjoint(after)
@@ -514,7 +528,7 @@ def _inputs(part: Path) -> list[str]:
     ids=["ctrl-c", "sigterm"],
 )
 def test_a_stopped_run_says_how_to_go_on_and_going_on_gives_the_whole_run(
-    tmp_path, stop, code, said
+    tmp_path, capsys, monkeypatch, stop, code, said
 ):
     """Ctrl-C or SIGTERM mid-run: the conventional exit code, the batches scored so far kept,
     and the command line that goes on from them; run, it gives what an uninterrupted run
@@ -548,19 +562,14 @@ def test_a_stopped_run_says_how_to_go_on_and_going_on_gives_the_whole_run(
     assert go_on == shlex.join(["evaldag", *args, "--resume"])
     assert saved
     before = log.read_text().split()
-    again = subprocess.run(
-        [*COMMAND, *shlex.split(go_on)[1:]],
-        cwd=tmp_path,
-        env={**env, "DELAY": "0"},
-        capture_output=True,
-        text=True,
-    )
+    # the stopped process is the subject; the runs that go on and compare can be this one
+    monkeypatch.setenv("CALLS_LOG", str(log))
+    monkeypatch.setenv("DELAY", "0")
+    again = _evaldag_here(capsys, monkeypatch, *shlex.split(go_on)[1:], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert saved.isdisjoint(log.read_text().split()[len(before) :])
-    whole = [*COMMAND, "run", str(eval_file), "--data", str(data), "--out", "whole.parquet"]
-    done = subprocess.run(
-        [*whole, "--no-checkpoint"], cwd=tmp_path, env={**env, "DELAY": "0"}, capture_output=True
-    )
+    whole = ["run", str(eval_file), "--data", str(data), "--out", "whole.parquet"]
+    done = _evaldag_here(capsys, monkeypatch, *whole, "--no-checkpoint", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     resumed = EvalResult.read_parquet(tmp_path / "run.parquet")
     uninterrupted = EvalResult.read_parquet(tmp_path / "whole.parquet")
