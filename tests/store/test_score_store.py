@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from datetime import datetime
 
 import pandas as pd
@@ -204,11 +205,41 @@ def test_an_older_store_is_migrated_once_and_a_new_one_created_at_the_current_ve
 
 # --- concurrent writers ----------------------------------------------------------------------
 
-_WRITER = textwrap.dedent(
+#: Run by each process of :func:`_at_once` once it has imported evaldag (about a second, which
+#: would otherwise spread the processes' work apart): it says it is ready and waits for the go.
+_READY = textwrap.dedent(
     """
-    import sys
-    from evaldag import ScoreRow, SqlScoreStore
+    import pathlib, sys, time
+    folder = pathlib.Path(sys.argv[-1])
+    (folder / f"ready-{sys.argv[-2]}").touch()
+    while not (folder / "go").exists():
+        time.sleep(0.001)
+    """
+)
 
+
+def _at_once(code: str, names: list[str], url: str, folder) -> list[subprocess.Popen]:
+    """Processes running ``code`` (``sys.argv[1]`` the store's URL, ``sys.argv[2]`` the name)
+    that all begin at the same moment, after their imports: this process says go once each has
+    said it is ready."""
+    processes = [
+        subprocess.Popen([sys.executable, "-c", code, url, name, str(folder)],
+                         stderr=subprocess.PIPE, text=True)
+        for name in names
+    ]  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(list(folder.glob("ready-*"))) < len(names):
+        failed = [p for p in processes if p.poll() is not None]
+        assert not failed, failed[0].communicate()[1]
+        assert time.monotonic() < deadline, "the processes were not ready within 120 s"
+        time.sleep(0.01)
+    (folder / "go").touch()
+    return processes
+
+
+_WRITER = "import sys\nfrom evaldag import ScoreRow, SqlScoreStore\n" + _READY
+_WRITER += textwrap.dedent(
+    """
     url, writer = sys.argv[1], sys.argv[2]
     store = SqlScoreStore(url)
     for batch in range(10):
@@ -229,14 +260,9 @@ _WRITER = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_processes_and_threads_writing_at_once_lose_nothing(store_url):
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, store_url, f"p{n}"], stderr=subprocess.PIPE, text=True
-        )
-        for n in range(4)
-    ]
-    store = SqlScoreStore(store_url)
+def test_processes_and_threads_writing_at_once_lose_nothing(store_url, tmp_path):
+    processes = _at_once(_WRITER, ["p0", "p1"], store_url, tmp_path)
+    store = SqlScoreStore(store_url)  # the store is new: this process creates it with them
     errors = []
 
     def write(writer):
@@ -257,17 +283,15 @@ def test_processes_and_threads_writing_at_once_lose_nothing(store_url):
     assert errors == []
     frame = store.scores()
     store.close()
-    assert len(frame) == 8 * 10 * 20 + 5
+    assert len(frame) == (2 + 4) * 10 * 20 + 5
     assert frame.id.is_unique
 
 
 @pytest.mark.slow
-def test_processes_opening_a_new_store_at_once_create_it_once(store_url):
-    code = "import sys; from evaldag import SqlScoreStore; SqlScoreStore(sys.argv[1]).close()"
-    processes = [
-        subprocess.Popen([sys.executable, "-c", code, store_url], stderr=subprocess.PIPE, text=True)
-        for _ in range(4)
-    ]
+def test_processes_opening_a_new_store_at_once_create_it_once(store_url, tmp_path):
+    code = "import sys\nfrom evaldag import SqlScoreStore\n" + _READY
+    code += "SqlScoreStore(sys.argv[1]).close()\n"
+    processes = _at_once(code, ["p0", "p1", "p2", "p3"], store_url, tmp_path)
     for process in processes:
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
