@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runs import evaldag_here
 from judge_server import API_KEY, MODEL
 
 from evaldag import EvalResult, checks, create_scorer, run_evals
@@ -64,15 +65,6 @@ def _evaldag(*args: str, cwd: Path, path: str | None = None) -> subprocess.Compl
     )
 
 
-def _evaldag_here(capsys, monkeypatch, *args, cwd: Path) -> subprocess.CompletedProcess:
-    """What ``_evaldag`` gives, from ``main()`` in this process: for the tests whose subject is
-    what a run reads and writes, not the process (each process pays about 1 s of imports)."""
-    monkeypatch.chdir(cwd)
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-
-
 @pytest.mark.parametrize(
     ("scorers", "gates", "code", "verdict", "in_a_process"),
     [
@@ -92,7 +84,7 @@ def test_run_exit_code_follows_the_verdict(
     if in_a_process:
         done = _evaldag(*args, cwd=tmp_path)
     else:
-        done = _evaldag_here(capsys, monkeypatch, *args, cwd=tmp_path)
+        done = evaldag_here(capsys, monkeypatch, *args, cwd=tmp_path)
     assert done.returncode == code, done.stderr
     assert verdict in done.stdout
     assert "eval.py on items.jsonl: 3 items" in done.stdout
@@ -115,7 +107,7 @@ def test_run_writes_results_and_dot_dag(tmp_path, capsys, monkeypatch):
     )
     out = tmp_path / "out" / "results.parquet"
     dag = tmp_path / "dag.dot"
-    done = _evaldag_here(
+    done = evaldag_here(
         capsys, monkeypatch, "run", eval_file, "--data", _write_data(tmp_path), "--out", out,
         "--dag", dag, "--concurrency", "2", cwd=tmp_path,
     )  # fmt: skip
@@ -150,7 +142,7 @@ def test_run_png_dag_without_graphviz_fails_before_scoring(tmp_path, capsys, mon
         """)
     )
     monkeypatch.setenv("PATH", str(BIN))
-    done = _evaldag_here(
+    done = evaldag_here(
         capsys, monkeypatch, "run", eval_file, "--data", _write_data(tmp_path),
         "--dag", tmp_path / "dag.png", cwd=tmp_path,
     )  # fmt: skip
@@ -199,11 +191,11 @@ def test_run_scores_the_data_the_eval_file_defines_read_beside_it(tmp_path, caps
     _write_data(evals)
     eval_file = _write_eval(evals, scorers="exact.with_threshold(0.9)")
     eval_file.write_text(eval_file.read_text() + "data = 'items.jsonl'  # beside this file\n")
-    done = _evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", cwd=tmp_path)  # elsewhere
+    done = evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", cwd=tmp_path)  # elsewhere
     assert done.returncode == 1, done.stderr  # 2 of 3 exact: the threshold is missed
     assert "eval.py on items.jsonl: 3 items" in done.stdout
     other = _write_data(tmp_path, ITEMS[:2])  # --data overrides it
-    done = _evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", "--data", other, cwd=tmp_path)
+    done = evaldag_here(capsys, monkeypatch, "run", "evals/eval.py", "--data", other, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "eval.py on items.jsonl: 2 items" in done.stdout
 
@@ -504,7 +496,7 @@ def test_run_resume_after_sigkill_repeats_no_finished_item(tmp_path, capsys, mon
     # the process killed is the subject; the run that resumes it can be this one
     monkeypatch.setenv("CALLS_LOG", str(log))
     monkeypatch.setenv("DELAY", "0")
-    again = _evaldag_here(capsys, monkeypatch, *args, "--resume", cwd=tmp_path)
+    again = evaldag_here(capsys, monkeypatch, *args, "--resume", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     after = log.read_text().split()[len(before) :]
     assert saved and saved.isdisjoint(after)
@@ -565,11 +557,11 @@ def test_a_stopped_run_says_how_to_go_on_and_going_on_gives_the_whole_run(
     # the stopped process is the subject; the runs that go on and compare can be this one
     monkeypatch.setenv("CALLS_LOG", str(log))
     monkeypatch.setenv("DELAY", "0")
-    again = _evaldag_here(capsys, monkeypatch, *shlex.split(go_on)[1:], cwd=tmp_path)
+    again = evaldag_here(capsys, monkeypatch, *shlex.split(go_on)[1:], cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert saved.isdisjoint(log.read_text().split()[len(before) :])
     whole = ["run", str(eval_file), "--data", str(data), "--out", "whole.parquet"]
-    done = _evaldag_here(capsys, monkeypatch, *whole, "--no-checkpoint", cwd=tmp_path)
+    done = evaldag_here(capsys, monkeypatch, *whole, "--no-checkpoint", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     resumed = EvalResult.read_parquet(tmp_path / "run.parquet")
     uninterrupted = EvalResult.read_parquet(tmp_path / "whole.parquet")

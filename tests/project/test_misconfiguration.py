@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_runs import evaldag_here
 from judge_server import refused
 
 import evaldag
@@ -41,6 +42,7 @@ def _judged(judge, scorer_id="judged"):
 
 
 def _cli(*args, cwd):
+    """``evaldag *args`` in a process of its own: the error that ends a run is its exit status."""
     return subprocess.run(
         [sys.executable, "-m", "evaldag", *map(str, args)],
         capture_output=True,
@@ -137,21 +139,23 @@ def test_the_demo_takes_the_judges_api_key():
 # --- gates and thresholds ---------------------------------------------------------------------
 
 
-def test_a_threshold_whose_scorer_scored_nothing_fails_in_the_cli(tmp_path):
+def test_a_threshold_whose_scorer_scored_nothing_fails_in_the_cli(tmp_path, capsys, monkeypatch):
     (tmp_path / "eval.py").write_text(
         "from evaldag import create_scorer, not_scorable\n"
         "scorers = [create_scorer('nothing').generate_score(lambda: not_scorable('no context'))"
         ".with_threshold(0.5), create_scorer('one').generate_score(lambda: 1.0)]\n"
     )
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
-    done = _cli("run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
+    done = evaldag_here(capsys, monkeypatch, "run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr  # scored, not "no verdict"
     assert "verdict: SCORED" in done.stdout
     assert "nothing could score no item; first, on item 0: no context" in done.stdout
 
 
 @pytest.mark.parametrize("threshold", ["", ".with_threshold(0.5)"])
-def test_a_run_that_could_score_nothing_is_an_error_in_the_cli(tmp_path, threshold):
+def test_a_run_that_could_score_nothing_is_an_error_in_the_cli(
+    tmp_path, capsys, monkeypatch, threshold
+):
     # with or without a threshold: nothing was measured, so there is no verdict to give
     (tmp_path / "eval.py").write_text(
         "from evaldag import create_scorer, not_scorable\n"
@@ -159,7 +163,10 @@ def test_a_run_that_could_score_nothing_is_an_error_in_the_cli(tmp_path, thresho
         f"{threshold}]\n"
     )
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
-    done = _cli("run", "eval.py", "--data", "data.jsonl", "--out", "r.parquet", cwd=tmp_path)
+    done = evaldag_here(
+        capsys, monkeypatch, "run", "eval.py", "--data", "data.jsonl", "--out", "r.parquet",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr
     assert (
         f"Nothing in this run could be scored: no scorer or gate gave a score on any of its "
@@ -219,17 +226,19 @@ def test_a_threshold_lies_on_its_scorers_own_scale():
         ("policy = [evaldag.checks.excludes('refund')]", "in neither scorers nor gates"),
     ],
 )
-def test_names_an_eval_file_defines_that_evaldag_does_not_read_are_errors(tmp_path, line, hint):
+def test_names_an_eval_file_defines_that_evaldag_does_not_read_are_errors(
+    tmp_path, capsys, monkeypatch, line, hint
+):
     (tmp_path / "eval.py").write_text(
         f"import evaldag\nscorers = [evaldag.scorers.completeness()]\n{line}\n"
     )
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
-    done = _cli("run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
+    done = evaldag_here(capsys, monkeypatch, "run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
     assert done.returncode == 3
     assert hint in done.stderr and "read through scorers, gates, target" in done.stderr
 
 
-def test_helper_names_in_an_eval_file_are_fine(tmp_path):
+def test_helper_names_in_an_eval_file_are_fine(tmp_path, capsys, monkeypatch):
     (tmp_path / "eval.py").write_text(
         "import evaldag\n"
         "THRESHOLD_NOTE = 'kept'\n"
@@ -239,7 +248,7 @@ def test_helper_names_in_an_eval_file_are_fine(tmp_path):
         "gates = [evaldag.create_scorer('g').generate_score(score_gate)]\n"
     )
     DATA.to_json(tmp_path / "data.jsonl", orient="records", lines=True)
-    done = _cli("run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
+    done = evaldag_here(capsys, monkeypatch, "run", "eval.py", "--data", "data.jsonl", cwd=tmp_path)
     assert done.returncode in (0, 1), done.stderr
 
 
