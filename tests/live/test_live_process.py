@@ -219,7 +219,7 @@ SLOW_START = """
 import multiprocessing, time
 
 if multiprocessing.current_process().name == "evaldag-live-scoring":
-    time.sleep(15)  # a loaded machine: the scoring process takes long to import the app
+    time.sleep(8)  # a loaded machine: the scoring process takes long to import the app
 
 def length(run):
     return len(run.output) / 10
@@ -228,13 +228,18 @@ def length(run):
 
 def test_the_exit_waits_for_a_scoring_process_that_starts_slowly(tmp_path):
     """At exit the queue is drained while the worker makes progress (a process still starting
-    counts), not for a fixed 10 s."""
+    counts), not for a fixed time: the app's exit gives up on a worker that makes none for 3 s
+    (``EXIT_STALL``, 30 s by default), and its scoring process takes 8 s to start."""
     (tmp_path / "slow_start.py").write_text(SLOW_START)
     script = tmp_path / "app.py"
     script.write_text(
         textwrap.dedent(APP)
         .replace("def length(run):\n    return len(run.output) / 10\n", "")
-        .replace("import evaldag\n", "import evaldag\nfrom slow_start import length\n")
+        .replace(
+            "import evaldag\n",
+            "import evaldag\nfrom evaldag._live import worker\nfrom slow_start import length\n"
+            "worker.EXIT_STALL = 3.0\n",
+        )
     )
     store = tmp_path / "scores.db"
     done = subprocess.run(
