@@ -7,7 +7,10 @@ every 10 s, and the outcome counts from pytest's JUnit XML. On a shared machine 
 says as much about the other jobs as about the suite: read the CPU time, and the wall time with
 the load beside it.
 
-    python benchmarks/suite_time.py --label after [-- -x tests/judge]
+    python benchmarks/suite_time.py --label after [--per-file] [-- -x tests/judge]
+
+With ``--per-file`` the run also loads ``benchmarks/file_cpu.py`` (a pytest plugin) and keeps
+the test files that took most CPU, child processes included, with their wall seconds.
 
 Keeps every label's latest run in ``benchmarks/results/suite_time.json`` and writes the suite
 time section of ``RESULTS.md``.
@@ -54,7 +57,14 @@ def slowest(junit: Path, count: int = 15) -> list[list]:
     return [[n, round(t, 1)] for n, t in sorted(files.items(), key=lambda x: -x[1])[:count]]
 
 
-def measured_run(arguments: list[str]) -> dict:
+def cpu_files(lines: Path, count: int = 20) -> list[list]:
+    """The test files that took most CPU (``file_cpu.py``'s lines): file, CPU s, wall s."""
+    files = [json.loads(line) for line in lines.read_text().splitlines()] if lines.exists() else []
+    files.sort(key=lambda f: -f["cpu_s"])
+    return [[f["file"], round(f["cpu_s"], 1), round(f["wall_s"], 1)] for f in files[:count]]
+
+
+def measured_run(arguments: list[str], per_file: bool = False) -> dict:
     """One pytest run: wall and CPU seconds, the load it ran under, its outcomes."""
     samples: list[float] = []
     done = threading.Event()
@@ -64,10 +74,14 @@ def measured_run(arguments: list[str]) -> dict:
             samples.append(os.getloadavg()[0])
 
     with tempfile.TemporaryDirectory() as folder:
-        junit = Path(folder) / "junit.xml"
+        junit, per_file_lines = Path(folder) / "junit.xml", Path(folder) / "file_cpu.jsonl"
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                    f"--junitxml={junit}", *arguments]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "LITELLM_OFFLINE_MODE": "true"}
+        if per_file:
+            command[3:3] = ["-p", "file_cpu"]
+            env["PYTHONPATH"] += os.pathsep + str(BENCHMARKS)
+            env["FILE_CPU_OUT"] = str(per_file_lines)
         load_before = os.getloadavg()
         sampler = threading.Thread(target=sample_load, daemon=True)
         sampler.start()
@@ -79,6 +93,7 @@ def measured_run(arguments: list[str]) -> dict:
         done.set()
         counts = outcomes(junit) if junit.exists() else {}
         files = slowest(junit) if junit.exists() else []
+        most_cpu = cpu_files(per_file_lines)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                             capture_output=True, text=True).stdout.strip()  # fmt: skip
@@ -95,6 +110,7 @@ def measured_run(arguments: list[str]) -> dict:
         "load_mean": round(sum(samples) / len(samples), 1) if samples else None,
         **counts,
         "slowest_files": files,
+        **({"cpu_files": most_cpu} if per_file else {}),
     }
 
 
@@ -119,9 +135,12 @@ def section(runs: dict[str, dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--label", required=True, help="the run's name in the results")
+    parser.add_argument(
+        "--per-file", action="store_true", help="also measure each test file's CPU (file_cpu.py)"
+    )
     parser.add_argument("pytest_args", nargs="*", help="after --: arguments for pytest")
     args = parser.parse_args()
-    run = measured_run(args.pytest_args)
+    run = measured_run(args.pytest_args, per_file=args.per_file)
     print(json.dumps(run, indent=1))
     runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     runs[args.label] = run

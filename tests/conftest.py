@@ -27,26 +27,26 @@ def _working_directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     os.chdir(started)
 
 
-#: The test files that take longest (benchmarks/results/suite_time.json, "slowest_files"), longest
-#: first. Under ``-n 2 --dist loadfile`` each file is one unit of work and a worker takes the next
-#: one when it is idle; pytest-xdist queues the files with the most tests first by default, which
-#: put these (few tests, each a cluster, a process or a whole mypy run) last, and the suite waited
-#: for whichever of them started late. They start first; the rest keep their order.
+#: The test files that take longest (benchmarks/results/suite_time.json, "slowest_files" and
+#: "cpu_files"), longest first. Under ``-n 2 --dist loadfile`` each file is one unit of work and
+#: a worker takes the next one when it is idle; pytest-xdist queues the files with the most tests
+#: first by default, which put these (few tests, each a cluster, a process or a whole mypy run)
+#: last, and the suite waited for whichever of them started late. They start first; the rest
+#: keep their order.
 LONGEST_FIRST = (
     "cluster/test_cluster_ray.py",
-    "cluster/test_cluster.py",
     "scorers/test_compiled_tagger.py",
+    "cluster/test_cluster.py",
     "project/test_types.py",
-    "cli/test_cli.py",
     "live/test_live_process.py",
     "store/test_score_store.py",
-    "project/test_dataflows.py",
+    "scorers/test_parity_completeness_prose.py",
     "local_judge/test_local_judge.py",
     "scorers/llm/test_llm_faithfulness.py",
-    "project/test_misconfiguration.py",
-    "scorers/test_parity_completeness_prose.py",
+    "project/test_dataflows.py",
     "judge/test_judge_transport.py",
     "engine/test_timeouts.py",
+    "cli/test_cli.py",
     "project/test_architecture.py",
 )
 
