@@ -38,6 +38,7 @@ With ``--in-process``, first the receiver's two halves in one process, without H
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import multiprocessing
 import os
@@ -183,6 +184,7 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
     ready.release()
     while not start.value:
         time.sleep(0.01)
+    cpu_started = time.process_time()  # every thread's: the exporters' and the bodies' making
     plan = {**plan, "start": start.value}
     exporters = plan["exporters"]
     interval = plan["batch"] / plan["rate"]
@@ -192,6 +194,7 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
     refused: list[str] = []
     round_trips: list[float] = []
     late: list[float] = []
+    making: list[float] = []
 
     def exporter(thread: int) -> None:
         client = OTLPSpanExporter(endpoint=url, timeout=plan["export_timeout"])._client
@@ -201,7 +204,9 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
             if k % plan["senders"] == index and (k // plan["senders"]) % exporters == thread
         ]
         for k in mine:
+            made = time.thread_time()
             body, ids = request_body(shape, plan["batch"])
+            made = time.thread_time() - made
             wait = plan["start"] + k * interval - time.time()
             if wait > 0:
                 time.sleep(wait)
@@ -209,6 +214,7 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
             result = client.export(body)
             answered = time.time()
             with lock:
+                making.append(made)
                 if wait < 0:
                     late.append(-wait)
                 if result.success:
@@ -223,8 +229,18 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
         thread.start()
     for thread in threads:
         thread.join()
+    cpu = time.process_time() - cpu_started
     Path(out).write_text(
-        json.dumps({"taken": taken, "refused": refused, "round_trips": round_trips, "late": late})
+        json.dumps(
+            {
+                "taken": taken,
+                "refused": refused,
+                "round_trips": round_trips,
+                "late": late,
+                "cpu_s": cpu,
+                "making_s": sum(making),
+            }
+        )
     )
 
 
@@ -409,6 +425,9 @@ def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
     last_row = max(rows.values()) if rows else time.time()
     main_cpu = cpu_after[0] - cpu_before[0]
     scoring_cpu = cpu_after[1] - cpu_before[1]
+    sender_cpu = sum(part["cpu_s"] for part in parts)
+    making_cpu = sum(part["making_s"] for part in parts)
+    exports = len(round_trips) + len(refused) // args.batch
     offered = int(args.rate * seconds / args.batch) * args.batch
     return {
         "store": f"sleeps {args.slow_ms:g} ms a write" if slow else "SQLite",
@@ -437,6 +456,12 @@ def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
         "cpu_receiver_s": main_cpu,
         "cpu_scoring_s": scoring_cpu,
         "cpu_ms_per_trace": 1000 * (main_cpu + scoring_cpu) / max(1, len(scored)),
+        "cpu_receiving_ms_per_trace": 1000 * main_cpu / max(1, len(scored)),
+        "cpu_scoring_ms_per_trace": 1000 * scoring_cpu / max(1, len(scored)),
+        "cpu_senders_s": sender_cpu,
+        "cpu_senders_ms_per_trace": 1000 * sender_cpu / max(1, len(taken)),
+        "cpu_making_ms_per_trace": 1000 * making_cpu / max(1, len(taken)),
+        "exports": exports,
         "stats": stats,
         "summary": summary.strip().splitlines()[-1] if summary.strip() else "",
     }
@@ -498,8 +523,16 @@ def in_process(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
                 messages.append(pickle.dumps(finished, protocol=pickle.HIGHEST_PROTOCOL))
         return messages
 
-    def scoring(messages: list[bytes], store: SqlScoreStore) -> None:
-        batches = BatchScoring(scorers, store, entity=entity, concurrency=4, calls=calls)
+    def started(store: SqlScoreStore) -> BatchScoring:
+        """The scoring process's setup (its collector's state too), where the code has it."""
+        try:
+            from evaldag._live.process_worker import started_scoring
+        except ImportError:  # older code: the scoring process set up no more than this
+            return BatchScoring(scorers, store, entity=entity, concurrency=4, calls=calls)
+        load = pickle.dumps(functools.partial(eval_file_scorers, str(eval_file)))
+        return started_scoring(load, pickle.dumps(store), entity, 4, calls)
+
+    def scoring(messages: list[bytes], batches: BatchScoring) -> None:
         counts = [0] * len(_COUNTS)
         for start in range(0, len(messages), 256):
             _score(batches, messages[start : start + 256], counts, len(scorers), False)
@@ -507,15 +540,15 @@ def in_process(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
     receive_s, score_s = [], []
     for repeat in range(args.repeats):
-        store = SqlScoreStore(folder / f"in-process-{repeat}.db")
-        scoring(receiving()[:10], store)  # warm
-        started = time.process_time()
+        batches = started(SqlScoreStore(folder / f"in-process-{repeat}.db"))
+        scoring(receiving()[:10], batches)  # warm
+        began = time.process_time()
         messages = receiving()
-        receive_s.append(time.process_time() - started)
-        started = time.process_time()
-        scoring(messages, store)
-        score_s.append(time.process_time() - started)
-        store.close()
+        receive_s.append(time.process_time() - began)
+        began = time.process_time()
+        scoring(messages, batches)
+        score_s.append(time.process_time() - began)
+        (getattr(batches, "store", None) or batches._store).close()
     traces = len(bodies) * args.batch
     return {
         "traces": traces,

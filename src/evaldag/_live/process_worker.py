@@ -24,6 +24,7 @@ another name: an app script must keep its entry point under ``if __name__ == "__
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import multiprocessing.util  # noqa: F401 (its exit hook must run after live scoring's; see below)
@@ -363,6 +364,26 @@ def _pickled_store(store: ScoreStore) -> bytes:
         ) from error
 
 
+def started_scoring(
+    scorers_pickle: bytes,
+    store_pickle: bytes,
+    entity: dict[str, str],
+    concurrency: int,
+    calls: CallsOf | None,
+) -> BatchScoring:
+    """The scoring process's ``BatchScoring``, its imports and setup done; what exists then is
+    frozen out of the collector's passes (``gc.freeze``): the modules' objects live as long as
+    the process, and a full pass over them took 160 ms (0.03 ms a trace)."""
+    scorers = pickle.loads(scorers_pickle)
+    if callable(scorers):
+        scorers = scorers()
+    store = pickle.loads(store_pickle)
+    scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency, calls=calls)
+    gc.collect()
+    gc.freeze()
+    return scoring
+
+
 def _serve(
     scorers_pickle: bytes,
     store_pickle: bytes,
@@ -381,11 +402,9 @@ def _serve(
             os.nice(niceness)
         except (AttributeError, OSError):  # not on this system, or not allowed
             pass
-    scorers = pickle.loads(scorers_pickle)
-    if callable(scorers):
-        scorers = scorers()
-    store = pickle.loads(store_pickle)
-    scoring = BatchScoring(scorers, store, entity=entity, concurrency=concurrency, calls=calls)
+    scoring = started_scoring(scorers_pickle, store_pickle, entity, concurrency, calls)
+    scorers = scoring.scorers
+    store = scoring.store
     counts[_READY] = 1
     parent = multiprocessing.parent_process()
     checked = time.monotonic()

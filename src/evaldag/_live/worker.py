@@ -270,13 +270,13 @@ class BatchScoring:
         concurrency: int,
         calls: CallsOf | None = None,
     ) -> None:
-        self._scorers = tuple(scorers)
-        self._store = store
+        self.scorers = tuple(scorers)
+        self.store = store
         self._entity = entity
         self._concurrency = concurrency
         self._calls = calls
-        self._driver = scorers_driver(self._scorers)
-        self._records = {s.id: _scorer_record(s) for s in self._scorers}
+        self._driver = scorers_driver(self.scorers)
+        self._records = {s.id: _scorer_record(s) for s in self.scorers}
 
     def saved(self, batch: Sequence[Any]) -> dict[str, int]:
         """Score ``batch`` and save its rows in one transaction: the counts of what it gave
@@ -299,7 +299,7 @@ class BatchScoring:
                     continue
                 written["scored" if isinstance(outcome, ScorerResult) else "errors"] += 1
                 rows.append(self._row(scorer_id, call, outcome, plain))
-            self._store.save(rows)
+            self.store.save(rows)
         except Exception:  # the app never sees a scoring or storage failure
             logger.exception("live scoring: %d rows of %d calls not saved", len(rows), len(calls))
             counts["write_errors"] += len(rows)
@@ -317,14 +317,14 @@ class BatchScoring:
                 call.fields["run_id"] = fresh_run_id()
             if call.error is not None:
                 error = EvalDagError("EVALDAG_LIVE_CALL_NOT_SCORABLE", call.error)
-                outcomes += [(s.id, call, error) for s in self._scorers]
+                outcomes += [(s.id, call, error) for s in self.scorers]
                 continue
             try:
                 runs.append(_run(call))
                 readable.append(call)
             except Exception as error:  # an output the scorers cannot read: an error row each
-                outcomes += [(s.id, call, error) for s in self._scorers]
-        for scorer in self._scorers:
+                outcomes += [(s.id, call, error) for s in self.scorers]
+        for scorer in self.scorers:
             if runs:
                 results = scorer_outcomes(self._driver, scorer, runs, concurrency=self._concurrency)
                 outcomes += zip([scorer.id] * len(runs), readable, results, strict=True)
