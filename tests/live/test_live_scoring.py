@@ -486,6 +486,51 @@ def test_llm_scorers_run_their_dag_with_the_judge(tmp_path, judge_server):
     assert row.scorer["hasJudge"] is True
 
 
+def test_a_rows_score_and_steps_are_what_the_scorers_result_holds():
+    """The row is made of the run's state, not of its ScorerResult: what each step produced is
+    read as the result reads it (numpy values as Python data: a store of its own gets them so,
+    not only the SQL store, whose JSON would write numpy too), the reason as text."""
+    import numpy as np
+
+    class Kept(evaldag.ScoreStore):
+        location = "memory"
+
+        def __init__(self):
+            self.rows = []
+
+        def save(self, rows):
+            self.rows.extend(rows)
+            return len(rows)
+
+        def scores(self, **filters):
+            raise NotImplementedError
+
+    scorer = (
+        create_scorer("counted")
+        .preprocess(lambda run: {"words": np.array(run.output.split()), "n": np.int64(2)})
+        .analyze(lambda preprocess_step_result: [np.float64(0.5), "{not json"])
+        .generate_score(lambda analyze_step_result: 1)
+        .generate_reason(lambda run, score: {"why": np.array([score])})
+    )
+    store = Kept()
+    scoring = live([scorer], store=store)
+    answer = scoring(lambda question: f"Said {question}.")
+    answer("hi")
+    assert scoring.flush(timeout=60)
+    scoring.close()
+    (row,) = store.rows
+    result = scorer.run(input="hi", output="Said hi.")
+    assert row.error is None, row.error
+    assert row.score == result.score == 1.0 and type(row.score) is float
+    assert row.preprocess_step_result == result.preprocess_step_result
+    assert row.preprocess_step_result == {"words": ["Said", "hi."], "n": 2}
+    assert type(row.preprocess_step_result["words"]) is list
+    assert type(row.preprocess_step_result["n"]) is int
+    assert row.analyze_step_result == result.analyze_step_result == [0.5, "{not json"]
+    assert row.reason == json.dumps(result.reason, separators=(",", ":")) == '{"why":[1.0]}'
+    assert row.judge is None and row.not_scorable is None
+
+
 # --- never blocks or fails the app -----------------------------------------------------------
 
 

@@ -114,6 +114,10 @@ class RunState:
 
     def result(self) -> ScorerResult:
         """The run's fields plus what the steps produced."""
+        return echoed(ScorerResult, self.run, self.produced())
+
+    def produced(self) -> dict[str, Any]:
+        """What the steps produced, as a result's fields (not read yet: ``echoed`` reads them)."""
         results = self.results
         fields: dict[str, Any] = {key: results.get(key) for key in RESULT_KEYS}
         fields.update({f"{stage}_prompt": text for stage, text in self.prompts.items()})
@@ -126,7 +130,7 @@ class RunState:
                 stage: JudgeStepRecord(executions=list(executions))
                 for stage, executions in self.judge.items()
             }
-        return echoed(ScorerResult, self.run, fields)
+        return fields
 
     def outcome(self) -> ScorerResult | ScorerRunError:
         """What the run ends with: its result, or the error that stopped it."""

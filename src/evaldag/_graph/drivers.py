@@ -17,6 +17,7 @@ from evaldag._scorer.steps import ScorerSpec
 from evaldag.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from evaldag._engine.run_state import RunState
     from evaldag._results.scorer_result import ScorerResult
     from evaldag._scorer.run import ScorerRun
     from evaldag.errors import ScorerRunError
@@ -69,6 +70,19 @@ def scorer_outcomes(
     judge_cache: JudgeCacheSetting = None,
 ) -> list[ScorerResult | ScorerRunError]:
     """Run ``runs`` through ``scorer``'s nodes in ``dr``: one result or error per run."""
+    states = scorer_states(dr, scorer, runs, concurrency=concurrency, judge_cache=judge_cache)
+    return [state.outcome() for state in states]
+
+
+def scorer_states(
+    dr: driver.Driver,
+    scorer: ScorerSpec,
+    runs: Sequence[ScorerRun],
+    *,
+    concurrency: int,
+    judge_cache: JudgeCacheSetting = None,
+) -> list[RunState]:
+    """Run ``runs`` through ``scorer``'s nodes in ``dr``: the state each run ends in."""
     node = last_node(scorer)
     # Hamilton's execution ends in a reference cycle (its traversal is a closure that calls
     # itself) holding the values it computed: given as computed values, and cleared once read,
@@ -81,6 +95,6 @@ def scorer_outcomes(
     }
     try:
         dr.graph.execute([dr.graph.nodes[node]], computed=computed, inputs={})
-        return [state.outcome() for state in computed[node]]
+        return list(computed[node])
     finally:
         computed.clear()
