@@ -432,6 +432,31 @@ def test_the_items_are_chosen_by_root_name_when_the_root_is_elsewhere(tmp_path):
     assert stats.without_items == 1 and stats.traces == 1
 
 
+def test_scorers_get_the_trajectory_and_start_they_ask_for(tmp_path):
+    """An item's trajectory and start are read only when asked for: mapped as a run field, or
+    read as a column, they are the trace's."""
+    store = tmp_path / "scores.db"
+
+    def steps(run):
+        return float([step["name"] for step in run.output["steps"]] == ["delete_db"])
+
+    def started(run):
+        return float(run.started_at.year >= 2024 and str(run.started_at.tz) == "UTC")
+
+    scorers = [
+        evaldag.create_scorer("steps").generate_score(steps),
+        evaldag.create_scorer("started", columns=("started_at",)).generate_score(started),
+    ]
+    with receiver(store, scorers, columns={"output": "trajectory"}) as served:
+        agent_trace(provider(f"{served.url}/v1/traces"), "delete_db")
+        scores = rows(served, store, 2)
+    assert set(scores["error"]) == {None}, list(scores["error"])
+    assert dict(zip(scores["scorer_id"], scores["score"], strict=True)) == {
+        "steps": 1.0,
+        "started": 1.0,
+    }
+
+
 def test_the_process_worker_scores_an_eval_files_scorers(tmp_path):
     store = tmp_path / "scores.db"
     eval_file = tmp_path / "eval_traces.py"

@@ -745,6 +745,23 @@ def _same(a, b):
     return a == b and type(a) is type(b)
 
 
+def test_non_finite_numbers_are_tagged_in_json_that_orjson_cannot_write():
+    """An integer beyond 64 bits sends a value to the json module, which writes NaN and
+    Infinity as such (not null): they are tagged there too."""
+    from evaldag._store.values import loaded_json, stored_json
+
+    value = {"huge": 2**70, "scores": [math.nan, -math.inf, 0.5]}
+    text = stored_json(value)
+    assert json.loads(text)["scores"][:2] == [
+        {"$numberDouble": "NaN"},
+        {"$numberDouble": "-Infinity"},
+    ]
+    back = loaded_json(text)
+    assert back["huge"] == 2**70 and math.isnan(back["scores"][0])
+    assert back["scores"][1:] == [-math.inf, 0.5]
+    assert stored_json({"plain": [1, "null", "NaN"]}) == '{"plain":[1,"null","NaN"]}'
+
+
 def test_non_finite_numbers_and_missing_values_inside_data_are_kept(store_url):
     inf, nan = math.inf, math.nan
     meta = {"none": None, "nan": nan, "inf": inf, "minus": [-inf, 1.5], "one": 1}

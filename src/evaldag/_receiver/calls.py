@@ -53,6 +53,7 @@ class TraceCalls:
         self.content_required = content_required
         self.fields = dict(fields)
         self.columns = tuple(columns)
+        self._read = frozenset((*self.fields.values(), *self.columns))
 
     def __call__(self, traces: Sequence[FinishedTrace]) -> list[Call]:
         calls = []
@@ -74,6 +75,7 @@ class TraceCalls:
                 trace.logs,
                 lambda span: span.span_id == span_id,
                 self.content_required,
+                self._read,
             )
         except EvalDagError as error:
             problem = error.message

@@ -12,7 +12,7 @@ tool goes unseen.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from evaldag._reader import read_transcript
@@ -28,11 +28,14 @@ def otel_items(
     logs: list[LogEvent],
     chosen: Callable[[Span], bool] | None,
     content_required: bool = True,
+    columns: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The items of OpenTelemetry spans: one per root span (``chosen`` ones when given).
 
     :param content_required: whether an item whose model calls recorded no message content is
         an error (else its output holds its tool runs alone, and no text).
+    :param columns: the columns wanted, when not every one: an item then lacks ``trajectory``
+        and ``started_at`` unless they are among them (a receiver's scorers read few columns).
     """
     by_trace: dict[str, list[Span]] = {}
     for span in spans:
@@ -48,7 +51,7 @@ def otel_items(
         tops = [n for n in nodes.values() if chosen(n.span)] if chosen else roots
         for top in sorted(tops, key=lambda n: n.start):
             subtree = [node.span for node in _walk(top)]
-            items.append(_otel_item(top.span, subtree, events, top, content_required))
+            items.append(_otel_item(top.span, subtree, events, top, content_required, columns))
     return items
 
 
@@ -64,6 +67,7 @@ def _otel_item(
     events: Mapping[tuple[str, str], list[LogEvent]],
     tree: Any,
     content_required: bool,
+    columns: Collection[str] | None,
 ) -> dict[str, Any]:
     read = reading(spans, events)
     read.calls.sort(key=lambda call: call.span.start_ns)
@@ -89,16 +93,18 @@ def _otel_item(
     )
     given, answered = canonical[:split], canonical[split:]
     _with_tool_runs(answered, read.tools)
-    return {
-        **_identity(root, spans),
+    item = {
+        **_identity(root, spans, columns is None or "started_at" in columns),
         "input": given,
         "output": answered,
-        "trajectory": _otel_trajectory(tree, read),
         "input_tokens": _total(call.input_tokens for call in read.calls),
         "output_tokens": _total(call.output_tokens for call in read.calls),
         "cost_usd": _total(call.cost for call in read.calls),
         "model": next((call.model for call in reversed(read.calls) if call.model), None),
     }
+    if columns is None or "trajectory" in columns:
+        item["trajectory"] = _otel_trajectory(tree, read)
+    return item
 
 
 def _conversation(read: Reading, root: Span) -> tuple[list[Any], str]:
@@ -240,7 +246,7 @@ def _steps(
     return children
 
 
-def _identity(root: Span, spans: list[Span]) -> dict[str, Any]:
+def _identity(root: Span, spans: list[Span], started_at: bool) -> dict[str, Any]:
     import pandas as pd
 
     failed = root.failed
@@ -249,7 +255,7 @@ def _identity(root: Span, spans: list[Span]) -> dict[str, Any]:
         "span_id": root.span_id,
         "name": root.name,
         "service": root.resource.get("service.name"),
-        "started_at": pd.Timestamp(root.start_ns, unit="ns", tz="UTC"),
+        **({"started_at": pd.Timestamp(root.start_ns, unit="ns", tz="UTC")} if started_at else {}),
         "duration_ms": root.duration_ms,
         "status": "ERROR" if failed else root.status,
         "error": (root.status_message or "the span failed") if failed else None,
