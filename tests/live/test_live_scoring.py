@@ -11,6 +11,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 
 import pytest
 from repo_paths import FIXTURES
@@ -529,6 +530,7 @@ def test_a_rows_score_and_steps_are_what_the_scorers_result_holds():
     assert row.analyze_step_result == result.analyze_step_result == [0.5, "{not json"]
     assert row.reason == json.dumps(result.reason, separators=(",", ":")) == '{"why":[1.0]}'
     assert row.judge is None and row.not_scorable is None
+    assert uuid.UUID(row.id).version == 4 and str(uuid.UUID(row.id)) == row.id
 
 
 # --- never blocks or fails the app -----------------------------------------------------------

@@ -16,7 +16,6 @@ import logging
 import pickle
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -359,7 +358,7 @@ class BatchScoring:
                 else (snapshot.input, snapshot.output)
             )
         row: dict[str, Any] = {
-            "id": str(uuid.uuid4()),
+            "id": fresh_run_id(),  # a version-4 UUID as uuid4 gives, without its system call
             "scorer_id": scorer_id,
             "entity_id": self._entity["id"],
             "entity": self._entity,

@@ -24,7 +24,7 @@ class SpanQuery:
 
     def matches(self, span: Mapping[str, Any], by_id: Mapping[str, Mapping[str, Any]]) -> bool:
         """Whether ``span`` (one of an item's spans, ``by_id``) matches."""
-        if not fnmatch.fnmatchcase(str(span.get("name", "")), self.name):
+        if self.name != "*" and not fnmatch.fnmatchcase(str(span.get("name", "")), self.name):
             return False
         given = span.get("attributes") or {}
         for key, wanted in (self.attributes or {}).items():
@@ -70,7 +70,9 @@ def matching_spans(spans: Any, query: SpanQuery, check: str) -> list[Mapping[str
             f"spans, got {type(spans).__name__}",
             details={"field": "run.spans"},
         )
-    by_id = {str(span.get("span_id")): span for span in spans}
+    # a parent or child is found by id; without one (most queries) the index is not needed
+    related = query.parent is not None or query.child is not None
+    by_id = {str(span.get("span_id")): span for span in spans} if related else {}
     return [span for span in spans if query.matches(span, by_id)]
 
 
