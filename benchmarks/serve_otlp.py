@@ -175,10 +175,9 @@ def request_body(shape: tuple, traces: int) -> tuple[bytes, list[str]]:
 
 def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start: Any) -> None:
     """One sender process: its exporters' share of the schedule, each export by
-    OpenTelemetry's OTLP/HTTP client; what became of each trace written to ``out``. The
+    OpenTelemetry's OTLP/HTTP client (``plan["sender"] == "otel"``) or by the light sender;
+    what became of each trace, and the process's CPU seconds, written to ``out``. The
     schedule starts at ``start`` (epoch seconds, set once every sender is ``ready``)."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
     shape = template()
     request_body(shape, 1)
     ready.release()
@@ -186,24 +185,63 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
         time.sleep(0.01)
     cpu_started = time.process_time()  # every thread's: the exporters' and the bodies' making
     plan = {**plan, "start": start.value}
-    exporters = plan["exporters"]
-    interval = plan["batch"] / plan["rate"]
+    sent = (_light_exports if plan["sender"] == "light" else _otel_exports)(url, plan, index, shape)
+    Path(out).write_text(json.dumps({**sent, "cpu_s": time.process_time() - cpu_started}))
+
+
+def _schedule(plan: dict[str, Any], index: int, exporter: int) -> list[int]:
+    """The numbers of the exports (``k``: due at ``start + k * interval``) one exporter of
+    sender ``index`` sends."""
     requests = int(plan["rate"] * plan["seconds"] / plan["batch"])
+    senders, exporters = plan["senders"], plan["exporters"]
+    return [
+        k
+        for k in range(requests)
+        if k % senders == index and (k // senders) % exporters == exporter
+    ]
+
+
+class _Outcomes:
+    """What became of one sender's exports."""
+
+    def __init__(self) -> None:
+        self.taken: dict[str, float] = {}
+        self.refused: list[str] = []
+        self.round_trips: list[float] = []
+        self.late: list[float] = []
+        self.making = 0.0
+
+    def add(self, made: float, wait: float, ids: list[str], ok: bool, sent: float) -> None:
+        self.making += made
+        if wait < 0:
+            self.late.append(-wait)
+        if ok:
+            self.taken.update(dict.fromkeys(ids, time.time()))
+            self.round_trips.append(time.monotonic() - sent)
+        else:
+            self.refused.extend(ids)
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "taken": self.taken,
+            "refused": self.refused,
+            "round_trips": self.round_trips,
+            "late": self.late,
+            "making_s": self.making,
+        }
+
+
+def _otel_exports(url: str, plan: dict[str, Any], index: int, shape: tuple) -> dict[str, Any]:
+    """The exports by OpenTelemetry's OTLP/HTTP client: one thread a exporter, as apps run it."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    interval = plan["batch"] / plan["rate"]
     lock = threading.Lock()
-    taken: dict[str, float] = {}
-    refused: list[str] = []
-    round_trips: list[float] = []
-    late: list[float] = []
-    making: list[float] = []
+    outcomes = _Outcomes()
 
     def exporter(thread: int) -> None:
         client = OTLPSpanExporter(endpoint=url, timeout=plan["export_timeout"])._client
-        mine = [
-            k
-            for k in range(requests)
-            if k % plan["senders"] == index and (k // plan["senders"]) % exporters == thread
-        ]
-        for k in mine:
+        for k in _schedule(plan, index, thread):
             made = time.thread_time()
             body, ids = request_body(shape, plan["batch"])
             made = time.thread_time() - made
@@ -212,36 +250,69 @@ def send(url: str, plan: dict[str, Any], index: int, out: str, ready: Any, start
                 time.sleep(wait)
             sent = time.monotonic()
             result = client.export(body)
-            answered = time.time()
             with lock:
-                making.append(made)
-                if wait < 0:
-                    late.append(-wait)
-                if result.success:
-                    taken.update(dict.fromkeys(ids, answered))
-                    round_trips.append(time.monotonic() - sent)
-                else:
-                    refused.extend(ids)
+                outcomes.add(made, wait, ids, result.success, sent)
         client.shutdown()
 
-    threads = [threading.Thread(target=exporter, args=(t,)) for t in range(exporters)]
+    threads = [threading.Thread(target=exporter, args=(t,)) for t in range(plan["exporters"])]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    cpu = time.process_time() - cpu_started
-    Path(out).write_text(
-        json.dumps(
-            {
-                "taken": taken,
-                "refused": refused,
-                "round_trips": round_trips,
-                "late": late,
-                "cpu_s": cpu,
-                "making_s": sum(making),
-            }
-        )
-    )
+    return outcomes.fields()
+
+
+def _light_exports(url: str, plan: dict[str, Any], index: int, shape: tuple) -> dict[str, Any]:
+    """The same bodies posted by a light sender, not what apps run: one aiohttp session (a pool
+    of keep-alive connections) on one event loop, an exporter a task; as the OTLP exporter, a
+    429 or 503 is retried after its ``Retry-After`` (6 tries at most, within the export
+    timeout), and an export that gets no 200 gives up. It shows what the receiver takes when
+    the load costs little CPU."""
+    import asyncio
+
+    import aiohttp
+
+    interval = plan["batch"] / plan["rate"]
+    outcomes = _Outcomes()
+    headers = {"Content-Type": "application/x-protobuf"}
+
+    async def export(session: aiohttp.ClientSession, body: bytes) -> bool:
+        deadline = time.monotonic() + plan["export_timeout"]
+        for _ in range(6):
+            try:
+                async with session.post(url, data=body, headers=headers) as answer:
+                    await answer.read()
+                    if answer.status == 200:
+                        return True
+                    if answer.status not in (429, 502, 503, 504):
+                        return False
+                    delay = float(answer.headers.get("Retry-After", "1"))
+            except aiohttp.ClientError:
+                delay = 1.0
+            if time.monotonic() + delay > deadline:
+                return False
+            await asyncio.sleep(delay)
+        return False
+
+    async def exporter(session: aiohttp.ClientSession, task: int) -> None:
+        for k in _schedule(plan, index, task):
+            made = time.thread_time()
+            body, ids = request_body(shape, plan["batch"])
+            made = time.thread_time() - made
+            wait = plan["start"] + k * interval - time.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            sent = time.monotonic()
+            outcomes.add(made, wait, ids, await export(session, body), sent)
+
+    async def exports() -> None:
+        pool = aiohttp.TCPConnector(limit=plan["exporters"])
+        timeout = aiohttp.ClientTimeout(total=plan["export_timeout"])
+        async with aiohttp.ClientSession(connector=pool, timeout=timeout) as session:
+            await asyncio.gather(*(exporter(session, t) for t in range(plan["exporters"])))
+
+    asyncio.run(exports())
+    return outcomes.fields()
 
 
 # --- a slow store ----------------------------------------------------------------------------
@@ -353,8 +424,10 @@ def _health(url: str) -> dict[str, Any]:
         return json.loads(answer.read())
 
 
-def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
-    name = "slow" if slow else "fast"
+def run(
+    args: argparse.Namespace, slow: bool, folder: Path, kind: str, processes: int
+) -> dict[str, Any]:
+    name = f"{'slow' if slow else 'fast'}-{kind}-{processes}"
     seconds = args.slow_seconds if slow else args.seconds
     path = folder / f"{name}.db"
     store = f"slow://{path}?ms={args.slow_ms:g}" if slow else str(path)
@@ -365,9 +438,10 @@ def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
     command = [
         sys.executable, "-m", "evaldag", "serve", str(eval_file), "--store", store,
-        "--port", str(port), "--grace", str(args.grace), "--processes", str(args.processes),
+        "--port", str(port), "--grace", str(args.grace), "--processes", str(processes),
         "--shutdown-timeout", str(args.shutdown_timeout), "--spool", str(spool),
     ]  # fmt: skip
+    load = f"{os.getloadavg()[0]:.1f}"
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     listening = server.stdout.readline()
     assert "on http://" in listening, listening
@@ -384,6 +458,7 @@ def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
         "senders": args.senders,
         "exporters": args.exporters,
         "export_timeout": args.export_timeout,
+        "sender": kind,
     }
     outs = [folder / f"{name}-sent-{i}.json" for i in range(args.senders)]
     senders = [
@@ -431,6 +506,9 @@ def run(args: argparse.Namespace, slow: bool, folder: Path) -> dict[str, Any]:
     offered = int(args.rate * seconds / args.batch) * args.batch
     return {
         "store": f"sleeps {args.slow_ms:g} ms a write" if slow else "SQLite",
+        "sender": kind,
+        "processes": processes,
+        "load": load,
         "seconds": seconds,
         "traces_offered": offered,
         "traces_taken": len(taken),
@@ -577,28 +655,36 @@ def section(figures: dict[str, Any]) -> str:
             f"developers' jobs; load average (1, 5, 15 min) {figures['load_before']} before, "
             f"{figures['load_after']} after. {figures['rate']:g} traces/s of 10 spans offered "
             f"(for the seconds each row says) by {figures['senders'] * figures['exporters']} "
-            f"exporters (OpenTelemetry's OTLP/HTTP client, protobuf, {figures['batch']} traces "
-            f"an export) to `evaldag serve` with {figures['processes']} scoring process(es), "
-            f"grace {figures['grace']:g} s, 3 span checks as gates. The senders ran on the same "
-            "2 cores (their CPU is not in the figures)."
+            f"exporters in {figures['senders']} sender processes (protobuf, {figures['batch']} "
+            "traces an export; `otel`: OpenTelemetry's OTLP/HTTP exporter over `requests`, a "
+            "thread each, what apps run; `light`: the same bodies posted by one aiohttp session "
+            "a sender process, a cheap load generator, not an app) to `evaldag serve` "
+            f"with the scoring processes each row says, grace {figures['grace']:g} s, 3 span "
+            "checks as gates. The senders ran on the same 2 cores: their CPU is the last column "
+            "(per trace taken), the receiver's and its scoring processes' the one before it "
+            "(per trace scored); the load average (1 min) each row's run started at beside."
         ),
         "",
         (
-            "| store | seconds | taken/s | scored/s | taken | refused | scored | spooled | lost "
-            "| 429s | p50 / p99 latency | peak RSS receiver / scoring | CPU ms per trace |"
+            "| sender | scoring processes | store | seconds | load | taken/s | scored/s | taken "
+            "| refused | scored | spooled | lost | 429s | p50 / p99 latency "
+            "| peak RSS receiver / scoring | CPU ms a trace: receiving + scoring = served "
+            "| senders' CPU ms a trace |"
         ),
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in figures["runs"]:
         p50, p99 = r["latency_p50_s"], r["latency_p99_s"]
         latency = "-" if p50 is None else f"{p50:.2f} / {p99:.2f} s"
         lines.append(
-            f"| {r['store']} | {r['seconds']:g} | {r['taken_per_s']:,.0f} | "
-            f"{r['scored_per_s']:,.0f} | "
+            f"| {r.get('sender', 'otel')} | {r.get('processes', figures['processes'])} | "
+            f"{r['store']} | {r['seconds']:g} | {r.get('load', '-')} | "
+            f"{r['taken_per_s']:,.0f} | {r['scored_per_s']:,.0f} | "
             f"{r['traces_taken']:,} | {r['traces_refused']:,} | {r['traces_scored']:,} | "
             f"{r['traces_spooled']:,} | {r['lost']} | {r['throttled_answers']:,} | {latency} | "
             f"{r['peak_rss_receiver_mb']:.0f} / {r['peak_rss_scoring_mb']:.0f} MB | "
-            f"{r['cpu_ms_per_trace']:.2f} |"
+            f"{r['cpu_receiving_ms_per_trace']:.2f} + {r['cpu_scoring_ms_per_trace']:.2f} = "
+            f"**{r['cpu_ms_per_trace']:.2f}** | {r['cpu_senders_ms_per_trace']:.2f} |"
         )
     own = figures.get("in_process")
     if own:
@@ -624,7 +710,17 @@ def main() -> None:
     parser.add_argument("--senders", type=int, default=2)
     parser.add_argument("--exporters", type=int, default=8, help="exporters per sender")
     parser.add_argument("--export-timeout", type=float, default=30.0)
-    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument(
+        "--sender",
+        choices=("otel", "light"),
+        nargs="+",
+        default=["otel"],
+        help="otel: OpenTelemetry's OTLP/HTTP exporter (what apps run); light: the same bodies "
+        "posted by one aiohttp session a sender process (a cheap load generator); a run each",
+    )
+    parser.add_argument(
+        "--processes", type=int, nargs="+", default=[1], help="scoring processes (a run each)"
+    )
     parser.add_argument("--grace", type=float, default=0.5)
     parser.add_argument("--slow-ms", type=float, default=1000.0)
     parser.add_argument("--slow-seconds", type=float, default=30.0)
@@ -668,8 +764,12 @@ def main() -> None:
         for slow in (False, True):
             if args.only and args.only != ("slow" if slow else "fast"):
                 continue
-            figures["runs"].append(result := run(args, slow, Path(folder)))
-            print(json.dumps({k: v for k, v in result.items() if k != "stats"}, indent=1))
+            # the slow store's run once: with the first sender and number of processes
+            for sender in args.sender[:1] if slow else args.sender:
+                for processes in args.processes[:1] if slow else args.processes:
+                    result = run(args, slow, Path(folder), sender, processes)
+                    figures["runs"].append(result)
+                    print(json.dumps({k: v for k, v in result.items() if k != "stats"}, indent=1))
     figures["load_after"] = _load()
     out.write_text(json.dumps(figures, indent=2) + "\n")
     print(f"written to {out}")
