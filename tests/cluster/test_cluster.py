@@ -124,3 +124,42 @@ def test_a_coordinator_that_cannot_be_ended_loses_no_result(dask_client, monkeyp
     remote = run_evals(DATA, scorers=[length_scorer()], executor=dask_client, progress=False)
     assert remote.scores == local.scores
     assert "coordinator could not be ended (the cluster is gone)" in caplog.text
+
+
+def test_a_worker_runs_two_batches_at_once_each_reporting_its_own_cache_figures(tmp_path):
+    """One worker of one thread runs the next batch while the last one's slow call is in
+    flight; a cache row the second batch drops meanwhile is counted once, not by both. (A
+    cluster of its own: one worker, so both batches run in one process.)"""
+    import sqlite3
+
+    import distributed
+    from judge_server import JudgeServer, Reply
+
+    from evaldag import PromptStep, create_scorer
+    from evaldag._judge.cache import FILE_NAME
+
+    with JudgeServer(Reply({"score": 0.5}, latency=0.2)) as server:
+        server.on("Score slow", Reply({"score": 0.5}, latency=2.0))
+        judge = server.judge(instructions="Grade it.", cache=tmp_path)
+        scorer = create_scorer("cached", judge=judge).generate_score(
+            PromptStep("score", lambda run: f"Score {run.output}")
+        )
+        scorer.run(output="x")
+        with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+            connection.execute("UPDATE replies SET reply = 'not json {'")
+        with (
+            distributed.LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            result = run_evals(
+                [{"input": "a", "output": "slow"}, {"input": "b", "output": "x"}],
+                scorers=[scorer],
+                executor=client,
+                batch_size=1,
+                progress=False,
+            )
+        assert server.max_in_flight == 2  # the second batch's call went while the first's hung
+    assert result.items["cached.score"].tolist() == [0.5, 0.5]
+    assert result.summary.judge_cache_rows_dropped == 1

@@ -293,3 +293,76 @@ def test_a_cache_that_cannot_grow_loses_no_reply_and_says_so_once(judge_server, 
     assert len(judge_server.requests) == 1 + 6 + 1
     run_evals(items[:1], scorers=[scorer], progress=False)
     assert len(judge_server.requests) == 1 + 6 + 1  # served from the cache
+
+
+# --- two row batches at once in one process (a cluster's worker): each keeps its own figures ---
+
+
+def test_two_batches_at_once_in_one_process_keep_their_cache_figures_apart(judge_server, tmp_path):
+    """A worker running two row batches at once reports, with each, what the caches dropped
+    in that batch's calls: a row dropped by one batch while the other runs is counted once."""
+    import sqlite3
+    import threading
+
+    from judge_server import Reply
+
+    from evaldag._judge.cache import cache_notes, dropped_rows
+
+    judge_server.on("Score slow", Reply({"score": 0.5}, latency=0.5))
+    judge_server.on("Score", {"score": 0.5})
+    scorer = _score_scorer(judge_server.judge(instructions=INSTRUCTIONS, cache=tmp_path))
+    scorer.run(output="x")
+    with sqlite3.connect(tmp_path / FILE_NAME) as connection:
+        connection.execute("UPDATE replies SET reply = 'not json {'")
+    before = dropped_rows()
+    notes = {}
+
+    def batch(name, output):
+        with cache_notes() as notes[name]:
+            assert scorer.run(output=output).score == 0.5
+
+    slow = threading.Thread(target=batch, args=("slow", "slow"))
+    slow.start()
+    while len(judge_server.requests) < 2:  # the slow batch's call is in flight
+        threading.Event().wait(0.01)
+    batch("dropping", "x")  # starts and ends while the slow batch runs
+    assert slow.is_alive()
+    slow.join()
+    assert (notes["dropping"].dropped, notes["slow"].dropped) == (1, 0)
+    assert notes["dropping"].problems == notes["slow"].problems == []
+    assert dropped_rows() - before == 1  # the process's figure, which a local run reads
+
+
+def test_a_cache_that_stops_is_noted_by_the_batch_whose_call_found_it(judge_server, full_disk):
+    import os
+    import threading
+
+    from judge_server import Reply
+    from small_disks import filled
+
+    from evaldag._judge.cache import cache_notes
+
+    judge_server.on("Score slow", Reply({"score": 0.5}, latency=0.5))
+    judge_server.on("Score", {"score": 0.5})
+    scorer = _score_scorer(judge_server.judge(instructions=INSTRUCTIONS, cache=full_disk))
+    scorer.run(output="warm")  # the cache opens and works
+    notes = {}
+
+    def batch(name, output):
+        with cache_notes() as notes[name]:
+            assert scorer.run(output=output).score == 0.5
+
+    slow = threading.Thread(target=batch, args=("slow", "slow"))
+    try:
+        filled(full_disk)
+        assert os.statvfs(full_disk).f_bavail == 0
+        slow.start()
+        while len(judge_server.requests) < 2:
+            threading.Event().wait(0.01)
+        batch("writing", "new")  # its reply cannot be stored: the cache stops
+        slow.join()
+    finally:
+        (full_disk / "filler").unlink()
+    (problem,) = notes["writing"].problems
+    assert "could not write" in problem and str(full_disk) in problem
+    assert notes["slow"].problems == []  # stopped by the other batch's call, said there once

@@ -7,6 +7,12 @@ the coordinators the client process's actor holds (:class:`RunCoordinators`, sta
 Tasks of a worker that died run again elsewhere (Dask reschedules them; Ray retries them), and a
 shared value every copy of which died with its workers is shipped again (Dask cancels the tasks
 that need it).
+
+A Dask worker runs up to :data:`DASK_BATCHES_PER_THREAD` tasks per thread at once: a task leaves
+the worker's thread pool (``secede``) as it starts, so the next one starts while the last rows
+of another wait on their slowest calls, and the worker's judge calls do not run dry between
+batches. On Ray a task has a worker process to itself (more tasks than CPUs would be more
+processes: measured, no faster and dearer in CPU; see ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ DASK_RESHARES = 3
 #: Seconds a run waits for the coordinators' actor of earlier runs to answer (else it starts
 #: another).
 RAY_COORDINATORS_WAIT = 10.0
+#: Tasks a Dask worker runs at once per thread it has.
+DASK_BATCHES_PER_THREAD = 2
 
 
 class Coordinator(Protocol):
@@ -52,8 +60,10 @@ class Coordinator(Protocol):
 class Backend(Protocol):
     """A cluster row batches run on."""
 
-    #: Tasks the cluster runs at once.
+    #: The cluster's task slots: its worker processes' threads (Dask) or CPUs (Ray).
     slots: int
+    #: Tasks the cluster runs at once.
+    batches: int
 
     def shared(self, value: Any) -> Any:
         """``value`` stored once on the cluster; tasks given the reference get the value."""
@@ -175,6 +185,7 @@ class DaskBackend:
     def __init__(self, client: Any) -> None:
         self.client = client
         self.slots = max(1, sum(client.nthreads().values()))
+        self.batches = DASK_BATCHES_PER_THREAD * self.slots
 
     def shared(self, value: Any) -> Any:
         return _Scattered(self.client, value)
@@ -186,7 +197,7 @@ class DaskBackend:
         while True:
             sent = [arg.future() if isinstance(arg, _Scattered) else arg for arg in args]
             try:
-                return self.client.submit(task, *sent, pure=False).result()
+                return self.client.submit(_beside_others, task, *sent, pure=False).result()
             except FutureCancelledError:
                 # Dask cancels a task needing a value whose every copy died with its workers
                 shared = [
@@ -199,6 +210,28 @@ class DaskBackend:
     def coordinator(self, budget_usd: float | None) -> Coordinator:
         actor = self.client.submit(RunCoordinator, budget_usd, actor=True).result()
         return DaskCoordinator(actor)
+
+
+#: The tasks this Dask worker may run at once, once it ran one.
+_worker_batches: threading.BoundedSemaphore | None = None
+_worker_batches_lock = threading.Lock()
+
+
+def _beside_others(task: Callable[..., Any], *args: Any) -> Any:
+    """``task(*args)`` on a Dask worker, out of its thread pool once one of the worker's
+    ``DASK_BATCHES_PER_THREAD`` places per thread is free: the worker's thread takes its next
+    task meanwhile (the place is waited for in the thread, so the worker takes no more)."""
+    from distributed import get_worker, secede
+
+    global _worker_batches
+    with _worker_batches_lock:
+        if _worker_batches is None:
+            places = DASK_BATCHES_PER_THREAD * get_worker().state.nthreads
+            _worker_batches = threading.BoundedSemaphore(places)
+        running = _worker_batches
+    with running:
+        secede()
+        return task(*args)
 
 
 class _Scattered:
@@ -271,6 +304,7 @@ class RayBackend:
 
         self.ray = ray
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.batches = self.slots
         self._tasks: dict[Callable[..., Any], Any] = {}
 
     def shared(self, value: Any) -> Any:

@@ -1,18 +1,21 @@
 """``run_evals``' row batches on a cluster: each batch is one task, run through the eval DAG on a
 worker, the rest of the run stays in the client.
 
-The client hands batches on in dataset order, as in a local run, with up to twice the cluster's
-task slots running ahead, so everything it does between batches (a checkpoint, progress,
-``on_item_complete``, ``on_error="raise"``, the aggregation, ``out`` and the store) is done as it
-is locally. What a task needs besides its rows (the plan, the nodes wanted, the inputs every
-batch gets) is shipped to the cluster once, pickled by cloudpickle (functions of an eval file
-loaded from a path travel by value: see ``evaldag._eval.eval_file``). Each worker unpickles it
-and builds the eval's driver once per run, and its judge calls share the limits and the budget
-of the run's coordinator (:mod:`evaldag._cluster.coordinator`).
+The client hands batches on in dataset order, as in a local run, with up to twice the batches
+the cluster runs at once running ahead, so everything it does between batches (a checkpoint,
+progress, ``on_item_complete``, ``on_error="raise"``, the aggregation, ``out`` and the store) is
+done as it is locally. What a task needs besides its rows (the plan, the nodes wanted, the
+inputs every batch gets) is shipped to the cluster once, pickled by cloudpickle (functions of an
+eval file loaded from a path travel by value: see ``evaldag._eval.eval_file``). Each worker
+unpickles it and builds the eval's driver once per run, and its judge calls share the limits and
+the budget of the run's coordinator (:mod:`evaldag._cluster.coordinator`). Batches a worker runs
+at once (see :mod:`evaldag._cluster.backends`) share its row slots, as a local run's do, and
+each reports what the judge caches did in its own calls.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import uuid
@@ -26,10 +29,11 @@ import pandas as pd
 
 from evaldag._cluster.backends import Backend, Coordinator, cluster_backend
 from evaldag._cluster.limits import ClusterBudget, ClusterLimits, LimitSharing
+from evaldag._engine.concurrency import BatchSlots, RowSlots, batch_running
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import EvalPlan
 from evaldag._judge.budget import JudgeBudget
-from evaldag._judge.cache import cache_problems, dropped_rows, noted_elsewhere
+from evaldag._judge.cache import cache_notes, noted_elsewhere
 from evaldag._judge.limiter import limits_in
 from evaldag.errors import EvalDagError
 
@@ -69,24 +73,40 @@ class PreparedRun:
 #: A batch's task: its value given the run and the batch's own arguments.
 BatchTask = Callable[..., Any]
 
-_prepared_runs: OrderedDict[str, tuple[PreparedRun, ClusterLimits]] = OrderedDict()
+
+@dataclass
+class _WorkerRun:
+    """A run as a worker keeps it: prepared, its limits, and the row slots its batches running
+    here at once share (``concurrency`` per scorer and for the target, as in a local run, the
+    batch that came first served first)."""
+
+    prepared: PreparedRun
+    limits: ClusterLimits
+    slots: RowSlots
+    arrivals: Iterator[int] = field(default_factory=itertools.count)
+
+
+_prepared_runs: OrderedDict[str, _WorkerRun] = OrderedDict()
 _prepared_lock = threading.Lock()
 
 
-def _prepared(run: ClusterRun) -> tuple[PreparedRun, ClusterLimits]:
-    """The run as this worker keeps it, unpickled and its driver built by its first task."""
+def _prepared(run: ClusterRun) -> tuple[_WorkerRun, BatchSlots]:
+    """The run as this worker keeps it (unpickled and its driver built by its first task), and
+    the slots of the batch that asks."""
     with _prepared_lock:
         kept = _prepared_runs.get(run.id)
         if kept is None:
             import cloudpickle
 
             plan, wanted, inputs = cloudpickle.loads(run.pickled)
-            prepared = PreparedRun(eval_driver(plan), plan, wanted, inputs)
-            limits = ClusterLimits(run.coordinator, run.sharing)
-            kept = _prepared_runs[run.id] = (prepared, limits)
+            kept = _prepared_runs[run.id] = _WorkerRun(
+                PreparedRun(eval_driver(plan), plan, wanted, inputs),
+                ClusterLimits(run.coordinator, run.sharing),
+                RowSlots(inputs["concurrency"]),
+            )
             while len(_prepared_runs) > KEPT_RUNS:
                 _prepared_runs.popitem(last=False)
-        return kept
+        return kept, BatchSlots(kept.slots, next(kept.arrivals))
 
 
 def batch_values(run: PreparedRun, rows: pd.DataFrame, run_fields: pd.DataFrame) -> Any:
@@ -98,13 +118,12 @@ def batch_values(run: PreparedRun, rows: pd.DataFrame, run_fields: pd.DataFrame)
 
 def _on_worker(run: ClusterRun, task: BatchTask, *args: Any) -> tuple[Any, list[str], int]:
     """A task: ``task(run, *args)`` under the run's limits, with what the worker's judge caches
-    dropped and why they stopped meanwhile."""
-    prepared, limits = _prepared(run)
+    dropped in its calls and why they stopped (not another task's, running beside it)."""
+    kept, slots = _prepared(run)
     run.coordinator.bind()
-    problems, dropped = len(cache_problems()), dropped_rows()
-    with limits_in(limits):
-        value = task(prepared, *args)
-    return value, cache_problems()[problems:], dropped_rows() - dropped
+    with limits_in(kept.limits), batch_running(slots), cache_notes() as notes:
+        value = task(kept.prepared, *args)
+    return value, notes.problems, notes.dropped
 
 
 class ClusterBatches:
@@ -115,7 +134,7 @@ class ClusterBatches:
         self.coordinator = backend.coordinator(None if budget is None else budget.limit_usd)
         self.coordinator.bind()
         #: Batches running ahead of the one the client hands on next.
-        self.ahead = 2 * backend.slots
+        self.ahead = 2 * backend.batches
         self.sharing = LimitSharing.of_cluster(backend.slots)
         self.limits = ClusterLimits(self.coordinator, self.sharing)
         self.budget = None if budget is None else ClusterBudget(budget.limit_usd, self.coordinator)

@@ -28,8 +28,10 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -199,6 +201,7 @@ class JudgeCache:
                 if reply is None:
                     self.replies.delete(key)
                     self.dropped += 1
+                    _noted(dropped=1)
                     logger.warning(
                         "judge cache %s: dropped a row that is not a reply", self.location
                     )
@@ -233,6 +236,7 @@ class JudgeCache:
         logger.warning("%s", self.problem)
         with _caches_lock:
             _problems.append(self.problem)
+        _noted(problem=self.problem)
 
     def __len__(self) -> int:
         with self._lock:
@@ -300,6 +304,40 @@ def cache_problems() -> list[str]:
         return list(_problems)
 
 
+@dataclass
+class CacheNotes:
+    """What the judge caches dropped, and why they stopped, during one task's calls (a row
+    batch on a cluster's worker): its own figures, whatever else runs in the process."""
+
+    dropped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+#: The notes of the task whose calls run in this context (carried into the engine loop's tasks
+#: with it): two row batches running at once in one worker keep their figures apart.
+_notes: ContextVar[CacheNotes | None] = ContextVar("evaldag_cache_notes", default=None)
+
+
+@contextmanager
+def cache_notes() -> Iterator[CacheNotes]:
+    """Notes of what the caches drop, and why they stop, in calls made in this context."""
+    notes = CacheNotes()
+    token = _notes.set(notes)
+    try:
+        yield notes
+    finally:
+        _notes.reset(token)
+
+
+def _noted(*, dropped: int = 0, problem: str | None = None) -> None:
+    notes = _notes.get()
+    if notes is None:
+        return
+    notes.dropped += dropped
+    if problem is not None:
+        notes.problems.append(problem)
+
+
 #: The process's caches by location (a resolved directory, or a URL); None for one that could
 #: not open (not tried again).
 _caches: dict[Location, JudgeCache | None] = {}
@@ -353,5 +391,6 @@ def _opened(location: Location, *, strict: bool) -> JudgeCache | None:
         problem = f"{error.message}; the calls went on without a cache"
         logger.warning("%s", problem)
         _problems.append(problem)
+        _noted(problem=problem)
     _caches[location] = cache
     return cache
