@@ -4,20 +4,23 @@ A backend runs a task and waits for its value (``run``), ships a value once to e
 (``shared``) and gives the run's :class:`~evaldag._cluster.coordinator.RunCoordinator`, an actor
 whose handle any worker can call (``coordinator``): on Dask an actor of its own; on Ray one of
 the coordinators the client process's actor holds (:class:`RunCoordinators`, started once).
-Tasks of a worker that died run again elsewhere (Dask reschedules them; Ray retries them), and a
-shared value every copy of which died with its workers is shipped again (Dask cancels the tasks
-that need it).
+Tasks of a worker that died run again elsewhere (Dask reschedules them; Ray starts the actor
+that ran them again, there or elsewhere, and retries them), and a shared value every copy of
+which died with its workers is shipped again (Dask cancels the tasks that need it).
 
-A Dask worker runs up to :data:`DASK_BATCHES_PER_THREAD` tasks per thread at once: a task leaves
-the worker's thread pool (``secede``) as it starts, so the next one starts while the last rows
-of another wait on their slowest calls, and the worker's judge calls do not run dry between
-batches. On Ray a task has a worker process to itself (more tasks than CPUs would be more
-processes: measured, no faster and dearer in CPU; see ``benchmarks/RESULTS.md``).
+A worker process runs two row batches at once (per thread on Dask, per CPU on Ray), so the next
+one starts while the last rows of another wait on their slowest calls, and its judge calls do
+not run dry between batches: on Dask a task leaves the worker's thread pool (``secede``) as it
+starts, once one of :data:`DASK_BATCHES_PER_THREAD` places per thread is free; on Ray the
+batches go to :class:`BatchRunner` actors, one per CPU, each running
+:data:`RAY_BATCHES_PER_CPU` at once (more tasks than CPUs would be more processes: measured, no
+faster and dearer in CPU).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 import threading
@@ -29,6 +32,8 @@ from typing import Any, Protocol
 
 from evaldag._cluster.coordinator import RunCoordinator, RunCoordinators
 from evaldag.errors import EvalDagError
+
+_logger = logging.getLogger(__name__)
 
 #: Concurrent calls Ray's async coordinator actor serves: every row waiting for a judge slot
 #: holds one, and a release must never queue behind them.
@@ -42,6 +47,8 @@ DASK_RESHARES = 3
 RAY_COORDINATORS_WAIT = 10.0
 #: Tasks a Dask worker runs at once per thread it has.
 DASK_BATCHES_PER_THREAD = 2
+#: Row batches a Ray batch runner (one per CPU) runs at once.
+RAY_BATCHES_PER_CPU = 2
 
 
 class Coordinator(Protocol):
@@ -73,6 +80,9 @@ class Backend(Protocol):
 
     def coordinator(self, budget_usd: float | None) -> Coordinator:
         """Start the run's coordinator actor."""
+
+    def close(self) -> None:
+        """End what the run started on the cluster to run its tasks."""
 
 
 def _missing(extra: str, error: ImportError) -> EvalDagError:
@@ -120,9 +130,11 @@ def cluster_backend(executor: Any) -> Iterator[Backend]:
             _ray_started(ray, None if executor == "ray" else executor)
         elif executor != "ray":
             _require_connected_to(ray, executor)
+        backend = RayBackend()
         try:
-            yield RayBackend()
+            yield backend
         finally:
+            backend.close()
             if started:
                 ray.shutdown()
     elif type(executor).__name__ == "Client" and type(executor).__module__.startswith(
@@ -211,6 +223,9 @@ class DaskBackend:
         actor = self.client.submit(RunCoordinator, budget_usd, actor=True).result()
         return DaskCoordinator(actor)
 
+    def close(self) -> None:
+        """Nothing to end: the tasks ran on the cluster's own workers."""
+
 
 #: The tasks this Dask worker may run at once, once it ran one.
 _worker_batches: threading.BoundedSemaphore | None = None
@@ -296,28 +311,62 @@ class DaskCoordinator:
         run's last reference."""
 
 
+class BatchRunner:
+    """A Ray actor that runs row batches, up to ``RAY_BATCHES_PER_CPU`` at once (in threads of
+    one process: they share its driver, engine loop and judge slots)."""
+
+    def run(self, task: Callable[..., Any], *args: Any) -> Any:
+        """``task(*args)``."""
+        return task(*args)
+
+
 class RayBackend:
-    """Row batches as Ray tasks."""
+    """Row batches on Ray: one :class:`BatchRunner` actor per CPU, each running up to
+    ``RAY_BATCHES_PER_CPU`` batches at once, a batch handed to the one running fewest."""
 
     def __init__(self) -> None:
         import ray
 
         self.ray = ray
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.batches = self.slots
-        self._tasks: dict[Callable[..., Any], Any] = {}
+        self.batches = RAY_BATCHES_PER_CPU * self.slots
+        self._runners: list[Any] = []
+        self._running: list[int] = []
+        self._lock = threading.Lock()
 
     def shared(self, value: Any) -> Any:
         return self.ray.put(value)
 
     def run(self, task: Callable[..., Any], *args: Any) -> Any:
-        remote = self._tasks.get(task)
-        if remote is None:
-            remote = self._tasks[task] = self.ray.remote(max_retries=RAY_TASK_RETRIES)(task)
-        return self.ray.get(remote.remote(*args))
+        with self._lock:
+            if not self._runners:
+                actor = self.ray.remote(BatchRunner).options(
+                    num_cpus=1,
+                    max_concurrency=RAY_BATCHES_PER_CPU,
+                    max_restarts=-1,
+                    max_task_retries=RAY_TASK_RETRIES,
+                    scheduling_strategy="SPREAD",
+                )
+                self._runners = [actor.remote() for _ in range(self.slots)]
+                self._running = [0] * self.slots
+            chosen = min(range(len(self._runners)), key=self._running.__getitem__)
+            self._running[chosen] += 1
+        try:
+            return self.ray.get(self._runners[chosen].run.remote(task, *args))
+        finally:
+            with self._lock:
+                self._running[chosen] -= 1
 
     def coordinator(self, budget_usd: float | None) -> Coordinator:
         return RayCoordinator(_ray_coordinators(self.ray), str(uuid.uuid4()), budget_usd)
+
+    def close(self) -> None:
+        """End the run's batch runners."""
+        for runner in self._runners:
+            try:
+                self.ray.kill(runner)
+            except Exception as error:  # the run's result (or its error) is worth more
+                _logger.warning("a batch runner of the run could not be ended (%s)", error)
 
 
 #: The actor of this process's runs' coordinators, and the Ray connection it was started on.
