@@ -126,8 +126,8 @@ def test_a_coordinator_that_cannot_be_ended_loses_no_result(dask_client, monkeyp
     assert "coordinator could not be ended (the cluster is gone)" in caplog.text
 
 
-def test_a_worker_runs_two_batches_at_once_each_reporting_its_own_cache_figures(tmp_path):
-    """One worker of one thread runs the next batch while the last one's slow call is in
+def test_two_batches_at_once_in_one_worker_each_report_their_own_cache_figures(tmp_path):
+    """A worker of two threads runs the next batch while the last one's slow call is in
     flight; a cache row the second batch drops meanwhile is counted once, not by both. (A
     cluster of its own: one worker, so both batches run in one process.)"""
     import sqlite3
@@ -149,7 +149,7 @@ def test_a_worker_runs_two_batches_at_once_each_reporting_its_own_cache_figures(
             connection.execute("UPDATE replies SET reply = 'not json {'")
         with (
             distributed.LocalCluster(
-                n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+                n_workers=1, threads_per_worker=2, processes=True, dashboard_address=":0"
             ) as cluster,
             distributed.Client(cluster) as client,
         ):

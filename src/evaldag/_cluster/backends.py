@@ -9,12 +9,12 @@ that ran them again, there or elsewhere, and retries them), and a shared value e
 which died with its workers is shipped again (Dask cancels the tasks that need it).
 
 A worker process runs two row batches at once (per thread on Dask, per CPU on Ray), so the next
-one starts while the last rows of another wait on their slowest calls, and its judge calls do
-not run dry between batches: on Dask a task leaves the worker's thread pool (``secede``) as it
-starts, once one of :data:`DASK_BATCHES_PER_THREAD` places per thread is free; on Ray the
-batches go to :class:`BatchRunner` actors, one per CPU, each running
+one starts while the last rows of another wait on their slowest calls (a judge's slow replies),
+and its judge calls do not wait for a batch's tail: on Dask a task leaves the worker's thread
+pool (``secede``) as it starts, once one of :data:`DASK_BATCHES_PER_THREAD` places per thread is
+free; on Ray the batches go to :class:`BatchRunner` actors, one per CPU, each running
 :data:`RAY_BATCHES_PER_CPU` at once (more tasks than CPUs would be more processes: measured, no
-faster and dearer in CPU).
+faster and dearer in CPU). The client sends each batch to the worker (runner) running fewest.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import logging
 import os
 import sys
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -47,6 +48,8 @@ DASK_RESHARES = 3
 RAY_COORDINATORS_WAIT = 10.0
 #: Tasks a Dask worker runs at once per thread it has.
 DASK_BATCHES_PER_THREAD = 2
+#: Seconds between two readings of a Dask cluster's workers (the places batches go to).
+DASK_WORKERS_REFRESH_SECONDS = 5.0
 #: Row batches a Ray batch runner (one per CPU) runs at once.
 RAY_BATCHES_PER_CPU = 2
 
@@ -191,13 +194,50 @@ def _connected_address(ray: Any) -> str:
     return f"the driver of the cluster at {ray.get_runtime_context().gcs_address}"
 
 
+class _Placement:
+    """The batches running on each place (a Dask worker, a Ray batch runner): the next one goes
+    to the place running fewest for its room (its threads), so none runs dry while another
+    queues (a Dask scheduler would see a worker whose tasks left its thread pool as idle)."""
+
+    def __init__(self, room: Mapping[Any, int]) -> None:
+        self._lock = threading.Lock()
+        self._room: dict[Any, int] = {}
+        self._running: dict[Any, int] = {}
+        self.update(room)
+
+    def update(self, room: Mapping[Any, int]) -> None:
+        """The places there are now and the room of each (a place gone gets no more)."""
+        with self._lock:
+            self._room = {place: max(1, count) for place, count in room.items()}
+
+    @contextmanager
+    def place(self) -> Iterator[Any]:
+        """The place a batch runs on while in this context (None when there is none)."""
+        with self._lock:
+            chosen = min(
+                self._room, key=lambda p: self._running.get(p, 0) / self._room[p], default=None
+            )
+            self._running[chosen] = self._running.get(chosen, 0) + 1
+        try:
+            yield chosen
+        finally:
+            with self._lock:
+                self._running[chosen] -= 1
+                if not self._running[chosen]:
+                    del self._running[chosen]
+
+
 class DaskBackend:
-    """Row batches as Dask tasks of ``client``'s cluster."""
+    """Row batches as Dask tasks of ``client``'s cluster, each sent to the worker running
+    fewest per thread (or, gone, to any)."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
-        self.slots = max(1, sum(client.nthreads().values()))
+        threads = client.nthreads()
+        self.slots = max(1, sum(threads.values()))
         self.batches = DASK_BATCHES_PER_THREAD * self.slots
+        self._placement = _Placement(threads)
+        self._workers_read = time.monotonic()
 
     def shared(self, value: Any) -> Any:
         return _Scattered(self.client, value)
@@ -205,11 +245,22 @@ class DaskBackend:
     def run(self, task: Callable[..., Any], *args: Any) -> Any:
         from distributed.client import FutureCancelledError
 
+        if time.monotonic() - self._workers_read > DASK_WORKERS_REFRESH_SECONDS:
+            self._workers_read = time.monotonic()
+            self._placement.update(self.client.nthreads())
         attempt = 0
         while True:
             sent = [arg.future() if isinstance(arg, _Scattered) else arg for arg in args]
             try:
-                return self.client.submit(_beside_others, task, *sent, pure=False).result()
+                with self._placement.place() as worker:
+                    return self.client.submit(
+                        _beside_others,
+                        task,
+                        *sent,
+                        pure=False,
+                        workers=None if worker is None else [worker],
+                        allow_other_workers=True,
+                    ).result()
             except FutureCancelledError:
                 # Dask cancels a task needing a value whose every copy died with its workers
                 shared = [
@@ -331,7 +382,7 @@ class RayBackend:
         self.slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self.batches = RAY_BATCHES_PER_CPU * self.slots
         self._runners: list[Any] = []
-        self._running: list[int] = []
+        self._placement = _Placement({})
         self._lock = threading.Lock()
 
     def shared(self, value: Any) -> Any:
@@ -348,14 +399,9 @@ class RayBackend:
                     scheduling_strategy="SPREAD",
                 )
                 self._runners = [actor.remote() for _ in range(self.slots)]
-                self._running = [0] * self.slots
-            chosen = min(range(len(self._runners)), key=self._running.__getitem__)
-            self._running[chosen] += 1
-        try:
-            return self.ray.get(self._runners[chosen].run.remote(task, *args))
-        finally:
-            with self._lock:
-                self._running[chosen] -= 1
+                self._placement.update(dict.fromkeys(range(self.slots), 1))
+        with self._placement.place() as runner:
+            return self.ray.get(self._runners[runner].run.remote(task, *args))
 
     def coordinator(self, budget_usd: float | None) -> Coordinator:
         return RayCoordinator(_ray_coordinators(self.ray), str(uuid.uuid4()), budget_usd)

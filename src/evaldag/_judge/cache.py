@@ -314,7 +314,8 @@ class CacheNotes:
 
 
 #: The notes of the task whose calls run in this context (carried into the engine loop's tasks
-#: with it): two row batches running at once in one worker keep their figures apart.
+#: with it): two row batches running at once in one worker (a Dask worker of several threads)
+#: keep their figures apart.
 _notes: ContextVar[CacheNotes | None] = ContextVar("evaldag_cache_notes", default=None)
 
 
