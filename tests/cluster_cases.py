@@ -167,6 +167,22 @@ class ClusterCases:
         (limit,) = result.usage["total"].judge_limits
         assert limit.max_concurrency == 3 and limit.final == 3
 
+    def test_each_worker_runs_two_batches_at_once(self, executor):
+        """A batch starts beside its worker's other one, not after it, and the batches go to
+        the workers running fewest: with 2 workers, 4 batches of one slow call each are all in
+        flight at once (a worker that ran one batch at a time, or took three, would make 2 or
+        3)."""
+        with JudgeServer(Reply({"score": 1}), latency=3.0) as server:
+            result = run_evals(
+                [{"input": f"q{n}", "output": f"a{n}"} for n in range(4)],
+                scorers=[graded(server, max_concurrency=8)],
+                executor=executor,
+                batch_size=1,
+                progress=False,
+            )
+            assert server.max_in_flight == 4
+        assert result.scores == {"graded": 1.0}
+
     def test_a_429_seen_by_one_worker_lowers_the_limit_of_all(self, executor):
         with JudgeServer(Reply({"score": 1}), latency=0.02) as server:
             server.script(rate_limited(retry_after=0.1))
