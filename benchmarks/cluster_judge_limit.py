@@ -10,8 +10,12 @@ runs per executor, one scorer with one prompt step, ``max_concurrency`` for the 
   (``max_concurrency / latency`` calls/s; target 0.85);
 - ``storm``: ``--storm`` of the replies are 429s with ``Retry-After: 0.05``: items lost (not
   scored) must be 0, and the limit's lowest point shows the coordinator's cuts.
+- ``tail``: ``--tail`` of the replies take ``--tail-latency`` seconds (a real provider's slow
+  replies): the share of the ideal the limit allows at that mean latency, which a worker
+  waiting for its batch's slowest replies before it starts the next would lose.
 
-Each run also gives the mean of the calls in flight (the judge's count, read every 20 ms) and
+Each run also gives the mean of the calls in flight (the judge's count, read every 20 ms), the
+share of those readings at 0 between the first call and the last (``none in flight``), and
 the CPU time each part took, per judge call: the judge server (a thread of this process), the
 rest of this process (the client; Dask's scheduler runs here too), the worker processes (on
 Dask, one of them holds the coordinator), Ray's coordinator actor, and the cluster's own
@@ -22,7 +26,8 @@ per call, against the cores there are).
 The figures go to ``benchmarks/RESULTS.md`` (its "cluster" section)::
 
     python benchmarks/cluster_judge_limit.py [--items 100000] [--latency 0.05]
-        [--max-concurrency 64] [--storm 0.3] [--executors dask ray] [--runs limit storm]
+        [--max-concurrency 64] [--storm 0.3] [--tail 0.01] [--tail-latency 1.0]
+        [--executors dask ray] [--runs limit storm tail]
 """
 
 from __future__ import annotations
@@ -137,15 +142,18 @@ def judged(server: JudgeServer, max_concurrency: int) -> Any:
     )
 
 
-def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any]:
+def _run(executor: Any, args: argparse.Namespace, storm: float, tail: float) -> dict[str, Any]:
     items = [{"input": f"q{n}", "output": "a"} for n in range(args.items)]
     ok = Reply({"score": 1})
+    slow = Reply({"score": 1}, latency=args.tail_latency)
     with JudgeServer(ok, latency=args.latency) as server:
         if storm:
             server.on(
                 lambda request: True,
                 lambda request: rate_limited(0.05) if random.random() < storm else ok,
             )
+        if tail:
+            server.on(lambda request: True, lambda request: slow if random.random() < tail else ok)
         started = time.perf_counter()
         with Sampled(server) as sampled:
             result = run_evals(
@@ -158,8 +166,11 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
             )
         seconds = time.perf_counter() - started
         in_flight, requests = server.max_in_flight, len(server.requests)
-    ideal = args.items * args.latency / args.max_concurrency
+    latency = (1 - tail) * args.latency + tail * args.tail_latency
+    ideal = args.items * latency / args.max_concurrency
     (limit,) = result.usage["total"].judge_limits
+    busy = [n for n, count in enumerate(sampled.in_flight) if count]
+    readings = sampled.in_flight[busy[0] : busy[-1] + 1] if busy else []
     return {
         "seconds": seconds,
         "ratio": ideal / seconds,
@@ -168,6 +179,7 @@ def _run(executor: Any, args: argparse.Namespace, storm: float) -> dict[str, Any
         "lost": int(result.items["graded.score"].isna().sum()),
         "lowest": limit.lowest,
         "mean_in_flight": sum(sampled.in_flight) / max(1, len(sampled.in_flight)),
+        "none_in_flight": readings.count(0) / max(1, len(readings)),
         "cpu_ms": {part: 1000 * cpu / args.items for part, cpu in sampled.seconds.items()},
         "load": os.getloadavg()[0],
     }
@@ -206,15 +218,23 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--max-concurrency", type=int, default=64)
     parser.add_argument("--storm", type=float, default=0.3)
+    parser.add_argument("--tail", type=float, default=0.01)
+    parser.add_argument("--tail-latency", type=float, default=1.0)
     parser.add_argument("--executors", nargs="+", default=["dask", "ray"])
-    parser.add_argument("--runs", nargs="+", default=["limit", "storm"], choices=["limit", "storm"])
+    parser.add_argument(
+        "--runs", nargs="+", default=["limit", "storm"], choices=["limit", "storm", "tail"]
+    )
     args = parser.parse_args()
     rows = []
     for name, executor in executors(args.executors):
-        for label, storm in (("limit", 0.0), ("storm", args.storm)):
+        for label, storm, tail in (
+            ("limit", 0.0, 0.0),
+            ("storm", args.storm, 0.0),
+            ("tail", 0.0, args.tail),
+        ):
             if label not in args.runs:
                 continue
-            figures = _run(executor, args, storm)
+            figures = _run(executor, args, storm, tail)
             print(name, label, figures, flush=True)
             rows.append((name, label, figures))
     load = os.getloadavg()[0]
@@ -222,11 +242,13 @@ def main() -> None:
     setting = (
         f"{args.items:,} items x 1 LLM scorer, fake judge at {args.latency * 1000:g} ms, "
         f"`max_concurrency` {args.max_concurrency} for the whole cluster of 2 worker processes; "
-        f"storm: {args.storm:.0%} of replies are 429 (Retry-After 0.05 s). "
+        f"storm: {args.storm:.0%} of replies are 429 (Retry-After 0.05 s); tail: {args.tail:.0%} "
+        f"take {args.tail_latency:g} s. "
         f"{datetime.now(UTC):%Y-%m-%d}, load average {load:.1f} on the shared 2-core machine."
     )
     columns = (
-        "seconds | share of ideal | most in flight | mean in flight | requests | items lost "
+        "seconds | share of ideal | most in flight | mean in flight | none in flight | requests "
+        "| items lost "
         "| lowest limit | CPU ms per call: judge server, client, workers, coordinator, cluster "
         "services | all"
     )
@@ -237,13 +259,14 @@ def main() -> None:
         setting,
         "",
         f"| executor | run | {columns} |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, label, f in rows:
         cpu = f["cpu_ms"]
         lines.append(
             f"| {name} | {label} | {f['seconds']:.1f} | {f['ratio']:.2f} | {f['max_in_flight']} "
-            f"| {f['mean_in_flight']:.0f} | {f['requests']:,} | {f['lost']} | {f['lowest']} "
+            f"| {f['mean_in_flight']:.0f} | {f['none_in_flight']:.1%} | {f['requests']:,} "
+            f"| {f['lost']} | {f['lowest']} "
             f"| {', '.join(f'{cpu[part]:.2f}' for part in PARTS)} | {sum(cpu.values()):.2f} |"
         )
     lines += [
@@ -251,9 +274,9 @@ def main() -> None:
         f"Targets: most in flight <= {args.max_concurrency} (the judge counts), share of ideal "
         f">= {TARGET_RATIO} (met: "
         + ", ".join(
-            f"{n} {'yes' if f['ratio'] >= TARGET_RATIO else 'no'}"
+            f"{n} {label} {'yes' if f['ratio'] >= TARGET_RATIO else 'no'}"
             for n, label, f in rows
-            if label == "limit"
+            if label in ("limit", "tail")
         )
         + "), 0 items lost in the storm.",
         end,
