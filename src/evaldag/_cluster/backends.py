@@ -391,8 +391,11 @@ class RayBackend:
     def run(self, task: Callable[..., Any], *args: Any) -> Any:
         with self._lock:
             if not self._runners:
+                # As many runners as CPUs, reserving none: a runner holding a CPU for the whole
+                # run would keep another run (or a runner restarted after its node died) from
+                # ever being placed while this run lasts; its batches wait on judges, not CPU.
                 actor = self.ray.remote(BatchRunner).options(
-                    num_cpus=1,
+                    num_cpus=0,
                     max_concurrency=RAY_BATCHES_PER_CPU,
                     max_restarts=-1,
                     max_task_retries=RAY_TASK_RETRIES,
