@@ -419,6 +419,26 @@ def test_tool_call_accuracy_needs_an_expectation_and_messages():
     assert no_tools.preprocess_step_result["hasToolCalls"] is False
 
 
+@pytest.mark.parametrize(
+    ("run_input", "held"),
+    [
+        ({"question": "go", "id": 3}, "a dict with keys ['question', 'id']"),
+        (42, "int"),
+        ([{"q": "go"}], "a list whose item 0 is a dict with keys ['q']"),
+    ],
+)
+def test_tool_call_accuracy_fails_on_an_input_no_reader_takes(run_input, held):
+    # Mastra fails on these too ("Input and output messages cannot be null or empty"); the
+    # list of non-messages was read as a prompt and scored 1.
+    with pytest.raises(ScorerRunError) as caught:
+        scorers.tool_call_accuracy(expected_tool="a").run(input=run_input, output=_tool_output("a"))
+    assert caught.value.failed_step == "preprocess"
+    assert (
+        "run.input must be a string, a message, a list of messages or Mastra's agent run input "
+        f"({{inputMessages, ...}}) for tool_call_accuracy, got {held}"
+    ) in caught.value.message
+
+
 # --- trajectories ----------------------------------------------------------------------------
 
 
@@ -606,6 +626,30 @@ def test_trajectory_accuracy_from_options_item_or_nothing():
     assert described.run(input="go", output=recorded).preprocess_step_result[
         "expectedTrajectory"
     ] == {"steps": [{"name": "a", "children": {"steps": [{"name": "c"}]}}]}
+
+
+@pytest.mark.parametrize("factory", ["trajectory_accuracy", "trajectory"])
+def test_an_expected_trajectory_of_an_apps_own_keys_fails_the_run(factory):
+    # Mastra reads it as no expectation: trajectory accuracy 0 ("No expected trajectory
+    # provided"), the unified trajectory scorer 1 (only tool failures checked).
+    with pytest.raises(ScorerRunError) as caught:
+        getattr(scorers, factory)().run(
+            input="go",
+            output={"steps": _names("a")},
+            expected_trajectory={"question": "go", "id": 3},
+        )
+    assert (
+        "run.expected_trajectory must be a trajectory expectation with some of the keys "
+        "allowRepeatedSteps, "
+    ) in caught.value.message
+    assert "got a dict with keys ['question', 'id']" in caught.value.message
+
+
+def test_an_expected_trajectory_with_only_a_budget_or_nothing_is_read():
+    scorer = scorers.trajectory()
+    run = {"input": "go", "output": {"steps": _names("a", "b")}}
+    assert scorer.run(**run, expected_trajectory={"max_steps": 1}).score < 1
+    assert scorer.run(**run, expected_trajectory={}).score == 1
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
+from evaldag._reader import described
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
@@ -63,9 +64,41 @@ def _expectation(value: Any) -> dict[str, Any]:
             "steps under 'steps'",
             details={"field": "expected_trajectory"},
         )
-    item = _camel_dict(value, "the item's expected_trajectory")
+    item = _known_expectation(value, "the item's expected_trajectory")
     if item.get("steps") is not None:
         trajectory_dict(item["steps"], "the item's expected_trajectory['steps']")
+    return item
+
+
+#: The keys of a trajectory expectation (Mastra's ``TrajectoryExpectation``).
+_EXPECTATION_KEYS = frozenset(
+    {
+        "steps",
+        "ordering",
+        "allowRepeatedSteps",
+        "maxSteps",
+        "maxTotalTokens",
+        "maxTotalDurationMs",
+        "noRedundantCalls",
+        "blacklistedTools",
+        "blacklistedSequences",
+        "maxRetriesPerTool",
+    }
+)
+
+
+def _known_expectation(value: Any, what: str) -> dict[str, Any]:
+    """``value`` as a trajectory expectation (camelCase keys); a dict with none of its keys (an
+    app's own data) is an error, not an expectation of nothing."""
+    item = _camel_dict(value, what)
+    if item and item.keys().isdisjoint(_EXPECTATION_KEYS):
+        raise EvalDagError(
+            "EVALDAG_INVALID_TRAJECTORY",
+            f"{what} must be a trajectory expectation with some of the keys "
+            f"{', '.join(sorted(_EXPECTATION_KEYS))}, got {described(value)}; give the "
+            "expected steps under 'steps' (or a budget, a blacklist)",
+            details={"field": "expected_trajectory"},
+        )
     return item
 
 
@@ -125,7 +158,7 @@ def trajectory_accuracy(
     def comparison(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         names = [step.get("name") for step in actual["steps"]]
-        item = _camel_dict(run.expected_trajectory, "run.expected_trajectory")
+        item = _known_expectation(run.expected_trajectory, "run.expected_trajectory")
         steps = static_steps
         if steps is None and item.get("steps") is not None:
             steps = trajectory_dict(item["steps"], "run.expected_trajectory['steps']")["steps"]
@@ -365,7 +398,7 @@ def trajectory(
 
     def dimensions(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
-        config = {**base, **_camel_dict(run.expected_trajectory, "run.expected_trajectory")}
+        config = {**base, **_known_expectation(run.expected_trajectory, "run.expected_trajectory")}
         found, _ = _dimensions(actual, config, chosen, counted)
         steps: Any = config.get("steps")
         nested = (

@@ -166,6 +166,27 @@ def test_a_bad_rubric_in_the_run_fails_the_run(judge_server):
     assert judge_server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("fields", "where", "held"),
+    [
+        ({"request_context": {"rubric": {"criteria": ["A"]}}}, "request_context", "dict"),
+        ({"request_context": {"rubric": 5}}, "request_context", "int"),
+        ({"input": {"inputMessages": ["q"], "rubric": {"criteria": ["A"]}}}, "input", "dict"),
+    ],
+)
+def test_a_rubric_of_another_type_fails_the_run_not_passes_as_no_rubric(
+    judge_server, fields, where, held
+):
+    # Mastra reads such a rubric as none and passes the run at 1 without judging anything.
+    scorer = scorers.rubric(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run_one(ScorerRun(output="Done.", **{"input": "q", **fields}))
+    message = raised.value.cause.message
+    assert f"the run's {where}['rubric'] of rubric(...) must be a checklist string" in message
+    assert message.endswith(f"got {held}")
+    assert judge_server.requests == []
+
+
 def test_parse_rubric_strips_list_markers_and_blank_lines():
     text = "- One\n* Two\n• Three\n1. Four\n\n  2) Five  \n   \n12.Six"
     assert parse_rubric(text) == [

@@ -14,7 +14,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import EvalDagError, scorers
+from evaldag import EvalDagError, ScorerRunError, scorers
 
 TOOLS = [
     {"id": "get_weather", "description": "Current weather for a city"},
@@ -57,6 +57,18 @@ def test_score(judge_server, analysis, score):
     assert "<tools_called>\nNone\n</tools_called>" in result.analyze_prompt
     missing = json.dumps(analysis.get("missingTools") or [], separators=(",", ":"))
     assert f"Missing tools: {missing}" in result.generate_reason_prompt
+
+
+@pytest.mark.parametrize("run_input", [{"question": "Weather in Rome?"}, 42, [{"q": "Rome?"}]])
+def test_an_input_no_reader_takes_fails_the_run_before_any_judge_call(judge_server, run_input):
+    # Mastra fails on these too, as "Input and output messages cannot be null or empty"; the
+    # list of non-messages was read as a prompt and judged.
+    scorer = scorers.tool_call_accuracy_llm(judge_server.judge(), available_tools=TOOLS)
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input=run_input, output="Let me check.")
+    assert "run.input must be a string, a message, a list of messages" in raised.value.message
+    assert "for tool_call_accuracy_llm, got " in raised.value.message
+    assert judge_server.requests == []
 
 
 def test_tools_may_be_objects_with_a_name_and_without_a_description(judge_server):

@@ -145,14 +145,16 @@ def rubric_criteria(value: Any, what: str) -> list[RubricCriterion]:
 
 
 def _rubric_in(source: Any) -> Any:
-    """The ``rubric`` a run's request context, additional context or input carries, if any."""
+    """The ``rubric`` a run's request context, additional context or input carries, if any; a
+    value of another type is returned too, for :func:`rubric_criteria` to reject (never read as
+    no rubric, which passes)."""
     if isinstance(source, Mapping):
         value = source.get("rubric")
     elif callable(getattr(source, "get", None)):
         value = source.get("rubric")
     else:
         value = getattr(source, "rubric", None)
-    return value if isinstance(value, str | list) else None
+    return value
 
 
 def _field(value: Any, name: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from evaldag._reader import checked_transcript
+from evaldag._reader import checked_input, checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -156,7 +156,8 @@ def tool_call_accuracy_llm(
 
     def tool_calls(run: Any) -> dict[str, Any]:
         checked_transcript(run.output, "tool_call_accuracy_llm")
-        inputs = extract_input_messages(run.input) if run.input is not None else []
+        run_input = checked_input(run.input, "tool_call_accuracy_llm")
+        inputs = extract_input_messages(run_input) if run_input is not None else []
         if not inputs or not run_messages(run.output, "assistant"):
             raise EvalDagError(
                 "EVALDAG_TOOL_CALL_ACCURACY_MISSING_MESSAGES",
