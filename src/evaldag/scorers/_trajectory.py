@@ -38,6 +38,52 @@ _TOOL_STEPS = ("tool_call", "mcp_tool_call")
 _ORDERINGS = ("strict", "relaxed", "unordered")
 
 
+#: The keys of a trajectory expectation (Mastra's ``TrajectoryExpectation``).
+_EXPECTATION_KEYS = frozenset(
+    {
+        "steps",
+        "ordering",
+        "allowRepeatedSteps",
+        "maxSteps",
+        "maxTotalTokens",
+        "maxTotalDurationMs",
+        "noRedundantCalls",
+        "blacklistedTools",
+        "blacklistedSequences",
+        "maxRetriesPerTool",
+    }
+)
+
+
+def camel_dict(value: Any, what: str) -> dict[str, Any]:
+    """``value`` (a dict or a model; ``None`` is ``{}``) with camelCase keys."""
+    if value is None:
+        return {}
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(by_alias=True, exclude_unset=True)
+    if not isinstance(value, Mapping):
+        raise EvalDagError(
+            "EVALDAG_INVALID_SCORER_OPTION",
+            f"{what} must be a dict, got {type(value).__name__}",
+        )
+    return {camel(key): item for key, item in value.items()}
+
+
+def known_expectation(value: Any, what: str) -> dict[str, Any]:
+    """``value`` as a trajectory expectation (camelCase keys); a dict with none of its keys (an
+    app's own data) is an error, not an expectation of nothing."""
+    item = camel_dict(value, what)
+    if item and item.keys().isdisjoint(_EXPECTATION_KEYS):
+        raise EvalDagError(
+            "EVALDAG_INVALID_TRAJECTORY",
+            f"{what} must be a trajectory expectation with some of the keys "
+            f"{', '.join(sorted(_EXPECTATION_KEYS))}, got {described(value)}; give the "
+            "expected steps under 'steps' (or a budget, a blacklist)",
+            details={"field": "expected_trajectory"},
+        )
+    return item
+
+
 def _plain_step(value: Any) -> Any:
     """A step as a dict with camelCase keys; ``children`` (steps, or an expectation) too."""
     if hasattr(value, "model_dump"):

@@ -14,17 +14,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
-from evaldag._reader import described
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
 from evaldag.scorers._trajectory import (
     _ORDERINGS,
     analyze_tool_failures,
+    camel_dict,
     check_trajectory_blacklist,
     check_trajectory_efficiency,
     compare_trajectories,
     expected_step,
+    known_expectation,
     trajectory_dict,
 )
 
@@ -40,19 +41,6 @@ class _Counted:
     redundant_calls: bool
 
 
-def _camel_dict(value: Any, what: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(by_alias=True, exclude_unset=True)
-    if not isinstance(value, Mapping):
-        raise EvalDagError(
-            "EVALDAG_INVALID_SCORER_OPTION",
-            f"{what} must be a dict, got {type(value).__name__}",
-        )
-    return {camel(key): item for key, item in value.items()}
-
-
 def _expectation(value: Any) -> dict[str, Any]:
     """An item's expected trajectory as the scorers read it: a dict (a trajectory expectation)
     whose ``steps``, when given, are a trajectory; raises naming the fix otherwise."""
@@ -64,41 +52,9 @@ def _expectation(value: Any) -> dict[str, Any]:
             "steps under 'steps'",
             details={"field": "expected_trajectory"},
         )
-    item = _known_expectation(value, "the item's expected_trajectory")
+    item = known_expectation(value, "the item's expected_trajectory")
     if item.get("steps") is not None:
         trajectory_dict(item["steps"], "the item's expected_trajectory['steps']")
-    return item
-
-
-#: The keys of a trajectory expectation (Mastra's ``TrajectoryExpectation``).
-_EXPECTATION_KEYS = frozenset(
-    {
-        "steps",
-        "ordering",
-        "allowRepeatedSteps",
-        "maxSteps",
-        "maxTotalTokens",
-        "maxTotalDurationMs",
-        "noRedundantCalls",
-        "blacklistedTools",
-        "blacklistedSequences",
-        "maxRetriesPerTool",
-    }
-)
-
-
-def _known_expectation(value: Any, what: str) -> dict[str, Any]:
-    """``value`` as a trajectory expectation (camelCase keys); a dict with none of its keys (an
-    app's own data) is an error, not an expectation of nothing."""
-    item = _camel_dict(value, what)
-    if item and item.keys().isdisjoint(_EXPECTATION_KEYS):
-        raise EvalDagError(
-            "EVALDAG_INVALID_TRAJECTORY",
-            f"{what} must be a trajectory expectation with some of the keys "
-            f"{', '.join(sorted(_EXPECTATION_KEYS))}, got {described(value)}; give the "
-            "expected steps under 'steps' (or a budget, a blacklist)",
-            details={"field": "expected_trajectory"},
-        )
     return item
 
 
@@ -128,7 +84,7 @@ def trajectory_accuracy(
     An expected ``tool_call`` step with ``'success': True`` matches only a call that worked;
     ``trajectory()`` and ``checks.no_tool_errors()`` score the failures themselves.
     """
-    options = _camel_dict(comparison_options, "comparison_options")
+    options = camel_dict(comparison_options, "comparison_options")
     ordering = options.get("ordering", "relaxed")
     if ordering not in _ORDERINGS:
         raise EvalDagError(
@@ -158,7 +114,7 @@ def trajectory_accuracy(
     def comparison(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         names = [step.get("name") for step in actual["steps"]]
-        item = _known_expectation(run.expected_trajectory, "run.expected_trajectory")
+        item = known_expectation(run.expected_trajectory, "run.expected_trajectory")
         steps = static_steps
         if steps is None and item.get("steps") is not None:
             steps = trajectory_dict(item["steps"], "run.expected_trajectory['steps']")["steps"]
@@ -385,8 +341,8 @@ def trajectory(
     (``createTrajectoryScorerCode``): only retries beyond ``maxRetriesPerTool`` cost, and
     redundant calls only when a budget key is set.
     """
-    base = _camel_dict(defaults, "defaults")
-    given = _camel_dict(weights, "weights")
+    base = camel_dict(defaults, "defaults")
+    given = camel_dict(weights, "weights")
     unknown = set(given) - set(_DEFAULT_WEIGHTS)
     if unknown:
         raise EvalDagError(
@@ -398,7 +354,7 @@ def trajectory(
 
     def dimensions(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
-        config = {**base, **_known_expectation(run.expected_trajectory, "run.expected_trajectory")}
+        config = {**base, **known_expectation(run.expected_trajectory, "run.expected_trajectory")}
         found, _ = _dimensions(actual, config, chosen, counted)
         steps: Any = config.get("steps")
         nested = (

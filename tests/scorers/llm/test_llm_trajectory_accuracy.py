@@ -192,6 +192,31 @@ def test_an_output_that_is_no_trajectory_fails_the_preprocess_step(judge_server)
     assert judge_server.requests == []
 
 
+def test_an_expectation_of_an_apps_own_keys_fails_the_run_before_any_judge_call(judge_server):
+    # Mastra judges the path as if no expectation were given.
+    scorer = scorers.trajectory_accuracy_llm(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input="Find x.", output=_STEPS, expected_trajectory={"question": "x", "id": 3})
+    assert raised.value.failed_step == "preprocess"
+    assert "run.expected_trajectory must be a trajectory expectation with some of the keys" in (
+        raised.value.message
+    )
+    assert "got a dict with keys ['question', 'id']" in raised.value.message
+    assert judge_server.requests == []
+
+
+def test_a_raw_output_no_reader_takes_fails_the_run_not_an_empty_response(judge_server):
+    # Mastra asks its judge about an empty final response (AGENT FINAL RESPONSE: "").
+    scorer = scorers.trajectory_accuracy_llm(judge_server.judge())
+    output = {"steps": _STEPS, "rawOutput": {"answer": "x is 42."}}
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(input="Find x.", output=output)
+    assert "run.output.rawOutput must be a string, a message or a list of messages for " in (
+        raised.value.message
+    )
+    assert judge_server.requests == []
+
+
 @pytest.mark.parametrize(
     ("expected", "named"),
     [

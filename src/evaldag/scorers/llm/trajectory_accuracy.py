@@ -15,11 +15,12 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._compat.js import js_json, round_to_two_decimals
+from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
-from evaldag.scorers._trajectory import expected_step, trajectory_dict
+from evaldag.scorers._trajectory import expected_step, known_expectation, trajectory_dict
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -201,12 +202,21 @@ def _item_steps(expectation: Any, what: str) -> list[dict[str, Any]] | None:
     """The steps of an item's expected trajectory (a list of steps or a dict with ``steps``)."""
     if expectation is None:
         return None
-    if hasattr(expectation, "model_dump"):
-        expectation = expectation.model_dump(by_alias=True, exclude_unset=True)
-    if isinstance(expectation, Mapping):
-        expectation = expectation.get("steps") or []
+    if hasattr(expectation, "model_dump") or isinstance(expectation, Mapping):
+        expectation = known_expectation(expectation, what.removesuffix("['steps']")).get("steps")
+        if not expectation:
+            return None
     steps = trajectory_dict(expectation, what)["steps"]
     return steps or None
+
+
+def _final_response(raw_output: Any) -> str:
+    """The response in a trajectory's ``rawOutput`` (``''`` when it holds none); a value no reader
+    takes (an app's own dict) is an error, not an empty response for the judge."""
+    text = get_assistant_message(raw_output)
+    if text is None:
+        checked_transcript(raw_output, "trajectory_accuracy_llm", "run.output.rawOutput")
+    return text or ""
 
 
 #: Without an expectation of its own, the scorer reads each item's: one it can read, when given.
@@ -257,7 +267,7 @@ def trajectory_accuracy_llm(
         expected = preprocess_step_result.get("expectedTrajectoryFormatted")
         return EVALUATION_PROMPT.render(
             input=user_text(run),
-            output=get_assistant_message(actual.get("rawOutput")) or "",
+            output=_final_response(actual.get("rawOutput")),
             actual=preprocess_step_result["actualTrajectoryFormatted"] or NO_STEPS,
             expected=EXPECTED_STEPS.render(expected=expected) if expected else "",
         )
