@@ -17,7 +17,13 @@ import repo_paths
 import evaldag
 from evaldag import ScorerRun, checks
 from evaldag.errors import EvalDagError
-from evaldag.transcripts import extract_tool_calls, get_assistant_message, tool_invocations
+from evaldag.transcripts import (
+    extract_input_messages,
+    extract_tool_calls,
+    get_assistant_message,
+    get_combined_system_prompt,
+    tool_invocations,
+)
 
 FIXTURES = repo_paths.FIXTURES / "transcripts"
 
@@ -151,3 +157,49 @@ def test_an_unreadable_row_is_refused_before_scoring_naming_row_and_path():
         evaldag.run_evals(data, gates=[checks.no_tool_errors()], progress=False)
     assert raised.value.details["row"] == "1"
     assert raised.value.details["field"] == "output[0].parts[1].type"
+
+
+@pytest.mark.parametrize(
+    ("run_input", "path", "held"),
+    [
+        ({"inputMessages": {"question": "Capital?"}}, "input.inputMessages", "a dict with keys"),
+        ({"inputMessages": 5}, "input.inputMessages", "int"),
+        ({"inputMessages": ["Hi"], "systemMessages": "Be terse."}, "input.systemMessages", "str"),
+        (
+            {"inputMessages": ["Hi"], "systemMessages": [{"rule": "Be terse."}]},
+            "input.systemMessages[0] is no system message",
+            "a dict with keys ['rule']",
+        ),
+        (
+            {"inputMessages": ["Hi"], "taggedSystemMessages": {"a": [3]}},
+            "input.taggedSystemMessages['a'][0] is no system message",
+            "int",
+        ),
+        (
+            {"inputMessages": ["Hi"], "taggedSystemMessages": ["Be terse."]},
+            "input.taggedSystemMessages must be a dict",
+            "a list of 1",
+        ),
+    ],
+)
+def test_an_agent_input_list_that_holds_no_messages_is_an_error(run_input, path, held):
+    """Such a value was read as no user message (completeness 0) or no system prompt (prompt
+    alignment judged an empty one)."""
+    with pytest.raises(EvalDagError) as raised:
+        ScorerRun(input=run_input, output="o")
+    assert raised.value.id == "EVALDAG_INVALID_TRANSCRIPT"
+    assert raised.value.message.startswith(path)
+    assert f"got {held}" in raised.value.message
+
+
+def test_an_agent_inputs_single_message_and_system_prompts_are_read():
+    run = ScorerRun(
+        input={
+            "inputMessages": {"role": "user", "content": "Capital?"},
+            "systemMessages": ["Be terse.", {"role": "system", "content": "Answer in French."}],
+            "taggedSystemMessages": {"style": [{"role": "system", "content": "No emoji."}]},
+        },
+        output="o",
+    )
+    assert extract_input_messages(run.input) == ["Capital?"]
+    assert get_combined_system_prompt(run.input) == "Be terse.\n\nAnswer in French.\n\nNo emoji."

@@ -19,7 +19,7 @@ from typing import Any
 from evaldag._reader.chat import BODY_KEYS
 from evaldag._reader.json_text import NOT_JSON, json_value, looks_like_json, structured_json
 from evaldag._reader.mastra import INPUT_LISTS, is_canonical, read_model
-from evaldag._reader.problems import brief
+from evaldag._reader.problems import brief, malformed
 from evaldag._reader.shapes import is_wrapper, shape_of, unknown, wrapped
 from evaldag._reader.transcript import Place, Transcript
 from evaldag._reader.values import (
@@ -260,21 +260,71 @@ def _read_message(message: Any, at: Place) -> None:
         at.transcript.changed = True
 
 
+def _read_input_list(given: Any, key: str) -> Any:
+    """One message list of an agent run input (``inputMessages`` ...) read; one message is a
+    list of it, and a value that holds no messages (a number, an app's own dict) is an error,
+    not a list of empty messages."""
+    kind = type(given)
+    if given is None or kind is str or ((kind is list or kind is dict) and not given):
+        return given
+    item = plain_data(given) if is_foreign(given) else given
+    if isinstance(item, Mapping) and _is_message(item):
+        item = [item]
+    if not isinstance(item, list | tuple):
+        raise malformed(f"input.{key}", f"must be a list of messages, got {brief(item)}")
+    return _read_list(item, f"input.{key}", "user")
+
+
+#: The keys of a system message that hold its text (``transcripts.get_system_messages``).
+_SYSTEM_TEXT_KEYS = frozenset({"content", "text", "body", "parts"})
+
+
+def _check_system_messages(messages: Any, path: str) -> None:
+    """An error unless ``messages`` is a list of strings and messages with text: a system prompt
+    of another shape would be read as none."""
+    if not isinstance(messages, list | tuple):
+        raise malformed(path, f"must be a list of system messages, got {brief(messages)}")
+    for index, message in enumerate(messages):
+        if isinstance(message, str) or (
+            isinstance(message, Mapping) and not message.keys().isdisjoint(_SYSTEM_TEXT_KEYS)
+        ):
+            continue
+        raise malformed(
+            f"{path}[{index}]",
+            f"is no system message (a string or {{'role': 'system', 'content': '...'}}): got "
+            f"{brief(message)}",
+        )
+
+
+def _check_tagged_system_messages(tagged: Any) -> None:
+    """An error unless ``tagged`` is a dict of system message lists."""
+    if not isinstance(tagged, Mapping):
+        raise malformed(
+            "input.taggedSystemMessages",
+            f"must be a dict of system message lists, got {brief(tagged)}",
+        )
+    for tag, messages in tagged.items():
+        _check_system_messages(messages, f"input.taggedSystemMessages[{tag!r}]")
+
+
 def _read_agent_input(value: Mapping[str, Any]) -> Any:
     """An agent run input (``inputMessages``, ``rememberedMessages`` ...) with its messages
     read; the system messages are kept as given (Mastra's ``CoreMessage`` shape)."""
     changed = {}
     for key, given in value.items():
         kind = type(given)
-        if kind in SCALARS or ((kind is list or kind is dict) and not given):
-            continue
-        if key not in INPUT_LISTS:
+        if key in INPUT_LISTS:
+            read = _read_input_list(given, key)
+        elif key == "systemMessages" and given is not None:
             read = python_data(given)
+            _check_system_messages(read, "input.systemMessages")
+        elif key == "taggedSystemMessages" and given is not None:
+            read = python_data(given)
+            _check_tagged_system_messages(read)
+        elif kind in SCALARS or ((kind is list or kind is dict) and not given):
+            continue
         else:
-            item = plain_data(given) if is_foreign(given) else given
-            read = (
-                _read_list(item, f"input.{key}", "user") if isinstance(item, list | tuple) else item
-            )
+            read = python_data(given)
         if read is not given:
             changed[key] = read
     return {**value, **changed} if changed else value
