@@ -11,6 +11,7 @@ from judge_server import MODEL, Reply
 import evaldag
 from evaldag import EvalDagError, EvalResult, checks, run_evals, scorers
 from evaldag._targets.tools import tool
+from evaldag._util.event_loop import run_sync
 from evaldag.errors import ConfigurationError
 from evaldag.transcripts import extract_trajectory
 
@@ -256,6 +257,69 @@ def test_a_failing_model_is_a_recorded_target_error(judge_server, transport):
     assert result.items["check-includes.error"][0].startswith("target failed")
     assert result.items["check-includes.score"][1] == 1.0
     assert result.summary.target_errors == 1
+
+
+@pytest.mark.parametrize(
+    ("run_input", "said"),
+    [
+        (
+            {"question": "Weather in Paris?"},
+            "input must be a string, a message, a list of messages",
+        ),
+        (42, "got int"),
+        ([{"q": "Weather in Paris?"}], "a list whose item 0 is a dict with keys ['q']"),
+        ({"inputMessages": ["Weather in Paris?"]}, "got Mastra's agent run input"),
+        (
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x.png"}}]}],
+            "input[0].content.parts[0] is a 'image_url' part",
+        ),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "c1", "function": {"name": "get_weather", "arguments": "{}"}}
+                    ],
+                },
+                {"role": "user", "content": "Weather in Paris?"},
+            ],
+            "is a call of 'get_weather' in state 'call', without its result",
+        ),
+    ],
+)
+def test_an_input_the_model_cannot_be_sent_is_the_items_error_not_an_empty_message(
+    judge_server, run_input, said
+):
+    # It was sent as an empty user message (or without the image, or with the call answered
+    # by {"error": null}), and the model's answer scored.
+    judge_server.reply = "22°C in Paris."
+    with pytest.raises(EvalDagError) as raised:
+        run_sync(_weather_agent(judge_server)(run_input))
+    assert said in raised.value.message
+    assert judge_server.requests == []
+
+
+def test_history_and_input_in_every_shape_are_sent_as_text_and_tool_turns(judge_server):
+    judge_server.reply = "Still 22°C."
+    earlier = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "function": {"name": "get_weather", "arguments": '{"location": "x"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "22"},
+        {"role": "assistant", "content": "22°C."},
+    ]
+    weather_agent = _weather_agent(judge_server)
+    run_sync(weather_agent({"role": "user", "content": "And now?"}, earlier))
+    sent = judge_server.requests[0].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert sent[2]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert (sent[4]["content"], sent[5]["content"]) == ("22°C.", "And now?")
 
 
 def test_agent_arguments_are_checked():

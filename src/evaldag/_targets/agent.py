@@ -34,6 +34,7 @@ from evaldag._judge.errors import JudgeCallError, JudgeError
 from evaldag._judge.records import JudgeExecution
 from evaldag._judge.settings import Judge, as_judge
 from evaldag._judge.transport import chat_reply
+from evaldag._reader import checked_input, is_messages, read_transcript
 from evaldag._targets.tools import Tool, ToolOutcome, tool, tool_message_text
 from evaldag.errors import ConfigurationError, EvalDagError
 from evaldag.transcripts import get_text_content, run_messages
@@ -60,8 +61,8 @@ class Agent(BaseModel):
         :param history: the earlier turns' messages (Mastra's, or any transcript ScorerRun reads).
         """
         messages = [{"role": "system", "content": self.instructions}] if self.instructions else []
-        messages += _chat_messages(run_messages(list(history), "user"))
-        messages += _chat_messages(run_messages(input, "user"))
+        messages += _chat_messages(list(history), "history")
+        messages += _chat_messages(input, "input")
         by_name = {t.name: t for t in self.tools}
         schemas = [t.schema for t in self.tools]
         parts: list[dict[str, Any]] = []
@@ -222,51 +223,82 @@ def _invocation_part(call: dict[str, Any], outcome: ToolOutcome, step: int) -> d
     return {"type": "tool-invocation", "toolInvocation": invocation}
 
 
-def _chat_messages(messages: list[Any]) -> list[dict[str, Any]]:
-    """Mastra's messages as chat-completions messages: tool calls as calls and their results."""
+#: Parts the model is not sent: the agent's own reasoning and step boundaries.
+_UNSENT_PARTS = frozenset({"reasoning", "step-start"})
+
+
+def _chat_messages(value: Any, field: str) -> list[dict[str, Any]]:
+    """``value`` (a text or messages, read as ``ScorerRun`` reads them) as chat-completions
+    messages: text, tool calls and their results. Anything the model cannot be sent (an app's
+    own dict, an image part, a call still waiting for its result) is an error naming ``field``,
+    never an empty message."""
+    checked = checked_input(value, "the agent target", field)
+    if isinstance(checked, dict) and not is_messages(checked):
+        raise EvalDagError(
+            "EVALDAG_INVALID_RUN_INPUT",
+            f"{field} of the agent target must be a text or messages, got Mastra's agent run "
+            f"input (keys {sorted(checked)}); give its messages (inputMessages) instead",
+            details={"field": field},
+        )
     chat: list[dict[str, Any]] = []
-    for message in messages:
+    for index, message in enumerate(run_messages(read_transcript(checked, "input"), "user")):
         if isinstance(message, str):
             chat.append({"role": "user", "content": message})
             continue
-        role = message.get("role")
+        role = message.get("role") or "user"
         content = message.get("content")
         parts = content.get("parts") if isinstance(content, dict) else None
-        if role != "assistant" or not isinstance(parts, list):
-            chat.append({"role": role or "user", "content": get_text_content(message)})
+        if not isinstance(parts, list):
+            chat.append({"role": role, "content": get_text_content(message)})
             continue
-        for part in parts:
-            if part.get("type") == "text" and part.get("text"):
-                chat.append({"role": "assistant", "content": part["text"]})
-            elif part.get("type") == "tool-invocation":
-                call = part["toolInvocation"]
-                arguments = json.dumps(call.get("args", {}))
-                chat.append(
-                    _assistant_turn(
-                        {
-                            "tool_calls": [
-                                {
-                                    "id": call.get("toolCallId"),
-                                    "name": call.get("toolName"),
-                                    "arguments": arguments,
-                                }
-                            ],
-                        }
-                    )
+        texts: list[str] = []
+        for number, part in enumerate(parts):
+            kind = part.get("type")
+            where = f"{field}[{index}].content.parts[{number}]"
+            if kind == "text":
+                texts.append(part.get("text") or "")
+            elif kind == "tool-invocation" and role == "assistant":
+                if texts:
+                    chat.append({"role": role, "content": "".join(texts)})
+                    texts = []
+                chat += _tool_turns(part["toolInvocation"], where)
+            elif kind not in _UNSENT_PARTS:
+                raise EvalDagError(
+                    "EVALDAG_INVALID_RUN_INPUT",
+                    f"{where} is a {kind!r} part (of a message with role {role!r}), which the "
+                    "agent target cannot send to its model (it sends text, tool calls and their "
+                    "results); give the text instead",
+                    details={"field": where},
                 )
-                result = (
-                    call.get("result")
-                    if call.get("state") == "result"
-                    else {"error": call.get("errorText")}
-                )
-                chat.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": call.get("toolCallId"),
-                        "content": tool_message_text(result),
-                    }
-                )
+        if texts or role != "assistant":
+            chat.append({"role": role, "content": "".join(texts)})
     return chat
+
+
+def _tool_turns(call: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A tool call and its result (or error) as chat messages."""
+    state = call.get("state")
+    if state == "result":
+        result = call.get("result")
+    elif state in ("output-error", "output-denied"):
+        result = {"error": call.get("errorText") or state}
+    else:
+        raise EvalDagError(
+            "EVALDAG_INVALID_RUN_INPUT",
+            f"{where} is a call of {call.get('toolName')!r} in state {state!r}, without its "
+            "result: the agent target sends each call with its result or error",
+            details={"field": where},
+        )
+    turn = {"id": call.get("toolCallId"), "name": call.get("toolName")}
+    turn["arguments"] = json.dumps(call.get("args", {}))
+    return [
+        _assistant_turn({"tool_calls": [turn]}),
+        {
+            "role": "tool",
+            "tool_call_id": call.get("toolCallId"),
+            "content": tool_message_text(result),
+        },
+    ]
 
 
 def agent(
