@@ -12,8 +12,8 @@ import pytest
 from judge_server import refused
 from llm_scorer_cases import SAMPLES
 
-from evaldag import EvalDagError, ScorerRunError, scorers
-from evaldag.scorers.llm._shared import MODEL_PARAMETER
+from evaldag import EvalDagError, ScorerRun, ScorerRunError, scorers
+from evaldag.scorers.llm._shared import MODEL_PARAMETER, tool_result_context
 
 SCORERS = sorted(SAMPLES)
 
@@ -197,3 +197,36 @@ def test_a_trajectorys_text_is_read_from_its_raw_output(judge_server):
     with pytest.raises(ScorerRunError):  # the scripted reply does not fit the verdicts' schema
         scorers.answer_relevancy(judge_server.judge()).run(input="Capital?", output=trajectory)
     assert "Paris." in str(judge_server.requests[0])
+
+
+@pytest.mark.parametrize("factory", [scorers.faithfulness, scorers.hallucination])
+@pytest.mark.parametrize(
+    ("field", "output"),
+    [
+        ("run.output", {"answer": "Paris", "sources": [{"id": 1}]}),
+        ("run.output.rawOutput", {"steps": [], "rawOutput": {"answer": "Paris"}}),
+    ],
+)
+def test_tool_results_are_not_looked_for_in_an_output_no_reader_takes(
+    judge_server, factory, field, output
+):
+    # Without context=, the context is the output's tool results: such an output was "not
+    # scorable: no tool results", where nothing in it was read.
+    with pytest.raises(ScorerRunError) as raised:
+        factory(judge_server.judge()).run(input="Capital?", output=output)
+    assert f"{field} must be a string, a message or a list of messages" in raised.value.message
+    assert judge_server.requests == []
+
+
+def test_a_trajectorys_tool_results_are_read_from_its_raw_output():
+    messages = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "function": {"name": "capital", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+    ]
+    run = ScorerRun(input="Capital?", output={"steps": [], "rawOutput": messages})
+    assert tool_result_context(run.output) == tool_result_context(ScorerRun(output=messages).output)
+    assert tool_result_context(run.output) == ['"Paris"']

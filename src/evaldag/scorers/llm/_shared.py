@@ -71,7 +71,7 @@ from pydantic.alias_generators import to_camel
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
-from evaldag._reader import checked_input, checked_transcript
+from evaldag._reader import checked_input, checked_transcript, read_transcript
 from evaldag._scorer.builder import create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
@@ -216,13 +216,28 @@ def assistant_text(run: Any) -> str:
     """The assistant's response of the run (``''`` when a transcript has none), a trajectory's
     read from its ``rawOutput``; a value no reader takes is an error, not an empty response for
     the judge."""
-    output, field = run.output, "run.output"
-    if isinstance(output, dict) and "rawOutput" in output and isinstance(output.get("steps"), list):
-        output, field = output["rawOutput"], "run.output.rawOutput"
+    return response_text(*_response(run.output))
+
+
+def response_text(output: Any, field: str = "run.output") -> str:
+    """The assistant's message in ``output`` (``''`` when a transcript has none); a value no
+    reader takes is an error naming ``field``, not an empty response for the judge."""
     text = get_assistant_message(output)
     if text is None:
         checked_transcript(output, "an LLM scorer", field)
     return text or ""
+
+
+def _response(run_output: Any) -> tuple[Any, str]:
+    """The run's response and the field it is in: a trajectory's is its ``rawOutput``, read as
+    ``ScorerRun`` reads an output (the reader leaves a trajectory's values as given)."""
+    if (
+        isinstance(run_output, dict)
+        and "rawOutput" in run_output
+        and isinstance(run_output.get("steps"), list)
+    ):
+        return read_transcript(run_output["rawOutput"], "output.rawOutput"), "run.output.rawOutput"
+    return run_output, "run.output"
 
 
 def missing_value(value: Any) -> bool:
@@ -257,11 +272,14 @@ def tool_result_context(run_output: Any) -> list[str]:
     """The JSON text of every tool result in the output's assistant messages, in order.
 
     Results are read from message ``parts`` and from legacy ``content.toolInvocations`` (a call
-    in both counts once); only invocations in state ``'result'`` that carry a result count.
+    in both counts once); only invocations in state ``'result'`` that carry a result count. A
+    trajectory's are read from its ``rawOutput``; a value no reader takes (an app's own dict) is
+    an error, not an output without tool results.
     """
+    output, field = _response(run_output)
     return [
         json_text(invocation["result"])
-        for message in run_messages(run_output, "assistant")
+        for message in run_messages(checked_transcript(output, "an LLM scorer", field), "assistant")
         if effective_role(message) == "assistant"
         for invocation in merge_tool_invocations(message)
         if isinstance(invocation, dict)

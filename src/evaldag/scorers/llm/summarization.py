@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evaldag._compat.js import round_to_two_decimals
-from evaldag._reader import checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
@@ -31,10 +30,11 @@ from evaldag.scorers.llm._shared import (
     model_documented,
     numbered,
     positive_scale,
+    response_text,
     scorer_needing,
     user_text,
 )
-from evaldag.transcripts import extract_agent_response_messages, get_assistant_message
+from evaldag.transcripts import extract_agent_response_messages
 
 INSTRUCTIONS = """\
 You check summaries: is a summary true to its source text, and does it keep the source's
@@ -185,10 +185,7 @@ def summary_text(run_output: Any) -> str:
         texts = [text for text in extract_agent_response_messages(run_output) if text.strip()]
         if texts:
             return texts[-1]
-    text = get_assistant_message(run_output)
-    if text is None:
-        checked_transcript(run_output, "an LLM scorer")
-    return text or ""
+    return response_text(run_output)
 
 
 def _missing_answer(question: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._compat.js import js_json, round_to_two_decimals
-from evaldag._reader import checked_transcript
+from evaldag._reader import read_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.steps import PromptStep
@@ -27,9 +27,9 @@ from evaldag.scorers.llm._shared import (
     json_text,
     llm_scorer,
     model_documented,
+    response_text,
     user_text,
 )
-from evaldag.transcripts import get_assistant_message
 
 INSTRUCTIONS = """\
 You review the path an AI agent took to handle a user's request: the sequence of steps (tool
@@ -213,10 +213,7 @@ def _item_steps(expectation: Any, what: str) -> list[dict[str, Any]] | None:
 def _final_response(raw_output: Any) -> str:
     """The response in a trajectory's ``rawOutput`` (``''`` when it holds none); a value no reader
     takes (an app's own dict) is an error, not an empty response for the judge."""
-    text = get_assistant_message(raw_output)
-    if text is None:
-        checked_transcript(raw_output, "trajectory_accuracy_llm", "run.output.rawOutput")
-    return text or ""
+    return response_text(read_transcript(raw_output, "output.rawOutput"), "run.output.rawOutput")
 
 
 #: Without an expectation of its own, the scorer reads each item's: one it can read, when given.
