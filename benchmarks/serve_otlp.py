@@ -231,6 +231,17 @@ class _Outcomes:
         }
 
 
+def _export_due(
+    plan: dict[str, Any], shape: tuple, k: int, interval: float
+) -> tuple[bytes, list[str], float, float]:
+    """Export ``k``'s body and trace ids, the CPU seconds making them took (the app's encoding),
+    and the seconds until it is due (negative: late)."""
+    made = time.thread_time()
+    body, ids = request_body(shape, plan["batch"])
+    made = time.thread_time() - made
+    return body, ids, made, plan["start"] + k * interval - time.time()
+
+
 def _otel_exports(url: str, plan: dict[str, Any], index: int, shape: tuple) -> dict[str, Any]:
     """The exports by OpenTelemetry's OTLP/HTTP client: one thread a exporter, as apps run it."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -242,10 +253,7 @@ def _otel_exports(url: str, plan: dict[str, Any], index: int, shape: tuple) -> d
     def exporter(thread: int) -> None:
         client = OTLPSpanExporter(endpoint=url, timeout=plan["export_timeout"])._client
         for k in _schedule(plan, index, thread):
-            made = time.thread_time()
-            body, ids = request_body(shape, plan["batch"])
-            made = time.thread_time() - made
-            wait = plan["start"] + k * interval - time.time()
+            body, ids, made, wait = _export_due(plan, shape, k, interval)
             if wait > 0:
                 time.sleep(wait)
             sent = time.monotonic()
@@ -296,10 +304,7 @@ def _light_exports(url: str, plan: dict[str, Any], index: int, shape: tuple) -> 
 
     async def exporter(session: aiohttp.ClientSession, task: int) -> None:
         for k in _schedule(plan, index, task):
-            made = time.thread_time()
-            body, ids = request_body(shape, plan["batch"])
-            made = time.thread_time() - made
-            wait = plan["start"] + k * interval - time.time()
+            body, ids, made, wait = _export_due(plan, shape, k, interval)
             if wait > 0:
                 await asyncio.sleep(wait)
             sent = time.monotonic()

@@ -32,9 +32,11 @@ from evaldag._reader.values import (
     python_data,
 )
 from evaldag.errors import EvalDagError
+from evaldag.transcripts import extract_input_messages
 
 __all__ = [
     "checked_input",
+    "checked_input_texts",
     "checked_transcript",
     "described",
     "is_messages",
@@ -144,6 +146,12 @@ def checked_input(value: Any, reader: str, field: str = "run.input") -> Any:
             f"input ({{inputMessages, ...}}) for {reader}, got {described(value)}; {_UNREAD_FIX}",
             details={"field": field},
         ) from None
+
+
+def checked_input_texts(value: Any, reader: str) -> list[str]:
+    """The text of each message of this turn's input (none for ``None``), once
+    :func:`checked_input` took ``value``."""
+    return [] if value is None else extract_input_messages(checked_input(value, reader))
 
 
 #: What to do about a value no reader takes, for the errors above.

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import collapsed_whitespace, js_length
-from evaldag._reader import checked_input, checked_transcript
+from evaldag._reader import checked_input_texts, checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
 from evaldag.scorers import _text
 from evaldag.scorers._nlp import completeness_elements
-from evaldag.transcripts import compare_two_strings, extract_input_messages, get_text_content
+from evaldag.transcripts import compare_two_strings, get_text_content
 from evaldag.transcripts import run_messages as _run_messages
 
 _NLP_DESCRIPTION = (
@@ -68,9 +68,7 @@ def _limit(scorer_id: str, factory: str, max_chars: int | None) -> _Limit:
 def _input_text(run: Any, limit: _Limit) -> str:
     """This turn's input messages' text; a value no reader takes (a dict of an app's own, a
     number) is an error, not an empty text."""
-    if run.input is None:
-        return ""
-    text = ", ".join(extract_input_messages(checked_input(run.input, limit.scorer_id)))
+    text = ", ".join(checked_input_texts(run.input, limit.scorer_id))
     return limit.checked(text, "run.input")
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaldag._reader import checked_input, checked_transcript
+from evaldag._reader import checked_input_texts, checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
-from evaldag.transcripts import extract_input_messages, extract_tool_calls, run_messages
+from evaldag.transcripts import extract_tool_calls, run_messages
 
 
 def _in_order(actual: list[str], expected: Sequence[str], strict: bool) -> bool:
@@ -58,8 +58,7 @@ def tool_call_accuracy(
 
     def tool_calls(run: Any) -> dict[str, Any]:
         checked_transcript(run.output, "tool_call_accuracy")
-        run_input = checked_input(run.input, "tool_call_accuracy")
-        inputs = extract_input_messages(run_input) if run_input is not None else []
+        inputs = checked_input_texts(run.input, "tool_call_accuracy")
         if not inputs or not run_messages(run.output, "assistant"):
             raise EvalDagError(
                 "EVALDAG_TOOL_CALL_ACCURACY_MISSING_MESSAGES",

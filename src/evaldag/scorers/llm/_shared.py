@@ -229,15 +229,20 @@ def response_text(output: Any, field: str = "run.output") -> str:
 
 
 def _response(run_output: Any) -> tuple[Any, str]:
-    """The run's response and the field it is in: a trajectory's is its ``rawOutput``, read as
-    ``ScorerRun`` reads an output (the reader leaves a trajectory's values as given)."""
+    """The run's response and the field it is in: a trajectory's is its ``rawOutput``."""
     if (
         isinstance(run_output, dict)
         and "rawOutput" in run_output
         and isinstance(run_output.get("steps"), list)
     ):
-        return read_transcript(run_output["rawOutput"], "output.rawOutput"), "run.output.rawOutput"
+        return raw_output_response(run_output["rawOutput"])
     return run_output, "run.output"
+
+
+def raw_output_response(raw_output: Any) -> tuple[Any, str]:
+    """A trajectory's ``rawOutput`` read as ``ScorerRun`` reads an output (the reader leaves a
+    trajectory's values as given), and the field it is in."""
+    return read_transcript(raw_output, "output.rawOutput"), "run.output.rawOutput"
 
 
 def missing_value(value: Any) -> bool:

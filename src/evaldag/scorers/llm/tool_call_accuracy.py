@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from evaldag._reader import checked_input, checked_transcript
+from evaldag._reader import checked_input_texts, checked_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.steps import PromptStep
 from evaldag.errors import EvalDagError
@@ -27,7 +27,7 @@ from evaldag.scorers.llm._shared import (
     share,
     user_text,
 )
-from evaldag.transcripts import extract_input_messages, extract_tool_calls, run_messages
+from evaldag.transcripts import extract_tool_calls, run_messages
 
 INSTRUCTIONS = """\
 You review which tools an AI agent chose to call for a user's request.
@@ -156,8 +156,7 @@ def tool_call_accuracy_llm(
 
     def tool_calls(run: Any) -> dict[str, Any]:
         checked_transcript(run.output, "tool_call_accuracy_llm")
-        run_input = checked_input(run.input, "tool_call_accuracy_llm")
-        inputs = extract_input_messages(run_input) if run_input is not None else []
+        inputs = checked_input_texts(run.input, "tool_call_accuracy_llm")
         if not inputs or not run_messages(run.output, "assistant"):
             raise EvalDagError(
                 "EVALDAG_TOOL_CALL_ACCURACY_MISSING_MESSAGES",

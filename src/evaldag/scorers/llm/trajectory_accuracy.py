@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import Field
 
 from evaldag._compat.js import js_json, round_to_two_decimals
-from evaldag._reader import read_transcript
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.steps import PromptStep
@@ -27,6 +26,7 @@ from evaldag.scorers.llm._shared import (
     json_text,
     llm_scorer,
     model_documented,
+    raw_output_response,
     response_text,
     user_text,
 )
@@ -210,12 +210,6 @@ def _item_steps(expectation: Any, what: str) -> list[dict[str, Any]] | None:
     return steps or None
 
 
-def _final_response(raw_output: Any) -> str:
-    """The response in a trajectory's ``rawOutput`` (``''`` when it holds none); a value no reader
-    takes (an app's own dict) is an error, not an empty response for the judge."""
-    return response_text(read_transcript(raw_output, "output.rawOutput"), "run.output.rawOutput")
-
-
 #: Without an expectation of its own, the scorer reads each item's: one it can read, when given.
 _EXPECTATION = DataNeed(
     "expected_trajectory",
@@ -264,7 +258,7 @@ def trajectory_accuracy_llm(
         expected = preprocess_step_result.get("expectedTrajectoryFormatted")
         return EVALUATION_PROMPT.render(
             input=user_text(run),
-            output=_final_response(actual.get("rawOutput")),
+            output=response_text(*raw_output_response(actual.get("rawOutput"))),
             actual=preprocess_step_result["actualTrajectoryFormatted"] or NO_STEPS,
             expected=EXPECTED_STEPS.render(expected=expected) if expected else "",
         )
