@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
+import time
 import weakref
 from typing import Any
 
@@ -27,6 +29,8 @@ _KEEPALIVE_IDLE = 30
 #: The execution option of a transaction that may write: on SQLite it takes the write lock as
 #: it begins (``BEGIN IMMEDIATE``), so that two writers never deadlock upgrading read locks.
 WRITE = "evaldag_write"
+#: Seconds between two tries to put a SQLite database in WAL mode.
+_WAL_RETRY_SECONDS = 0.02
 
 
 def database_engine(url: sa.URL, **options: Any) -> sa.Engine:
@@ -56,7 +60,7 @@ def database_engine(url: sa.URL, **options: Any) -> sa.Engine:
             # deferred; evaldag begins them itself (below) so that a writer takes the lock up
             # front.
             dbapi_connection.isolation_level = None
-            dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            _in_wal_mode(dbapi_connection)
             dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
         @sa.event.listens_for(engine, "begin")
@@ -67,6 +71,24 @@ def database_engine(url: sa.URL, **options: Any) -> sa.Engine:
     # A forked child opens its own connections; the parent's stay the parent's.
     os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(engine)))
     return engine
+
+
+def _in_wal_mode(dbapi_connection: Any) -> None:
+    """Put the database in WAL mode, which its file keeps once set. Switching needs every other
+    connection out of the way, and SQLite answers "database is locked" at once, without waiting
+    as for a lock, while another process switches or creates the file (processes opening a new
+    store together: 2 rounds in 10 failed with 6 processes); it is tried again until
+    ``LOCK_WAIT`` has passed."""
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            if dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                dbapi_connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(_WAL_RETRY_SECONDS)
 
 
 def _forked(engine: weakref.ref[sa.Engine]) -> None:
