@@ -137,6 +137,20 @@ def test_a_failing_turn_is_the_items_target_error():
     assert result.turns["item"].tolist() == [1]
 
 
+def test_a_turn_returning_none_is_the_items_target_error():
+    def forgetful(input, history=()):
+        if input != "two":
+            return "ok"
+
+    result = run_evals(
+        [{"inputs": ["one", "two"]}, {"inputs": ["one"]}],
+        target=forgetful,
+        gates=[checks.excludes("refund")],
+    )
+    assert result.items["target_error"][0].startswith("TypeError: turn 2 of 2: the target returned")
+    assert result.verdict == "failed"
+
+
 def test_an_agent_remembers_the_conversation(judge_server):
     judge_server.script("Nice to meet you, Ada.", "Your name is Ada.")
     agent = evaldag.agent(judge_server.judge(), instructions="Be brief.")

@@ -387,6 +387,26 @@ def test_target_failure_is_recorded_and_its_scorers_skipped():
     assert result.verdict == "scored"
 
 
+def test_a_target_returning_none_is_the_items_target_error():
+    """A function that forgot its return: no output, so no check may pass on it (an excludes
+    or did_not_call gate would pass on nothing)."""
+
+    async def forgetful(input):
+        if input != "q2":
+            return f"answer to {input}"
+
+    result = run_evals(
+        DATA[["input"]],
+        gates=[evaldag.checks.excludes("refund"), evaldag.checks.did_not_call("delete")],
+        target=forgetful,
+    )
+    assert result.items["target_error"].isna().tolist() == [True, False, True]
+    assert "the target returned None" in result.items["target_error"][1]
+    assert result.verdict == "failed"
+    with pytest.raises(UntrustworthyRunError, match="forget its return"):
+        run_evals(DATA[["input"]], gates=[evaldag.checks.excludes("x")], target=lambda i: None)
+
+
 def test_target_failure_with_on_error_raise():
     with pytest.raises(EvalDagError) as raised:
         run_evals(

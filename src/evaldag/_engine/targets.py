@@ -151,7 +151,7 @@ def target_runs(
                 produced = await output(input, request_context=context)
                 if isinstance(produced, TargetRun | TargetFailure):
                     return produced
-                return TargetRun(produced)
+                return TargetRun(_returned(produced))
             return await _conversation(output, turns, context)
         except ConfigurationError as error:
             stopped.append(error)
@@ -167,6 +167,18 @@ def target_runs(
     produced = run_sync(_with_threads(calls, concurrency))
     if stopped:
         raise stopped[0]
+    return produced
+
+
+def _returned(produced: Any) -> Any:
+    """What a target call returned, which must be something: ``None`` (a function that forgot
+    its ``return``, a model reply without content) would pass every check that looks for what
+    the answer must not hold."""
+    if produced is None:
+        raise TypeError(
+            "the target returned None; it must return the item's output, a text or a "
+            "transcript (did the function forget its return?)"
+        )
     return produced
 
 
@@ -191,8 +203,10 @@ async def _conversation(
     turns: list[TurnRun] = []
     for index, turn_input in enumerate(inputs):
         try:
-            produced = await output(
-                turn_input, request_context=context, thread_id=thread_id, history=list(history)
+            produced = _returned(
+                await output(
+                    turn_input, request_context=context, thread_id=thread_id, history=list(history)
+                )
             )
             said = read_transcript(run_messages(turn_input, "user"), "input")
             answered = read_transcript(run_messages(produced, "assistant"), "output")
