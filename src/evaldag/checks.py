@@ -336,13 +336,14 @@ def max_span_duration(
     max_ms: float, name: str = "*", *, id: str = "check-max-span-duration"
 ) -> Scorer:
     """Passes when every span of the trace named like ``name`` took at most ``max_ms``
-    milliseconds (and there is at least one such span)."""
+    milliseconds (and there is at least one such span); a matched span that recorded no end
+    is the item's error."""
     query = checked_query("max_span_duration", name, None, None, None)
     if isinstance(max_ms, bool) or not isinstance(max_ms, int | float) or not max_ms >= 0:
         raise _invalid("max_span_duration", "max_ms", f"must be a number >= 0, got {max_ms!r}")
 
     def fast(found: list[Mapping[str, Any]]) -> bool:
-        return bool(found) and all((s.get("duration_ms") or 0) <= max_ms for s in found)
+        return bool(found) and all(_duration_ms(span, id) <= max_ms for span in found)
 
     description = f"Checks that {query.describe()} take at most {max_ms:g} ms"
     return _span_check(id, "Max Span Duration Check", description, query, fast)
@@ -379,6 +380,21 @@ def _span_check(
         .preprocess(preprocess)
         .generate_score(generate_score)
     )
+
+
+def _duration_ms(span: Mapping[str, Any], check: str) -> float:
+    """How long a span took; one that recorded no end (Mastra's ``endedAt: null``, OTLP's
+    ``endTimeUnixNano`` missing) took an unknown time, which no bound may count as 0."""
+    duration = span.get("duration_ms")
+    if duration is None:
+        raise EvalDagError(
+            "EVALDAG_INVALID_SPANS",
+            f"{check}: span {span.get('name')!r} ({span.get('span_id')}) has no duration (no end "
+            "time was recorded: it had not ended when the trace was read), so whether it took "
+            "at most the limit is unknown; score the trace once its spans have ended",
+            details={"field": "run.spans", "span_id": span.get("span_id")},
+        )
+    return duration
 
 
 def _check(

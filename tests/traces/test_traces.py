@@ -205,6 +205,40 @@ def test_span_checks_gate_on_what_the_trace_did():
     assert "execute_tool delete_db" in str(failed["check-no-error-spans.steps"])
 
 
+def test_a_span_that_recorded_no_end_has_no_duration_to_pass_a_bound(tmp_path):
+    """A tool still running when the trace was read (OTLP without endTimeUnixNano, Mastra's
+    endedAt null) took an unknown time: max_span_duration errs on it, never counts it as 0 ms
+    (a negative time for OTLP before)."""
+    running = {**_span("00000000000000d2", "execute_tool slow", "00000000000000d1")}
+    del running["endTimeUnixNano"]
+    path = tmp_path / "spans.jsonl"
+    path.write_text(json.dumps(_request(_span("00000000000000d1", "root"), running)) + "\n")
+    otlp = read_traces(path)
+    assert [span["duration_ms"] for span in otlp["spans"][0]] == [0.000001, None]
+    mastra = read_traces(
+        [
+            {"traceId": "t", "spanId": "a", "name": "agent run", "spanType": "agent_run",
+             "startedAt": "2025-01-01T00:00:00Z", "endedAt": "2025-01-01T00:00:09Z"},
+            {"traceId": "t", "spanId": "b", "parentSpanId": "a", "name": "execute_tool slow",
+             "spanType": "tool_call", "startedAt": "2025-01-01T00:00:00Z", "endedAt": None},
+            {"traceId": "u", "spanId": "c", "name": "agent run", "spanType": "agent_run",
+             "startedAt": "2025-01-01T00:00:00Z", "endedAt": "2025-01-01T00:00:09Z"},
+            {"traceId": "u", "spanId": "d", "parentSpanId": "c", "name": "execute_tool fast",
+             "spanType": "tool_call", "startedAt": "2025-01-01T00:00:00Z",
+             "endedAt": "2025-01-01T00:00:00.5Z"},
+        ]
+    )  # fmt: skip
+    result = evaldag.run_evals(
+        pd.concat([otlp, mastra], ignore_index=True),
+        gates=[checks.max_span_duration(1_000, "execute_tool *")],
+        progress=False,
+    )
+    errors = result.items["check-max-span-duration.error"].tolist()
+    assert all("'execute_tool slow'" in e and "has no duration" in e for e in errors[:2]), errors
+    assert result.items["check-max-span-duration.score"].tolist()[2] == 1
+    assert result.verdict == "failed"
+
+
 def test_a_span_check_needs_the_spans_column():
     with pytest.raises(EvalDagError, match="spans"):
         evaldag.run_evals([{"input": "q", "output": "a"}], gates=[checks.no_error_spans()])

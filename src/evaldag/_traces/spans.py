@@ -44,9 +44,10 @@ class Span:
     source: str = ""
 
     @property
-    def duration_ms(self) -> float:
-        """How long the span took, in milliseconds."""
-        return (self.end_ns - self.start_ns) / 1e6
+    def duration_ms(self) -> float | None:
+        """How long the span took, in milliseconds; None when it recorded no end (OTLP's
+        ``endTimeUnixNano`` missing or 0), not a negative time."""
+        return (self.end_ns - self.start_ns) / 1e6 if self.end_ns else None
 
     @property
     def failed(self) -> bool:
