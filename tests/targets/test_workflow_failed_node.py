@@ -140,3 +140,32 @@ def test_a_trajectory_gate_reads_the_path_up_to_the_failure(judge_server):
     assert result.items["reached-draft.error"].isna().all()
     assert result.gate_results[0].passed
     assert result.verdict == "passed"  # the workflow scorer has no threshold
+
+
+def test_a_final_node_returning_none_is_the_items_error_and_earlier_nodes_are_scored():
+    """A node that forgot its return gives no output: the item's target error, not an empty
+    answer every excludes check passes; the nodes before it are still scored."""
+    from hamilton import ad_hoc_utils
+
+    def retrieved(input: str) -> list:
+        return [f"a passage about {input}"]
+
+    def answer(retrieved: list) -> str:
+        if "cats" not in retrieved[0]:
+            return "an answer"
+
+    flow = ad_hoc_utils.create_temporary_module(retrieved, answer, module_name="forgetful_flow")
+    result = run_evals(
+        [{"input": "cats"}, {"input": "dogs"}],
+        target=evaldag.workflow(flow, ["answer"]),
+        scorers={
+            "workflow": [checks.excludes("refund")],
+            "steps": {"retrieved": [checks.excludes("refund", id="passages")]},
+        },
+    )
+    assert result.items["target_error"][0] == (
+        "TypeError: node 'answer' returned None; the final variable is the item's output, a "
+        "text or a transcript (did the function forget its return?)"
+    )
+    assert result.items["workflow.check-excludes.failed_step"][0] == "target"
+    assert result.items["steps.retrieved.passages.score"].tolist() == [1.0, 1.0]

@@ -164,7 +164,17 @@ class Workflow:
         finally:
             _running.item = False
         steps = self.recorder.recorded()
-        output = values[self.final_vars[0]] if len(self.final_vars) == 1 else dict(values)
+        if len(self.final_vars) > 1:
+            return TargetRun(dict(values), steps=steps, trajectory=workflow_trajectory(steps))
+        output = values[self.final_vars[0]]
+        if output is None:  # a node without its return: no output, which every check would pass
+            return TargetFailure(
+                f"node '{self.final_vars[0]}' returned None; the final variable is the item's "
+                "output, a text or a transcript (did the function forget its return?)",
+                "TypeError",
+                steps=steps,
+                trajectory=workflow_trajectory(steps),
+            )
         return TargetRun(output, steps=steps, trajectory=workflow_trajectory(steps))
 
 
