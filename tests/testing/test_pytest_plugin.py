@@ -233,6 +233,25 @@ def test_the_plugin_is_inert_without_eval_files(pytester):
     assert not (pytester.path / ".evaldag").exists()
 
 
+def test_eval_files_assigning_in_blocks_or_by_unpacking_are_collected(pytester):
+    """Module level includes with, if and try blocks and unpacking: such a file left out
+    would leave its failing gate untested and the suite green."""
+    gate = "from evaldag import checks\n"
+    pytester.makepyfile(
+        eval_with=gate + "import json\nwith open('d.json') as f:\n    data = json.load(f)\n"
+        "gates = [checks.excludes('cat')]\n",
+        eval_unpacked=gate + "data, gates = [{'input': 'a', 'output': 'a cat'}], "
+        "[checks.excludes('cat')]\n",
+        eval_if=gate + "import os\nif os.environ.get('FULL'):\n    data = 'big.jsonl'\n"
+        "else:\n    data = [{'input': 'a', 'output': 'a cat'}]\n"
+        "try:\n    gates = [checks.excludes('cat')]\nexcept ImportError:\n    gates = []\n",
+        eval_helpers="def make():\n    data = []\n    gates = []\n    return data, gates\n",
+    )
+    (pytester.path / "d.json").write_text('[{"input": "a", "output": "a cat"}]')
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(failed=3)
+
+
 def test_the_plugin_can_be_turned_off(pytester):
     pytester.makepyfile(eval_support=EVAL_FILE)
     done = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:evaldag")

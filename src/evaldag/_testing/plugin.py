@@ -72,20 +72,42 @@ def _results_path(config: pytest.Config, eval_file: Path) -> Path:
 
 
 def _defines_an_eval(path: Path) -> bool:
-    """Whether the module level assigns (or imports) ``data`` and ``scorers`` or ``gates``."""
+    """Whether the module level assigns (or imports) ``data`` and ``scorers`` or ``gates``:
+    also in its ``with``, ``if``, ``try`` and ``for`` blocks and by unpacking
+    (``data, gates = ...``), or an eval file would be left out of the run, its gates untested."""
     try:
         tree = ast.parse(path.read_bytes())
     except (SyntaxError, ValueError):
         return False
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-        elif isinstance(node, ast.ImportFrom):
-            names.update(alias.asname or alias.name for alias in node.names)
+    names = _module_names(tree.body)
     return "data" in names and bool(names & {"scorers", "gates"})
+
+
+def _module_names(body: list[ast.stmt]) -> set[str]:
+    """The names statements bind at module level (function and class bodies are not)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in node.names)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        names.update(n.id for t in _targets(node) for n in ast.walk(t) if isinstance(n, ast.Name))
+        for field in ("body", "orelse", "finalbody"):
+            names |= _module_names(getattr(node, field, []))
+        for block in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            names |= _module_names(block.body)  # except clauses, match cases
+    return names
+
+
+def _targets(node: ast.stmt) -> list[ast.expr]:
+    """What a statement assigns to (names, or tuples and lists of them when it unpacks)."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+        return [node.target]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return []
 
 
 def _test_name(requirement_id: str, turn: int | None) -> str:
