@@ -103,6 +103,8 @@ def test_items_can_be_chosen_by_root_span_and_time(tmp_path):
         read_traces(paths, until=start)
     with pytest.raises(EvalDagError, match="no item named 'nothing'"):
         read_traces(paths, root="nothing")
+    with pytest.raises(EvalDagError, match="since: is 'last week', which is no time"):
+        read_traces(paths, since="last week")  # was pandas' DateParseError: exit 4, a "bug"
 
 
 def test_scores_keep_their_trace_and_span_ids(tmp_path):

@@ -95,9 +95,9 @@ def _items(source: Any, root: Any, since: Any, until: Any, content: str) -> pd.D
         0, "id", table["trace_id"].where(~shared, table["trace_id"] + ":" + table["span_id"])
     )
     if since is not None:
-        table = table[table["started_at"] >= _time(since)]
+        table = table[table["started_at"] >= _time(since, "since")]
     if until is not None:
-        table = table[table["started_at"] < _time(until)]
+        table = table[table["started_at"] < _time(until, "until")]
     if table.empty:
         raise unreadable(
             "source",
@@ -117,6 +117,14 @@ def _chooser(root: str | Callable[[Any], bool] | None) -> Callable[[Any], bool] 
     raise unreadable("root", f"is a {type(root).__name__}; give a span name glob or a function")
 
 
-def _time(value: Any) -> pd.Timestamp:
-    stamp = pd.Timestamp(value)
+def _time(value: Any, name: str) -> pd.Timestamp:
+    """``since`` or ``until`` as a UTC time; text that is none is an error naming it."""
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError):
+        stamp = pd.NaT
+    if stamp is pd.NaT:
+        raise unreadable(
+            name, f"is {value!r}, which is no time; give a datetime or ISO 8601 text (2026-12-01)"
+        )
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp
