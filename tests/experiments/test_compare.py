@@ -277,6 +277,30 @@ def test_compare_exits_1_naming_what_the_candidate_lacks(tmp_path, capsys):
     assert "items only B has (not compared): 1" in out and "INCOMPLETE" not in out
 
 
+def test_a_candidate_failing_on_the_items_a_scored_does_not_pass(tmp_path, capsys):
+    """B failed on A's weakest item and could not score another: unpaired, they left the
+    deltas (no clear change) and Mastra's average rose (+0.14 before), exit 0. Scores B lost
+    make it incomplete; items neither run scored are no loss."""
+    ids = ["hard", "easy-1", "easy-2", "easy-3", "odd"]
+    a = _result([0.2, 0.9, 0.9, 0.9, None], ids=ids)
+    b = _result([0.2, None, 0.9, 0.9, None], ids=ids, errors=[0])
+    comparison = compare_experiments(a, b)
+    (scorer,) = comparison.scorers
+    assert scorer.delta > 0 and scorer.paired == 2 and not scorer.regressed
+    assert comparison.lost_scores == {"s": ["hard", "easy-1"]}
+    assert comparison.incomplete and not comparison.passed
+    assert compare_experiments(a, b, allow_missing=True).passed
+    assert compare_experiments(a, a).lost_scores == {}
+    paths = [r.to_parquet(tmp_path / f"{name}.parquet") for name, r in (("a", a), ("b", b))]
+    assert main(["compare", *map(str, paths)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "  scores of A that B lost (s: B failed on or could not score the item): 2 (by the "
+        "data's 'id' column): hard, easy-1\n"
+    ) in out
+    assert out.rstrip().splitlines()[-1].startswith("INCOMPLETE: B lacks 2 scores of A's")
+
+
 def test_not_scorable_items_count_as_errors_in_mastras_stats_and_are_not_paired():
     a, b = _result([1.0, None, 0.4, 0.6]), _result([1.0, 0.2, None, 0.5])
     (comparison,) = compare_experiments(a, b).scorers

@@ -1,7 +1,8 @@
 """``evaldag compare A B``: experiment B against experiment A, per scorer and item by item.
 
 Exits 1 when a scorer or gate regressed (B is worse by its interval and by Mastra's threshold
-rule), or when B lacks scorers, gates or items that A has (unless ``--allow-missing``), else 0;
+rule), or when B lacks scorers, gates, items or scores that A has (unless ``--allow-missing``),
+else 0;
 3 on an error, as every command.
 """
 
@@ -25,14 +26,15 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
     compare = commands.add_parser(
         "compare",
         help="compare two runs: per-scorer stats and paired per-item deltas; exit 1 on a "
-        "regression or when B lacks scorers or items of A",
+        "regression or when B lacks scorers, items or scores of A",
         description="Compare experiment B with experiment A (results files written by "
         "'evaldag run --out' or 'evaldag demo', or runs saved in a score store): Mastra's "
         "per-scorer stats (error rate, pass rate, average, delta), then the items of both "
         "paired and the mean of their deltas with a bootstrap confidence interval. B is worse "
         "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer or "
         "gate is worse by more than the threshold, or when B lacks scorers, gates or items that "
-        "A has (unless --allow-missing), else 0.",
+        "A has, or scores A has (B failed on or could not score the item) (unless "
+        "--allow-missing), else 0.",
     )
     compare.add_argument(
         "a",
@@ -69,8 +71,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
     compare.add_argument(
         "--allow-missing",
         action="store_true",
-        help="compare what both runs have when B lacks scorers, gates or items of A (they are "
-        "still listed) instead of exiting 1",
+        help="compare what both runs have when B lacks scorers, gates, items or scores of A "
+        "(they are still listed) instead of exiting 1",
     )
     compare.add_argument(
         "--seed", type=int, default=0, metavar="N", help="the bootstrap's seed (default: 0)"
@@ -260,7 +262,7 @@ def _named(keys: list[str]) -> str:
 
 
 def _differences(comparison: Comparison) -> list[str]:
-    """What one run has and the other lacks: scorers, gates and items."""
+    """What one run has and the other lacks: scorers, gates, items and scores."""
     by = _key_words(comparison.item_key)
     lines = []
     if comparison.missing_scorers:
@@ -271,6 +273,11 @@ def _differences(comparison: Comparison) -> list[str]:
         lines.append(
             f"  items of A that B lacks: {len(comparison.missing_items):,} of "
             f"{comparison.a.items:,} (by {by}): {_named(comparison.missing_items)}"
+        )
+    for sid, keys in comparison.lost_scores.items():
+        lines.append(
+            f"  scores of A that B lost ({sid}: B failed on or could not score the item): "
+            f"{len(keys):,} (by {by}): {_named(keys)}"
         )
     added = [s.scorer_id for s in comparison.scorers if s.change == "added"]
     if added:
@@ -303,6 +310,7 @@ def _conclusion(comparison: Comparison) -> list[str]:
             for what in (
                 _count(len(comparison.missing_scorers), "scorer or gate", "scorers or gates"),
                 _count(len(comparison.missing_items), "item", "items"),
+                _count(sum(map(len, comparison.lost_scores.values())), "score", "scores"),
             )
             if what
         )

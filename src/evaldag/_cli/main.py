@@ -5,8 +5,8 @@ or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate 
 configuration or input error, or a results file or score store that could not take the run (its
 summary is printed first), 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM). ``demo``
 and ``report`` exit 0 once their files are written, whatever the verdict, 3 on an error;
-``compare`` 1 on a regression or when B lacks scorers or items of A, else 0; ``serve`` 0 once
-stopped. Every command exits 4 on an unexpected error (a bug: the traceback is printed).
+``compare`` 1 on a regression or when B lacks scorers, items or scores of A, else 0; ``serve``
+0 once stopped. Every command exits 4 on an unexpected error (a bug: the traceback is printed).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold mi
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
 'demo' and 'report' exit 0 once their files are written, whatever the verdict, 'serve' once stopped;
-'compare' exits 1 on a regression or when B lacks scorers or items of A, else 0."""
+'compare' exits 1 on a regression or when B lacks scorers, items or scores of A, else 0."""
 
 
 class _Parser(argparse.ArgumentParser):

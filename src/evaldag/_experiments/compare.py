@@ -6,8 +6,10 @@ regression, however few items moved. Here every item scored in both runs is pair
 averaged, and a seeded bootstrap interval says how sure that average is: "B is worse" needs
 Mastra's rule **and** an interval that lies wholly on the worse side of 0.
 
-A candidate that lacks scorers, gates or items the baseline has is not a comparison of the same
-thing: its result says so (``missing_scorers``, ``missing_items``) and does not pass unless
+A candidate that lacks scorers, gates or items the baseline has, or lost scores the baseline
+has (an item it failed on or could not score: unpaired, it would drop out of the deltas, so
+failing on the hard items would look like no change), is not a comparison of the same thing: its
+result says so (``missing_scorers``, ``missing_items``, ``lost_scores``) and does not pass unless
 ``allow_missing``. Items only the candidate has are listed (``added_items``), not held against it.
 """
 
@@ -113,6 +115,11 @@ class Comparison(BaseModel):
     added_items: list[str] = Field(
         default_factory=list, description="Keys of B's items that A lacks (not compared)."
     )
+    lost_scores: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Scorer or gate id → keys of the items A scored and B has but failed on or "
+        "could not score, in A's order (not paired).",
+    )
     allow_missing: bool = Field(
         default=False, description="Whether B may lack scorers and items of A and still pass."
     )
@@ -124,8 +131,8 @@ class Comparison(BaseModel):
 
     @property
     def incomplete(self) -> bool:
-        """Whether B lacks scorers, gates or items that A has."""
-        return bool(self.missing_scorers or self.missing_items)
+        """Whether B lacks scorers, gates, items or scores that A has."""
+        return bool(self.missing_scorers or self.missing_items or self.lost_scores)
 
     @property
     def passed(self) -> bool:
@@ -188,8 +195,9 @@ def compare_experiments(
     :param seed: the bootstrap's seed.
     :param store: the score store ``a`` and ``b`` are experiments of: a ``ScoreStore``, a
         SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
-    :param allow_missing: let ``b`` pass (``Comparison.passed``) while it lacks scorers, gates
-        or items that ``a`` has; they are listed either way.
+    :param allow_missing: let ``b`` pass (``Comparison.passed``) while it lacks scorers, gates,
+        items or scores that ``a`` has (``b`` failed on or could not score an item ``a``
+        scored); they are listed either way.
     """
     result_a, source_a = experiment_result(a, store)
     result_b, source_b = experiment_result(b, store)
@@ -210,7 +218,7 @@ def compare_experiments(
     _require_known_ids(roles, directions, threshold)
     inferred = {**_directions(result_b), **_directions(result_a)}
     chosen = {sid: (directions or {}).get(sid, inferred.get(sid, "higher")) for sid in roles}
-    comparisons, deltas = [], []
+    comparisons, deltas, lost_scores = [], [], {}
     for sid, role in roles.items():
         if chosen[sid] not in ("higher", "lower"):
             raise EvalDagError(
@@ -219,11 +227,18 @@ def compare_experiments(
             )
         scores_a = _keyed_scores(result_a.items, sid, keys_a)
         scores_b = _keyed_scores(result_b.items, sid, keys_b)
-        paired = (
-            pd.DataFrame({"a": scores_a, "b": scores_b}).dropna()
+        both = (
+            pd.DataFrame({"a": scores_a, "b": scores_b})
             if scores_a is not None and scores_b is not None
             else pd.DataFrame({"a": [], "b": []}, dtype=float)
         )
+        # B ran the scorer on the item (a skipped node is no score in either run) and has none
+        ran_b = both.index.isin([] if scores_b is None else scores_b.index)
+        lost = both["a"].notna() & both["b"].isna() & ran_b
+        if lost.any():
+            lost_keys = set(both.index[lost])
+            lost_scores[sid] = [key for key in keys_a if key in lost_keys]
+        paired = both.dropna()
         paired["delta"] = paired["b"] - paired["a"]
         comparisons.append(
             _scorer_comparison(
@@ -254,6 +269,7 @@ def compare_experiments(
         missing_scorers=missing_scorers,
         missing_items=keys_a[~keys_a.isin(keys_b)].tolist(),
         added_items=keys_b[~keys_b.isin(keys_a)].tolist(),
+        lost_scores=lost_scores,
         allow_missing=allow_missing,
     )
 
