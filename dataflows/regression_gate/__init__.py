@@ -3,7 +3,7 @@
 Both runs are results Parquet files written by ``EvalResult.to_parquet`` (or ``evaldag run
 --out``). The dataflow pairs their items, works out per-scorer deltas and the items that got
 worse, and gives a verdict a CI job can act on. A candidate that lacks scorers, gates or items
-of the baseline fails it, unless ``allow_missing``.
+of the baseline, or failed on items the baseline scored, fails it, unless ``allow_missing``.
 """
 
 import json
@@ -236,12 +236,16 @@ def regression_reasons(
     scorer_deltas: pd.DataFrame,
     newly_failing_gates: list[str],
     missing_items: list[str],
+    worse_items: pd.DataFrame,
     allow_missing: bool = False,
 ) -> list[str]:
     """Why the candidate counts as a regression, one sentence each; empty when it does not.
 
-    :param allow_missing: let a candidate that lacks scorers, gates or items of the baseline
-        pass on what both runs have.
+    A scorer that failed on items the baseline scored is one: without them its average can
+    rise (failing on the hardest items would look like progress).
+
+    :param allow_missing: let a candidate that lacks scorers, gates, items or the scores of
+        items it failed on pass on what both runs have.
     """
     reasons = [f"gate {gid} passed in the baseline and fails now" for gid in newly_failing_gates]
     if not allow_missing:
@@ -256,6 +260,16 @@ def regression_reasons(
             )
             reasons.append(
                 f"the candidate lacks {len(missing_items)} of the baseline's items: {named}"
+            )
+        lost = worse_items[
+            worse_items["candidate_error"].notna() & worse_items["baseline_score"].notna()
+        ]
+        for sid, items in lost.groupby("scorer", sort=False)["item"]:
+            named = ", ".join(items.head(5)) + (
+                f" and {len(items) - 5} more" if len(items) > 5 else ""
+            )
+            reasons.append(
+                f"{sid} failed on {len(items)} of the items the baseline scored: {named}"
             )
     for sid, row in scorer_deltas[scorer_deltas["regressed"]].iterrows():
         if pd.isna(row["delta"]):

@@ -197,6 +197,31 @@ def test_regression_gate_fails_a_candidate_lacking_items_or_scorers(tmp_path):
     assert by_position["missing_items"] == [] and by_position["verdict"] == "failed"
 
 
+def test_regression_gate_fails_a_candidate_that_failed_on_items_the_baseline_scored(tmp_path):
+    """Failing on the short (worst) answer raised the candidate's average: passed before."""
+    flaky = create_scorer("length").generate_score(
+        lambda run: 1 / 0 if "8,849" in run.output else min(len(run.output) / 30, 1.0)
+    )
+    data = pd.DataFrame({"input": QUESTIONS, "output": GOOD})
+    failing = evaldag.run_evals(data, scorers=[flaky], gates=[checks.excludes("not sure")])
+    inputs = {
+        "baseline_path": _saved_run(tmp_path, "baseline", GOOD),
+        "candidate_path": str(failing.to_parquet(tmp_path / "failing.parquet")),
+    }
+    outputs = _driver("regression_gate").execute(
+        ["verdict", "regression_reasons", "scorer_deltas"], inputs=inputs
+    )
+    assert outputs["scorer_deltas"].loc["length", "delta"] > 0
+    assert outputs["regression_reasons"] == [
+        "length failed on 1 of the items the baseline scored: How tall is Everest?"
+    ]
+    assert outputs["verdict"] == "failed"
+    allowed = _driver("regression_gate").execute(
+        ["verdict"], inputs={**inputs, "allow_missing": True}
+    )
+    assert allowed["verdict"] == "passed"
+
+
 # --- agent_tool_use ------------------------------------------------------------------------------
 
 
