@@ -35,8 +35,14 @@ _FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 
 
 def includes(expected: str, ignore_case: bool = True, *, id: str = "check-includes") -> Scorer:
-    """Passes when the assistant's text (messages joined by a space) contains ``expected``."""
+    """Passes when the assistant's text (messages joined by a space) contains ``expected``, a
+    non-empty text (every text contains ``""``: the check could not fail)."""
     _text("includes", "expected", expected)
+    if not expected:
+        raise _invalid(
+            "includes", "expected", "is empty: every output includes it, so the check would "
+            "always pass; give the text the answer must contain"
+        )  # fmt: skip
     _flag("includes", "ignore_case", ignore_case)
 
     def preprocess(run: Any) -> dict[str, Any]:
@@ -49,8 +55,14 @@ def includes(expected: str, ignore_case: bool = True, *, id: str = "check-includ
 
 
 def excludes(unwanted: str, ignore_case: bool = True, *, id: str = "check-excludes") -> Scorer:
-    """Passes when the assistant's text (messages joined by a space) lacks ``unwanted``."""
+    """Passes when the assistant's text (messages joined by a space) lacks ``unwanted``, a
+    non-empty text (no text lacks ``""``: the check could not pass)."""
     _text("excludes", "unwanted", unwanted)
+    if not unwanted:
+        raise _invalid(
+            "excludes", "unwanted", "is empty: every output includes it, so the check would "
+            "always fail; give the text the answer must not contain"
+        )  # fmt: skip
     _flag("excludes", "ignore_case", ignore_case)
 
     def preprocess(run: Any) -> dict[str, Any]:
@@ -98,6 +110,11 @@ def matches(
             "matches", "pattern", f"must be a str or a compiled re.Pattern, got {pattern!r}"
         )
     _flag("matches", "exact", exact)
+    if not pattern.pattern and not exact:
+        raise _invalid(
+            "matches", "pattern", "is empty: it matches every output, so the check would always "
+            "pass; give the pattern the answer must match (exact=True with '' for an empty answer)"
+        )  # fmt: skip
     compiled = pattern
     shown = "/{}/{}".format(
         compiled.pattern, "".join(letter for flag, letter in _FLAG_LETTERS if compiled.flags & flag)
@@ -164,12 +181,18 @@ def similarity(
 
 
 def called_tool(name: str, times: int = 1, *, id: str = "check-called-tool") -> Scorer:
-    """Passes when the tool ``name`` (exact, case-sensitive) was called at least ``times`` times.
+    """Passes when the tool ``name`` (exact, case-sensitive) was called at least ``times`` times
+    (1 or more: at least 0 calls could not fail; ``did_not_call`` checks for none).
 
     A call counts once it was made: its state is 'call', 'result' or 'output-error' (it threw).
     """
     _tool_name("called_tool", "name", name)
     _count("called_tool", "times", times)
+    if times == 0:
+        raise _invalid(
+            "called_tool", "times", "is 0: at least 0 calls always passes; give 1 or more, or "
+            "use checks.did_not_call(name) to require that it was not called"
+        )  # fmt: skip
 
     def preprocess(run: Any) -> dict[str, Any]:
         count = extract_tool_calls(_output(run)).tools.count(name)
@@ -312,6 +335,8 @@ def span_count(
     _count("span_count", "min", min)
     if max is not None:
         _count("span_count", "max", max)
+        if max < min:
+            raise _invalid("span_count", "max", f"is {max}, below min ({min}): no count passes")
     bounds = f"{min} to {max}" if max is not None else f"at least {min}"
 
     def counted(found: list[Mapping[str, Any]]) -> bool:

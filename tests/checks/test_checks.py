@@ -42,6 +42,8 @@ JS_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
 #: Where evaldag answers differently on purpose (see docs/differences-from-mastra.md):
 #: Mastra's exact match builds ^a|b$, which finds the b of 'xb'; re.fullmatch does not.
 OUR_SCORES = {"ck-matches-exact-alternation": 0}
+#: Checks evaldag refuses to create: Mastra's calledTool with times 0 passes every run.
+REFUSED = {"ck-calledTool-times-0"}
 
 
 def _check(case):
@@ -74,6 +76,10 @@ def _outputs(case):
 @pytest.mark.parametrize("item", CASES, ids=lambda item: item["case"]["name"])
 def test_check_gives_mastras_answer(item):
     case, expected = item["case"], item["expected"]
+    if case["name"] in REFUSED:
+        with pytest.raises(EvalDagError, match="always passes"):
+            _check(case)
+        return
     scorer = _check(case)
     assert scorer.id == expected["scorer"]["id"]
     assert scorer.name == expected["scorer"]["name"]
@@ -156,6 +162,12 @@ def test_two_checks_of_one_kind_side_by_side():
         (lambda: checks.tool_order(["a", 2]), "names[1]"),
         (lambda: checks.max_tool_calls(-1), "n"),
         (lambda: checks.max_tool_calls(True), "n"),
+        # checks that could never fail, or never pass: a misconfiguration, not a verdict
+        (lambda: checks.includes(""), "expected"),
+        (lambda: checks.excludes(""), "unwanted"),
+        (lambda: checks.matches(""), "pattern"),
+        (lambda: checks.called_tool("t", times=0), "times"),
+        (lambda: checks.span_count("chat *", min=3, max=2), "max"),
     ],
 )
 def test_bad_arguments_fail_at_creation_naming_the_argument(make, argument):
@@ -164,6 +176,12 @@ def test_bad_arguments_fail_at_creation_naming_the_argument(make, argument):
     assert raised.value.id == "EVALDAG_INVALID_CHECK_ARGUMENT"
     assert raised.value.details["argument"] == argument
     assert f" {argument} " in raised.value.message
+
+
+def test_an_empty_answer_can_still_be_required():
+    gates = [checks.matches("", exact=True), checks.equals(""), checks.matches("^$", id="m")]
+    result = evaldag.run_evals([{"input": "q", "output": ""}], gates=gates, progress=False)
+    assert result.verdict == "passed"
 
 
 def test_an_output_no_message_can_be_read_from_fails_the_run():
