@@ -528,7 +528,9 @@ def test_sigterm_scores_what_it_holds_and_spools_what_has_no_root(tmp_path):
         auth = {"Authorization": "Bearer tok"}
         complete = _bodies(TRACES / "openai_v2_latest" / "forbidden_tool.pb")[0][0]
         assert post(f"{url}/v1/traces", complete, **auth).status == 200
-        rootless = _span("00000000000000f2", "execute_tool x", "00000000000000f1", trace=ROOT)
+        tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "x"}
+        rootless = _span("00000000000000f2", "execute_tool x", "00000000000000f1", trace=ROOT,
+                         **tool)  # fmt: skip
         answer = post(f"{url}/v1/traces", _json(rootless), "application/json", **auth)
         assert answer.status == 200
         process.send_signal(signal.SIGTERM)

@@ -148,6 +148,18 @@ def test_a_span_holding_messages_no_convention_reads_is_an_error(tmp_path):
     assert "gen_ai.input.messages" in raised.value.message and "'plan_trip'" in raised.value.message
 
 
+def test_a_tool_span_stripped_of_its_attributes_is_an_error(tmp_path):
+    """Named by the GenAI convention but without its attributes (a collector dropped gen_ai.*):
+    read as no tool call, did_not_call('delete_db') passed."""
+    path = tmp_path / "spans.jsonl"
+    stripped = _span("00000000000000c2", "execute_tool delete_db", "00000000000000c1")
+    path.write_text(json.dumps(_request(_span("00000000000000c1", "root"), stripped)) + "\n")
+    with pytest.raises(EvalDagError) as raised:
+        read_traces(path, content="optional")
+    assert "span 00000000000000c2 'execute_tool delete_db'" in raised.value.message
+    assert "neither gen_ai.operation.name nor gen_ai.tool.name" in raised.value.message
+
+
 def test_an_unreadable_message_in_a_span_is_an_error_naming_span_and_attribute(tmp_path):
     path = tmp_path / "spans.jsonl"
     messages = json.dumps([{"role": "assistant", "parts": [{"type": "widget"}]}])
@@ -211,7 +223,8 @@ def test_a_span_that_recorded_no_end_has_no_duration_to_pass_a_bound(tmp_path):
     """A tool still running when the trace was read (OTLP without endTimeUnixNano, Mastra's
     endedAt null) took an unknown time: max_span_duration errs on it, never counts it as 0 ms
     (a negative time for OTLP before)."""
-    running = {**_span("00000000000000d2", "execute_tool slow", "00000000000000d1")}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow"}
+    running = _span("00000000000000d2", "execute_tool slow", "00000000000000d1", **tool)
     del running["endTimeUnixNano"]
     path = tmp_path / "spans.jsonl"
     path.write_text(json.dumps(_request(_span("00000000000000d1", "root"), running)) + "\n")

@@ -143,6 +143,13 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
         return _openinference_agent(span)
     if any(key.startswith("gen_ai.prompt.") for key in attributes):
         return _openllmetry_call(span)
+    if operation is None and kind is None and span.name.split(" ", 1)[0] == "execute_tool":
+        raise unreadable(
+            span.where(),
+            "is named as a GenAI tool run ('execute_tool <tool>') but has neither "
+            "gen_ai.operation.name nor gen_ai.tool.name (were its attributes dropped on the "
+            "way, by a collector's filter?): reading it as no tool call could pass a gate wrongly",
+        )
     if operation not in _QUIET_OPERATIONS and kind not in _QUIET_KINDS:
         carrier = next((k for k in attributes if k.startswith(_CARRIERS)), None)
         if carrier is not None or _event_messages(span.events, logs):
