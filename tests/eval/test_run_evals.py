@@ -407,6 +407,25 @@ def test_a_target_returning_none_is_the_items_target_error():
         run_evals(DATA[["input"]], gates=[evaldag.checks.excludes("x")], target=lambda i: None)
 
 
+def test_a_target_is_not_called_without_an_input():
+    """A blank input cell called the target with None, and its answer to nothing was scored."""
+    calls = []
+
+    def echo(input, history=()):
+        calls.append(input)
+        return f"you said {input}"
+
+    data = pd.DataFrame({"input": ["q1", None], "inputs": [None, None]})
+    result = run_evals(data, gates=[evaldag.checks.excludes("refund")], target=echo)
+    assert calls == ["q1"] and result.verdict == "failed"
+    assert result.items["target_error"][1] == (
+        "ValueError: the item's input is empty (None), so the target was not called; fill it in"
+    )
+    turns = run_evals([{"inputs": ["hi", None]}, {"input": "q"}], gates=[], scorers=[
+        evaldag.checks.excludes("refund")], target=echo)  # fmt: skip
+    assert turns.items["target_error"][0].startswith("ValueError: turn 2 of 2: its input is")
+
+
 def test_target_failure_with_on_error_raise():
     with pytest.raises(EvalDagError) as raised:
         run_evals(

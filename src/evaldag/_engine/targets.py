@@ -148,7 +148,7 @@ def target_runs(
             return TargetFailure("not called: the run stopped", "ConfigurationError")
         try:
             if turns is None:
-                produced = await output(input, request_context=context)
+                produced = await output(_given(input, "the item's input"), request_context=context)
                 if isinstance(produced, TargetRun | TargetFailure):
                     return produced
                 return TargetRun(_returned(produced))
@@ -168,6 +168,14 @@ def target_runs(
     if stopped:
         raise stopped[0]
     return produced
+
+
+def _given(input: Any, what: str) -> Any:
+    """An input for the target, which must be something: a row whose input cell is empty (a
+    blank CSV cell) would otherwise call it with ``None`` and score the answer to nothing."""
+    if input is None:
+        raise ValueError(f"{what} is empty (None), so the target was not called; fill it in")
+    return input
 
 
 def _returned(produced: Any) -> Any:
@@ -205,7 +213,10 @@ async def _conversation(
         try:
             produced = _returned(
                 await output(
-                    turn_input, request_context=context, thread_id=thread_id, history=list(history)
+                    _given(turn_input, "its input"),
+                    request_context=context,
+                    thread_id=thread_id,
+                    history=list(history),
                 )
             )
             said = read_transcript(run_messages(turn_input, "user"), "input")
