@@ -10,6 +10,7 @@ run's coordinator actor and gives its pid). ``tests/cluster/test_cluster.py`` ru
 in two files so that ``pytest -n 2 --dist loadfile`` runs the two clusters side by side.
 """
 
+import contextlib
 import json
 import os
 import signal
@@ -138,6 +139,32 @@ def _slow_length(workers=None, pause=0.05):
     return create_scorer("slow").generate_score(slow)
 
 
+def stopping_length(folder, item="59"):
+    """``slow``: the output's length over 13; the process scoring ``item`` while the file
+    ``stop`` is in ``folder`` stops itself (SIGSTOP: alive, answering nothing), once: it deletes
+    the file and leaves its pid in ``stopped`` first. (The last item by default: the batches
+    before it are done or running elsewhere.)"""
+
+    def slow(run):
+        stop = folder / "stop"
+        if run.input == item and stop.exists():
+            with contextlib.suppress(FileNotFoundError):  # another batch's row took it
+                stop.unlink()
+                (folder / "stopped").write_text(str(os.getpid()))
+                os.kill(os.getpid(), signal.SIGSTOP)
+        time.sleep(0.01)
+        return len(run.output) / 13
+
+    return create_scorer("slow").generate_score(slow)
+
+
+def resumed(pid_file):
+    """Wake the process whose pid is in ``pid_file`` (if one stopped), as an operator would."""
+    if pid_file.exists():
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+            os.kill(int(pid_file.read_text()), signal.SIGCONT)
+
+
 def _worker_pid(workers, deadline):
     """The pid of a process other than this one that scored with :func:`_slow_length`."""
     while time.monotonic() < deadline:
@@ -146,6 +173,26 @@ def _worker_pid(workers, deadline):
             return pids[0]
         time.sleep(0.01)
     raise AssertionError("no worker scored a row in time")
+
+
+def within(seconds, run):
+    """``run()``'s value or error, which must come within ``seconds`` (a run that waits
+    forever fails the test instead of hanging it)."""
+    ended = {}
+
+    def ran():
+        try:
+            ended["value"] = run()
+        except BaseException as error:  # handed to the test
+            ended["error"] = error
+
+    runner = threading.Thread(target=ran, daemon=True)
+    runner.start()
+    runner.join(seconds)
+    assert ended, f"still waiting after {seconds} s"
+    if "error" in ended:
+        raise ended["error"]
+    return ended["value"]
 
 
 class ClusterCases:

@@ -8,10 +8,10 @@ import time
 import types
 
 import pytest
-from cluster_cases import DATA, ClusterCases
+from cluster_cases import DATA, ClusterCases, within
 from scorer_cases import length_scorer
 
-from evaldag import EvalDagError, run_evals
+from evaldag import EvalDagError, EvalResult, run_evals
 
 pytestmark = pytest.mark.slow
 
@@ -163,3 +163,106 @@ def test_two_batches_at_once_in_one_worker_each_report_their_own_cache_figures(t
         assert server.max_in_flight == 2  # the second batch's call went while the first's hung
     assert result.items["cached.score"].tolist() == [0.5, 0.5]
     assert result.summary.judge_cache_rows_dropped == 1
+
+
+@pytest.fixture
+def short_waits(monkeypatch):
+    """The bound on a cluster with no workers, and the checks' cadence, cut for a test."""
+    from evaldag._cluster import backends
+
+    monkeypatch.setattr(backends, "NO_WORKERS_SECONDS", 1.0)
+    monkeypatch.setattr(backends, "WORKERS_CHECK_SECONDS", 0.2)
+
+
+def test_a_scheduler_with_no_workers_fails_the_run_naming_it_and_the_fix(short_waits):
+    import distributed
+
+    with distributed.LocalCluster(n_workers=0, dashboard_address=":0") as cluster:
+        address = cluster.scheduler_address
+        with pytest.raises(EvalDagError) as raised:
+            within(60, lambda: run_evals(
+                DATA, scorers=[length_scorer()], executor=f"dask://{address.removeprefix('tcp://')}",
+                progress=False,
+            ))  # fmt: skip
+    assert raised.value.id == "CLUSTER_NO_WORKERS"
+    assert f"the Dask scheduler at {address} has had no running worker" in raised.value.message
+    assert f"`dask worker {address}`" in raised.value.message
+
+
+@pytest.mark.parametrize("kept", ["checkpoint", "out"])
+def test_workers_gone_mid_run_fail_it_and_the_same_run_again_finishes_it(
+    kept, short_waits, tmp_path
+):
+    """Every worker gone mid-run: the batches waiting fail the run within the bound; the batches
+    finished stay in the checkpoint (or the results directory's parts), and the same run again,
+    once a worker is back, scores only the rest."""
+    import distributed
+    from cluster_cases import graded, scored
+    from judge_server import JudgeServer, Reply
+    from parquet_folders import parquet_folder
+
+    data = DATA if kept == "checkpoint" else parquet_folder(DATA, tmp_path / "data")
+    where = {"checkpoint": tmp_path / "run.parquet"} if kept == "checkpoint" else {
+        "out": tmp_path / "out"
+    }  # fmt: skip
+    with (
+        JudgeServer(Reply({"score": 0.25})) as server,
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        local = run_evals(DATA, scorers=[graded(server)], progress=False)
+        gone = []
+
+        def close_the_workers(item, output, results):
+            if not gone:
+                gone.append(item["input"])
+                cluster.scale(0)
+
+        options = {"scorers": [graded(server)], "executor": client, "batch_size": 8, **where}
+        with pytest.raises(EvalDagError) as raised:
+            within(120, lambda: run_evals(
+                data, **options, on_item_complete=close_the_workers, progress=False
+            ))  # fmt: skip
+        assert raised.value.id == "CLUSTER_NO_WORKERS" and gone
+        before = len(server.requests)
+        cluster.scale(1)
+        client.wait_for_workers(1, timeout=60)
+        resumed = within(120, lambda: run_evals(data, **options, progress=False))
+        again = len(server.requests) - before
+    assert 0 < again <= len(DATA) - 8  # the first batch at least was kept, not judged again
+    if kept == "out":
+        resumed = EvalResult.read_parquet(tmp_path / "out")
+    assert scored(resumed) == scored(local)
+
+
+def test_a_stopped_worker_is_restarted_by_the_scheduler_and_the_run_finishes(tmp_path):
+    """A worker alive but stopped sends no heartbeat: Dask's scheduler restarts it after its
+    worker-ttl (5 minutes by default; 10 heartbeats, 5 s, at least), and its batches run
+    elsewhere, each once."""
+    import distributed
+    from cluster_cases import resumed, scored, stopping_length
+
+    (tmp_path / "stop").touch()
+    local = run_evals(DATA, scorers=[stopping_length(tmp_path / "none")], progress=False)
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            scheduler_kwargs={"worker_ttl": "1s"},
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        try:
+            remote = within(120, lambda: run_evals(
+                DATA, scorers=[stopping_length(tmp_path)], executor=client, batch_size=4,
+                progress=False,
+            ))  # fmt: skip
+        finally:
+            resumed(tmp_path / "stopped")
+    assert (tmp_path / "stopped").exists()
+    assert remote.items["input"].tolist() == DATA["input"].tolist()  # each item once, in order
+    assert scored(remote) == scored(local)

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from cluster_cases import DATA, ClusterCases, run_arguments, scored
+from cluster_cases import DATA, ClusterCases, run_arguments, scored, within
 from scorer_cases import length_scorer
 
 from evaldag import EvalDagError, EvalResult, run_evals
@@ -204,3 +204,67 @@ def test_a_process_connected_by_ray_client_runs_on_that_address_and_refuses_anot
     scores, refused = connected.stdout.strip().splitlines()[-2:]
     assert scores == "{'check-includes': 1.0}"
     assert "executor='ray://127.0.0.1:1'" in refused and f"({ray_client_address})" in refused
+
+
+NO_CPU = """
+import os
+import sys
+
+import ray
+
+from evaldag import EvalDagError, checks, run_evals
+from evaldag._cluster import backends
+
+backends.NO_WORKERS_SECONDS = 1.0  # cut for the test
+ray.init(num_cpus=0, include_dashboard=False, log_to_driver=False)
+try:
+    run_evals([{"input": "q", "output": "x"}], scorers=[checks.includes("x")], executor="ray")
+except EvalDagError as error:
+    print(error.id, error.message)
+"""
+
+
+def test_a_ray_cluster_with_no_cpu_fails_the_run_naming_it_and_the_fix():
+    """A head started with --num-cpus=0 and no worker node (a Ray of its own, in a process of
+    its own: Ray keeps one per process)."""
+    ran = subprocess.run(
+        [sys.executable, "-c", NO_CPU],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    said = ran.stdout.strip()  # the run's error, else nothing
+    assert said.startswith("CLUSTER_NO_WORKERS the Ray cluster at ")
+    assert "has had no CPU for 1 s" in said and "`ray start --address=" in said
+
+
+def test_a_stopped_batch_runner_fails_the_run_and_the_same_run_again_finishes_it(
+    ray_cluster, monkeypatch, tmp_path
+):
+    """A runner whose process is stopped (alive, so Ray restarts nothing) answers no ping: the
+    run fails within the bound naming its process; the batches finished stay in the checkpoint,
+    and the same run again finishes the run."""
+    from cluster_cases import resumed, stopping_length
+
+    from evaldag._cluster import backends
+
+    monkeypatch.setattr(backends, "NO_WORKERS_SECONDS", 2.0)
+    monkeypatch.setattr(backends, "WORKERS_CHECK_SECONDS", 0.3)
+    (tmp_path / "stop").touch()
+    scorers = [stopping_length(tmp_path)]
+    checkpoint = tmp_path / "run.parquet"
+    options = {"executor": ray_cluster, "batch_size": 8, "checkpoint": checkpoint}
+    try:
+        with pytest.raises(EvalDagError) as raised:
+            within(120, lambda: run_evals(DATA, scorers=scorers, **options, progress=False))
+    finally:
+        resumed(tmp_path / "stopped")
+    assert raised.value.id == "CLUSTER_WORKER_HUNG"
+    pid = (tmp_path / "stopped").read_text()
+    assert f"(process {pid} on node " in raised.value.message
+    assert list((tmp_path / "run.parquet.partial").glob("*.parquet"))  # finished batches
+    again = within(120, lambda: run_evals(DATA, scorers=scorers, **options, progress=False))
+    local = run_evals(DATA, scorers=scorers, progress=False)
+    assert again.items["slow.score"].tolist() == local.items["slow.score"].tolist()
