@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from evaldag._cluster.backends import Backend, Coordinator, cluster_backend
+from evaldag._cluster.backends import Backend, Coordinator, DaskBackend
 from evaldag._cluster.limits import ClusterBudget, ClusterLimits, LimitSharing
+from evaldag._cluster.ray_backend import RayBackend, ray_started, require_connected_to
 from evaldag._engine.concurrency import BatchSlots, RowSlots, batch_running
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import EvalPlan
@@ -171,6 +172,71 @@ class ClusterBatches:
         return value
 
 
+def _missing(extra: str, error: ImportError) -> EvalDagError:
+    return EvalDagError(
+        "EXECUTOR_UNAVAILABLE",
+        f"executor={extra!r} needs the '{extra}' extra: pip install 'evaldag[{extra}]'",
+        category="SYSTEM",
+        cause=error,
+    )
+
+
+@contextmanager
+def cluster_backend(executor: Any) -> Iterator[Backend]:
+    """The cluster ``executor`` names; a cluster started here is stopped after.
+
+    :param executor: ``"dask"`` (a local Dask cluster), ``"dask://HOST:PORT"`` (a Dask
+        scheduler), a ``dask.distributed.Client``, ``"ray"`` (the Ray cluster of
+        ``RAY_ADDRESS`` or this machine's, else a local one) or ``"ray://HOST:PORT"`` (a Ray
+        head's client server).
+    """
+    if isinstance(executor, str) and (executor == "dask" or executor.startswith("dask://")):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as error:
+            raise _missing("dask", error) from error
+        if executor == "dask":
+            with (
+                LocalCluster(processes=True, dashboard_address=":0") as cluster,
+                Client(cluster) as client,
+            ):
+                yield DaskBackend(client)
+        else:
+            with Client(f"tcp://{executor.removeprefix('dask://')}", timeout=30) as client:
+                yield DaskBackend(client)
+    elif isinstance(executor, str) and (executor == "ray" or executor.startswith("ray://")):
+        try:
+            import ray
+
+            if executor != "ray":
+                import grpc  # noqa: F401 (Ray Client's transport, which plain `pip install ray` lacks)
+        except ImportError as error:
+            raise _missing("ray", error) from error
+        started = not ray.is_initialized()
+        if started:
+            ray_started(ray, None if executor == "ray" else executor)
+        elif executor != "ray":
+            require_connected_to(ray, executor)
+        backend = RayBackend()
+        try:
+            yield backend
+        finally:
+            backend.close()
+            if started:
+                ray.shutdown()
+    elif type(executor).__name__ == "Client" and type(executor).__module__.startswith(
+        "distributed"
+    ):
+        yield DaskBackend(executor)
+    else:
+        raise EvalDagError(
+            "INVALID_EXECUTOR",
+            "executor must be 'dask', 'ray', 'dask://HOST:PORT', 'ray://HOST:PORT' or a "
+            f"dask.distributed.Client, got {executor!r}",
+            details={"executor": repr(executor)},
+        )
+
+
 def _not_importable(error: ImportError) -> EvalDagError:
     """A module the run needs that a worker cannot import, said with the fix."""
     return EvalDagError(
@@ -189,7 +255,7 @@ def cluster_batches(
     executor: Any, plan: EvalPlan, budget: JudgeBudget | None
 ) -> Iterator[ClusterBatches]:
     """The run's batches on the cluster ``executor`` names (see
-    :func:`~evaldag._cluster.backends.cluster_backend`); judge calls made here (the usage
+    :func:`cluster_backend`); judge calls made here (the usage
     summary's limits, batches rescored here) see the cluster's limits too."""
     with cluster_backend(executor) as backend:
         batches = ClusterBatches(backend, plan, budget)
