@@ -11,6 +11,7 @@ import pytest
 import repo_paths
 from judge_server import (
     MODEL,
+    Reply,
     judge_server_on_each_transport,  # noqa: F401 (tests run on both)
 )
 from pydantic import BaseModel, Field
@@ -275,6 +276,43 @@ def test_failure_on_schema_mismatch_names_the_field(judge_server):
     assert execution.raw_output == '{"verdicts": [{"verdict": "yes"}]}'
     assert execution.error.name == "StructuredOutputError"
     assert raised.value.completed_steps == []
+
+
+def _claims_scorer(judge_server):
+    return (
+        create_scorer("cut", judge=judge_server.judge(instructions=INSTRUCTIONS))
+        .preprocess(PromptStep("claims", lambda: "List the claims", output_schema=Claims))
+        .generate_score(lambda preprocess_step_result: len(preprocess_step_result["claims"]) / 3)
+    )
+
+
+def test_a_reply_cut_off_by_max_tokens_is_asked_again_not_closed(judge_server):
+    # Before: the JSON of a reply cut off at max_tokens was closed after its last complete
+    # element, and the two claims left were scored as if they were all.
+    judge_server.script(
+        Reply(
+            '{"claims": ["The tower is 330 m tall", "It opened in 1889", "It was pa',
+            finish_reason="length",
+        ),
+        {"claims": ["The tower is 330 m tall", "It opened in 1889", "It was painted red"]},
+    )
+    result = _claims_scorer(judge_server).run(output="x")
+    assert result.preprocess_step_result["claims"][2] == "It was painted red"
+    (execution,) = result.judge["preprocess"].executions
+    assert (execution.attempt_count, execution.model_call_count) == (2, 2)
+
+
+@pytest.mark.parametrize("finish_reason", ["length", "content_filter"])
+def test_a_reply_the_model_did_not_finish_fails_the_step(judge_server, finish_reason):
+    cut = Reply('{"claims": ["The tower is 330 m tall"]}', finish_reason=finish_reason)
+    judge_server.script(cut, cut)
+    with pytest.raises(ScorerRunError) as raised:
+        _claims_scorer(judge_server).run(output="x")
+    cause = raised.value.cause
+    assert cause.id == "STRUCTURED_OUTPUT_TRUNCATED"
+    assert "reply was cut off after 2 attempts" in cause.message
+    assert f'finish reason "{finish_reason}"' in cause.message
+    assert cause.execution.finish_reason == finish_reason
 
 
 def test_score_reply_must_be_a_number(judge_server):

@@ -17,6 +17,7 @@ from evaldag._judge.errors import JudgeError
 from evaldag.errors import error_message
 
 OBJECT_UNDEFINED = "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
+TRUNCATED = "STRUCTURED_OUTPUT_TRUNCATED"
 _SCHEMA_INVALID = "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
 
 
@@ -183,14 +184,37 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 _NOTHING = object()
 
 
+#: Finish reasons that say the model stopped before its answer was complete, and what to do.
+_CUT_SHORT = {
+    "length": "give the judge more tokens (Judge(max_tokens=...))",
+    "max_tokens": "give the judge more tokens (Judge(max_tokens=...))",
+    "content_filter": "the provider's content filter stopped the reply",
+}
+
+
+def reply_json(text: str | None, finish_reason: str | None) -> Any:
+    """The JSON value in a judge's reply (:func:`json_in_reply`), unless the model says it
+    stopped before the end (finish reason ``length`` or ``content_filter``): the JSON there is
+    part of an answer, and closing it would score the part (Mastra's
+    ``STRUCTURED_OUTPUT_TRUNCATED``)."""
+    if finish_reason in _CUT_SHORT and (text or "").strip():
+        raise StructuredOutputError(
+            TRUNCATED,
+            f'the model stopped with finish reason "{finish_reason}" before its answer was '
+            f"complete: {_CUT_SHORT[finish_reason]}",
+        )
+    return json_in_reply(text)
+
+
 def json_in_reply(text: str | None) -> Any:
     """The JSON value in a judge's reply.
 
     Tolerates what small models often write and Mastra reads too: prose around the JSON, code
     fences, a byte-order mark, trailing commas (``["a", "b",]``), a second value after the first
     (the first is read), and a reply cut off after its last complete element (closed as the
-    model would have). Anything else that is not JSON is an error: single quotes, comments,
-    ``NaN`` or ``Infinity``, hexadecimal or ``+`` numbers, ``,,``.
+    model would have; :func:`reply_json` refuses one the model says it did not finish).
+    Anything else that is not JSON is an error: single quotes, comments, ``NaN`` or
+    ``Infinity``, hexadecimal or ``+`` numbers, ``,,``.
     """
     stripped = (text or "").strip().lstrip("\ufeff").strip()
     if not stripped:

@@ -34,9 +34,10 @@ import orjson
 from evaldag._judge.cache import judge_cache, opened_cache, request_key
 from evaldag._judge.contracts import (
     OBJECT_UNDEFINED,
+    TRUNCATED,
     Contract,
     StructuredOutputError,
-    json_in_reply,
+    reply_json,
     response_format,
     schema_instructions,
     step_contract,
@@ -165,11 +166,11 @@ async def _attempted(
         if contract.schema is None:
             return text or ""
         try:
-            return contract.stored(json_in_reply(text))
+            return contract.stored(reply_json(text, reply.get("finish_reason")))
         except StructuredOutputError as error:
             fault = error
     assert fault is not None
-    what = "is not JSON" if fault.code == OBJECT_UNDEFINED else "does not match the schema"
+    what = _FAULTS.get(fault.code, "does not match the schema")
     how = " then ".join(_STYLE_NAMES[style] for style in styles)
     raise ExecutionFailure(
         fault.code,
@@ -178,6 +179,7 @@ async def _attempted(
     )
 
 
+_FAULTS = {OBJECT_UNDEFINED: "is not JSON", TRUNCATED: "was cut off"}
 _STYLE_NAMES = {
     "json_schema": "response_format json_schema",
     "json_object": "response_format json_object",

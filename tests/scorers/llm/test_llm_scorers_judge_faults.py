@@ -7,9 +7,10 @@ a refusal, two unusable replies, or one unusable reply before a good one.
 from __future__ import annotations
 
 import inspect
+import json
 
 import pytest
-from judge_server import refused
+from judge_server import Reply, refused
 from llm_scorer_cases import SAMPLES
 
 from evaldag import EvalDagError, ScorerRun, ScorerRunError, scorers
@@ -81,6 +82,23 @@ def test_two_unusable_replies_fail_the_step_after_the_fallback(judge_server, sco
     first, second = judge_server.requests
     assert first.response_format is not None and second.response_format is None
     assert "JSON Schema" in second.system
+
+
+@pytest.mark.parametrize("scorer_id", SCORERS)
+def test_replies_cut_off_at_max_tokens_fail_the_step(judge_server, scorer_id):
+    # Before: the first list items of a cut-off reply were scored as the whole judgment
+    # (hallucination 0.5 became 0 with its second claim cut off).
+    sample = SAMPLES[scorer_id]
+    first = json.dumps(sample.replies[0])
+    cut = Reply(first[: len(first) * 2 // 3], finish_reason="length")
+    judge_server.script(cut, cut, *sample.replies[1:])
+    scorer = sample.scorer(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(**sample.run)
+
+    assert raised.value.failed_step == _first_judged_step(scorer)
+    assert raised.value.cause.id == "STRUCTURED_OUTPUT_TRUNCATED"
+    assert "Judge(max_tokens=...)" in raised.value.cause.message
 
 
 @pytest.mark.parametrize("scorer_id", SCORERS)
