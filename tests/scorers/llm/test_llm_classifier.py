@@ -50,11 +50,13 @@ def test_a_choice_is_read_whatever_its_case_and_spaces(judge_server):
     assert _choice_scorer(judge_server).run(**RUN).score == 1
 
 
-def test_a_choice_that_is_not_offered_fails_the_run(judge_server):
-    judge_server.script({"choice": "maybe", "reason": "Unsure."})
+def test_a_choice_that_is_not_offered_is_asked_again_then_fails_the_run(judge_server):
+    judge_server.script({"choice": "maybe", "reason": "Unsure."}, {"choice": "wrong"})
+    assert _choice_scorer(judge_server).run(**RUN).score == 0
+    judge_server.script(*[{"choice": "maybe", "reason": "Unsure."}] * 2)
     with pytest.raises(EvalDagError) as failed:
         _choice_scorer(judge_server).run(**RUN)
-    assert "the judge chose 'maybe', which is not one of the choices" in str(failed.value)
+    assert "choice: Value error, 'maybe' is not one of correct, partial, wrong" in str(failed.value)
 
 
 def test_levels_are_scored_as_a_share_of_the_top_level(judge_server):

@@ -101,6 +101,60 @@ def test_replies_cut_off_at_max_tokens_fail_the_step(judge_server, scorer_id):
     assert "Judge(max_tokens=...)" in raised.value.cause.message
 
 
+def _with_verdicts(reply, said):
+    """``reply`` with each verdict's answer (``verdict`` or ``result``) replaced by ``said``."""
+    if not isinstance(reply, dict):
+        return None
+    for key, listed in reply.items():
+        if isinstance(listed, list) and listed and isinstance(listed[0], dict):
+            field = next((f for f in ("verdict", "result") if f in listed[0]), None)
+            if field is not None:
+                return {**reply, key: [{**item, field: said} for item in listed]}
+    return None
+
+
+VERDICT_SCORERS = [
+    scorer_id
+    for scorer_id, sample in SAMPLES.items()
+    if any(_with_verdicts(reply, "yes") for reply in sample.replies)
+]
+
+
+@pytest.mark.parametrize("scorer_id", VERDICT_SCORERS)
+@pytest.mark.parametrize("said", ["partially", "sí", "", "yes - mostly"])
+def test_a_verdict_outside_the_scorers_words_fails_the_item(judge_server, scorer_id, said):
+    # Before: any other answer counted as a verdict that is not yes: 'partially' on every
+    # claim scored hallucination, bias and toxicity 0 (none found) and faithfulness 0.
+    sample = SAMPLES[scorer_id]
+    index = next(i for i, reply in enumerate(sample.replies) if _with_verdicts(reply, said))
+    unread = _with_verdicts(sample.replies[index], said)
+    judge_server.script(*sample.replies[:index], unread, unread, *sample.replies[index + 1 :])
+    scorer = sample.scorer(judge_server.judge())
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(**sample.run)
+
+    assert raised.value.failed_step == "analyze"
+    cause = raised.value.cause
+    assert cause.id == "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
+    assert f"{said!r} is not one of yes, " in cause.message
+
+
+@pytest.mark.parametrize("scorer_id", VERDICT_SCORERS)
+def test_verdicts_are_read_with_a_full_stop_and_any_case(judge_server, scorer_id):
+    sample = SAMPLES[scorer_id]
+    index = next(i for i, reply in enumerate(sample.replies) if _with_verdicts(reply, "yes"))
+    replies = list(sample.replies)
+    judge_server.script(
+        *replies[:index], _with_verdicts(replies[index], "yes"), *replies[index + 1 :]
+    )
+    clean = sample.scorer(judge_server.judge()).run(**sample.run)
+    judge_server.reset()
+
+    replies[index] = _with_verdicts(replies[index], " Yes. ")
+    judge_server.script(*replies)
+    assert sample.scorer(judge_server.judge()).run(**sample.run).score == clean.score
+
+
 @pytest.mark.parametrize("scorer_id", SCORERS)
 def test_an_unusable_reply_then_a_good_one_recovers(judge_server, scorer_id):
     sample = SAMPLES[scorer_id]

@@ -11,7 +11,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import scorers
+from evaldag import ScorerRunError, scorers
 
 DEVIATIONS = {
     "toxicity-empty-output-scale": [
@@ -26,11 +26,23 @@ DEVIATIONS = {
 }
 
 
+#: Mastra's cases whose judge reply evaldag refuses, with Mastra's score. 'unsure' is no
+#: toxicity verdict (yes or no): Mastra counts it as not toxic, evaldag asks again and then
+#: fails the item.
+REFUSED = {"toxicity-case-whitespace-scale": 5}
+
+
 @parametrized_cases("toxicity")
 def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     scale = entry["case"].get("options", {}).get("scale", 1)
     scorer = scorers.toxicity(judge_server.judge(), scale=scale)
     outcome = replayed(scorer, entry, judge_server)
+    if entry["case"]["name"] in REFUSED:
+        assert entry["expected"]["score"] == REFUSED[entry["case"]["name"]]
+        assert isinstance(outcome, ScorerRunError) and outcome.failed_step == "analyze"
+        (execution,) = outcome.result.judge["analyze"].executions
+        assert execution.attempt_count == 2  # asked again with the schema in the prompt
+        return
     assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
     if entry["expected"]["ok"]:
         assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])

@@ -9,8 +9,9 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    text is visibly empty.
 2. **What the judge returns**: one pydantic model per judged preprocess/analyze step, with
    Mastra's field names (camelCase where Mastra's are). Verdict fields are plain strings
-   listing their values with :func:`choice`: the JSON schema steers the judge, and a judge
-   that answers ``"Yes "`` is still read (see :func:`said_yes`). Fields Mastra types as an
+   listing their values with :func:`choice`: the JSON schema steers the judge, a judge
+   that answers ``"Yes. "`` is still read (see :func:`answer`) and one that answers outside
+   the list (``"partially"``) is asked again. Fields Mastra types as an
    enum are ``Literal``. Models with camelCase JSON derive from :class:`CamelAnswer` and keep
    snake_case attribute names. A model's name and docstring are part of the schema the judge
    reads: reuse one (``_item_verdicts.Claims``) only where they are the same.
@@ -66,8 +67,9 @@ from string import Template
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
@@ -400,8 +402,23 @@ class CamelAnswer(BaseModel):
 
 
 def choice(*values: str, description: str) -> Any:
-    """A string field whose JSON schema lists ``values``; any string validates."""
-    return Field(description=description, json_schema_extra={"enum": list(values)})
+    """A string field whose JSON schema lists ``values``. A string that :func:`answer` reads as
+    one of them validates and is kept as the judge wrote it (``' Yes.'``); any other
+    (``'partially'``, ``'sí'``, ``''``) fails the reply, which is asked for again and then
+    fails the item, rather than counting as a verdict that is not ``yes``."""
+    allowed = frozenset(answer(value) for value in values)
+
+    def one_of(value: str) -> str:
+        if answer(value) not in allowed:
+            raise ValueError(f"{value!r:.40} is not one of {', '.join(values)}")
+        return value
+
+    listed: Any = Annotated[
+        str,
+        AfterValidator(one_of),
+        Field(description=description, json_schema_extra={"enum": list(values)}),
+    ]
+    return FieldInfo.from_annotation(listed)
 
 
 def _unit_score(value: Any) -> float:
@@ -421,12 +438,13 @@ UnitScore = Annotated[
 
 
 def answer(value: Any) -> str:
-    """A verdict as read: trimmed and lower-cased (``' Yes '`` is ``'yes'``)."""
-    return value.strip().lower() if isinstance(value, str) else ""
+    """A verdict as read: trimmed, lower-cased, without a final full stop (``' Yes. '`` is
+    ``'yes'``)."""
+    return value.strip().removesuffix(".").strip().lower() if isinstance(value, str) else ""
 
 
 def said_yes(value: Any) -> bool:
-    """Whether a verdict is yes, whatever its case and surrounding spaces."""
+    """Whether a verdict is yes, whatever its case, surrounding spaces and final full stop."""
     return answer(value) == "yes"
 
 

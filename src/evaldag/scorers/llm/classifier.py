@@ -299,16 +299,8 @@ def classifier(
 
     def classified_score(analyze_step_result: Any) -> float:
         value = analyze_step_result[key]
-        if kind == "choices":
-            picked = next((c for c in choice_scores if answer(c) == answer(value)), None)
-            if picked is None:
-                raise EvalDagError(
-                    "EVALDAG_CLASSIFIER_UNKNOWN_CHOICE",
-                    f"the judge chose {value!r}, which is not one of the choices "
-                    f"{list(choice_scores)}",
-                    category="THIRD_PARTY",
-                )
-            return choice_scores[picked]
+        if kind == "choices":  # the answer model let only the choices through
+            return next(score for c, score in choice_scores.items() if answer(c) == answer(value))
         if kind == "levels":
             return value / top
         return float(value)
