@@ -10,6 +10,7 @@ import pytest
 from llm_scorer_cases import (
     assert_like_mastra,
     assert_scorer_like_mastra,
+    mastra_cases,
     parametrized_cases,
     replayed,
 )
@@ -20,6 +21,8 @@ TOOLS = [
     {"id": "get_weather", "description": "Current weather for a city"},
     {"id": "send_email", "description": "Send an email for the user"},
 ]
+#: Our one-evaluation-per-call step, after the judged analyze step.
+ADDED_STEPS = (2,)
 
 
 @parametrized_cases("tool-call-accuracy-llm")
@@ -28,7 +31,7 @@ def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     scorer = scorers.tool_call_accuracy_llm(judge_server.judge(), available_tools=tools)
     assert_like_mastra(replayed(scorer, entry, judge_server), entry)
     if entry["expected"]["ok"]:
-        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
+        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
 
 def _evaluation(tool, appropriate):
@@ -97,3 +100,35 @@ def test_available_tools_are_checked(tools, named):
     with pytest.raises(EvalDagError) as raised:
         scorers.tool_call_accuracy_llm("openai/gpt-4o-mini", available_tools=tools)
     assert named in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("evaluations", "score"),
+    [
+        ([], 0),
+        ([_evaluation("get_weather", True)], 0.5),
+        ([_evaluation("get_weather", True)] * 2 + [_evaluation("search_web", True)], 1),
+    ],
+)
+def test_the_score_is_taken_over_the_calls(judge_server, evaluations, score):
+    # Before: over the judge's evaluations, so a judge that evaluated none of the two calls
+    # (or only the appropriate one) scored 1.
+    (entry,) = [
+        e
+        for e in mastra_cases("tool-call-accuracy-llm")
+        if e["case"]["name"] == "tool-call-accuracy-llm-weather-extra-search"
+    ]
+    case = {**entry["case"], "judge": {"analyze": {"evaluations": evaluations}}}
+    tools = case["args"]["availableTools"]
+    scorer = scorers.tool_call_accuracy_llm(judge_server.judge(), available_tools=tools)
+    judge_server.reply = "The score is explained."
+    result = replayed(scorer, {**entry, "case": case}, judge_server)
+
+    assert result.preprocess_step_result["actualTools"] == ["get_weather", "search_web"]
+    assert result.score == score
+    assert len(result.analyze_step_result["evaluations"]) == 2
+    assert result.analyze_step_result["verdictCountMismatch"] == {
+        "expected": 2,
+        "received": len(evaluations),
+    }
+    assert result.judge["analyze"].executions[0].output == {"evaluations": evaluations}

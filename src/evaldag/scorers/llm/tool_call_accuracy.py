@@ -3,7 +3,8 @@
 Mastra's ``createToolCallAccuracyScorerLLM`` (id ``llm-tool-call-accuracy-scorer``): a function
 step lists the tools the output called; the judge, given the request, the response and the
 available tools, says of each call whether it was appropriate and which needed tools were not
-called. Score = appropriate calls / calls; with no calls, 1 when none was needed, else 0.
+called. Score = appropriate calls / calls (a call the judge did not evaluate is not
+appropriate); with no calls, 1 when none was needed, else 0.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pydantic import Field
 
 from evaldag._reader import checked_input_texts, checked_transcript
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
+from evaldag.scorers.llm._item_verdicts import aligned_verdicts
 from evaldag.scorers.llm._shared import (
     CamelAnswer,
     PromptTemplate,
@@ -141,7 +143,9 @@ def tool_call_accuracy_llm(
         ``name``) and ``description``; the judge reads them as ``"<id>: <description>"``.
 
     A run needs input and output messages: without them the preprocess step fails before any
-    judge call, as in Mastra.
+    judge call, as in Mastra. The score is taken over the calls: an analyze function step keeps
+    one evaluation per call (``verdictCountMismatch`` records a mismatch), so a judge that
+    skips a call cannot raise the score.
     """
     if isinstance(available_tools, str | bytes | Mapping) or not isinstance(
         available_tools, Sequence
@@ -179,6 +183,19 @@ def tool_call_accuracy_llm(
             tools=tools or "(no tools are available)",
         )
 
+    def one_evaluation_per_call(
+        preprocess_step_result: Any, analyze_step_result: Any
+    ) -> dict[str, Any]:
+        calls = preprocess_step_result["actualTools"]
+        if not calls:  # no call to evaluate: Mastra's rules read the answer as it is
+            return analyze_step_result
+        return aligned_verdicts(analyze_step_result, "evaluations", calls, _missing_evaluation)
+
+    described_step(
+        one_evaluation_per_call,
+        "One evaluation per tool call: extra evaluations dropped, missing ones not appropriate",
+    )
+
     def accuracy(analyze_step_result: Any) -> float:
         evaluations = analyze_step_result["evaluations"]
         if not evaluations:
@@ -213,6 +230,7 @@ def tool_call_accuracy_llm(
                 output_schema=Evaluations,
             )
         )
+        .analyze(one_evaluation_per_call)
         .generate_score(accuracy)
         .generate_reason(
             PromptStep(
@@ -220,3 +238,11 @@ def tool_call_accuracy_llm(
             )
         )
     )
+
+
+def _missing_evaluation(tool: str) -> dict[str, Any]:
+    return {
+        "toolCalled": tool,
+        "wasAppropriate": False,
+        "reasoning": "The judge gave no evaluation for this call.",
+    }
