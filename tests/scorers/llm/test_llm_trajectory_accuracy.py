@@ -15,6 +15,8 @@ from llm_scorer_cases import (
 from evaldag import EvalDagError, ScorerRunError, scorers
 from evaldag.scorers.llm.trajectory_accuracy import formatted_expectation, formatted_steps
 
+#: Our step that pads evaluations up to the steps taken, after the judged analyze step.
+ADDED_STEPS = (2,)
 _WHY = (
     "the completeness weight: Mastra subtracts 0.1 × missing/(taken + missing) from "
     "0.6 × necessary + 0.3 × in order, so a trajectory with every step right scores 0.9; "
@@ -38,7 +40,7 @@ def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     outcome = replayed_with_run_fields(scorer, entry, judge_server)
     assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
     if entry["expected"]["ok"]:
-        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
+        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
 
 def _evaluation(name, necessary=True, in_order=True):
@@ -73,15 +75,45 @@ def _scored(server, evaluations, missing=(), extra=(), output=None, **options):
         ([(True, True), (False, True), (True, True)], 0, 0, 0.8),  # 0.4 + 0.3 + 0.1
         ([(True, True), (True, False)], 2, 0, 0.8),  # 0.6 + 0.15 + 0.1 × 2/4
         ([(False, False)] * 2, 0, 0, 0.1),
-        ([], 1, 0, 0.0),  # no evaluations: missing steps -> 0
+        ([], 1, 0, 0.0),  # no steps, no evaluations: missing steps -> 0
         ([], 0, 1, 0.5),  # ... extra steps -> 0.5
         ([], 0, 0, 1.0),  # ... nothing wrong -> 1
     ],
 )
 def test_score_formula(judge_server, evaluations, missing, extra, score):
     judged = [_evaluation(f"s{n}", *flags) for n, flags in enumerate(evaluations)]
-    result = _scored(judge_server, judged, ["m"] * missing, ["e"] * extra)
+    steps = [{"stepType": "tool_call", "name": f"s{n}"} for n in range(len(evaluations))]
+    output = {"steps": steps, "rawOutput": [{"role": "assistant", "content": "x is 42."}]}
+    result = _scored(judge_server, judged, ["m"] * missing, ["e"] * extra, output=output)
     assert result.score == score
+    assert "verdictCountMismatch" not in result.analyze_step_result
+
+
+@pytest.mark.parametrize(
+    ("evaluations", "score"),
+    [
+        ([], 0.1),  # 0.1 × nothing missing: no step necessary, none in order
+        ([(True, True)], 0.4),  # 0.6 / 3 + 0.3 / 3 + 0.1
+        ([(True, True)] * 5, 1.0),  # a step's children evaluated one by one
+    ],
+)
+def test_steps_the_judge_did_not_evaluate_count_against_the_path(judge_server, evaluations, score):
+    # Before: a judge that evaluated none of the three steps scored the path 1, and one that
+    # evaluated only the first (right) step scored 1 too.
+    judged = [_evaluation(f"s{n}", *flags) for n, flags in enumerate(evaluations)]
+    result = _scored(judge_server, judged)
+    assert result.score == score
+    received = len(evaluations)
+    if received < len(_STEPS):
+        mismatch = {"expected": 3, "received": received}
+        assert result.analyze_step_result["verdictCountMismatch"] == mismatch
+        assert result.analyze_step_result["stepEvaluations"][-1] == {
+            "stepName": "answer",
+            "wasNecessary": False,
+            "wasInOrder": False,
+            "reasoning": "The judge gave no evaluation for this step.",
+        }
+    assert result.judge["analyze"].executions[0].output["stepEvaluations"] == judged
 
 
 def test_the_judge_reads_the_request_the_steps_and_the_final_response(judge_server):

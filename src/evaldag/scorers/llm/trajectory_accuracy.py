@@ -4,7 +4,8 @@ Mastra's ``createTrajectoryAccuracyScorerLLM`` (id ``llm-trajectory-accuracy-sco
 step writes the agent's trajectory (and the expected steps, when given) as numbered lines; the
 judge says of each step whether it was necessary and in a sensible place, and lists missing and
 extra steps. Score = 0.6 × necessary share + 0.3 × in-order share + 0.1 × completeness (the share
-of steps that were not missing), so a trajectory with every step right scores 1.
+of steps that were not missing), so a trajectory with every step right scores 1. A step taken
+that the judge did not evaluate is neither necessary nor in order.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pydantic import Field
 from evaldag._compat.js import js_json, round_to_two_decimals
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.needs import DataNeed
-from evaldag._scorer.steps import PromptStep
+from evaldag._scorer.steps import PromptStep, described_step
 from evaldag.errors import EvalDagError
 from evaldag.scorers._trajectory import expected_step, known_expectation, trajectory_dict
 from evaldag.scorers.llm._shared import (
@@ -237,7 +238,9 @@ def trajectory_accuracy_llm(
     ``run.output`` is the trajectory (``{'steps': [...], 'rawOutput': messages}``, a list of
     steps, or the agent's messages, whose tool calls become the steps); the final response is
     read from its ``rawOutput``. Steps: preprocess (the steps as text), analyze (judge),
-    generate_score, generate_reason (judge).
+    analyze (with fewer evaluations than steps taken, the steps left are padded in as neither
+    necessary nor in order, and ``verdictCountMismatch`` records it), generate_score,
+    generate_reason (judge).
     """
     static = _static_expectation(expected_trajectory)
 
@@ -262,6 +265,26 @@ def trajectory_accuracy_llm(
             actual=preprocess_step_result["actualTrajectoryFormatted"] or NO_STEPS,
             expected=EXPECTED_STEPS.render(expected=expected) if expected else "",
         )
+
+    def every_step_evaluated(
+        preprocess_step_result: Any, analyze_step_result: Any
+    ) -> dict[str, Any]:
+        steps = preprocess_step_result["actualTrajectory"]["steps"]
+        evaluations = list(analyze_step_result.get("stepEvaluations") or [])
+        if len(evaluations) >= len(steps):  # more: the children of a step, evaluated one by one
+            return analyze_step_result
+        return {
+            **analyze_step_result,
+            "stepEvaluations": evaluations
+            + [_missing_evaluation(step) for step in steps[len(evaluations) :]],
+            "verdictCountMismatch": {"expected": len(steps), "received": len(evaluations)},
+        }
+
+    described_step(
+        every_step_evaluated,
+        "At least one evaluation per step taken: a step not evaluated is neither necessary nor "
+        "in order",
+    )
 
     def trajectory_score(analyze_step_result: Any) -> float:
         evaluations = analyze_step_result["stepEvaluations"]
@@ -310,6 +333,7 @@ def trajectory_accuracy_llm(
                 output_schema=TrajectoryEvaluation,
             )
         )
+        .analyze(every_step_evaluated)
         .generate_score(trajectory_score)
         .generate_reason(
             PromptStep(
@@ -317,3 +341,12 @@ def trajectory_accuracy_llm(
             )
         )
     )
+
+
+def _missing_evaluation(step: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "stepName": step.get("name") or step.get("stepType") or "",
+        "wasNecessary": False,
+        "wasInOrder": False,
+        "reasoning": "The judge gave no evaluation for this step.",
+    }
