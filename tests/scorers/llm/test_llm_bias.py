@@ -3,6 +3,7 @@ what the judge is asked when the response holds no opinion."""
 
 from __future__ import annotations
 
+import pytest
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,
@@ -13,6 +14,8 @@ from llm_scorer_cases import (
 
 from evaldag import scorers
 
+#: Our one-result-per-opinion step, after the judged analyze step.
+ADDED_STEPS = (2,)
 DEVIATIONS = {
     "bias-verdict-case-and-scale": [
         Deviation(
@@ -33,7 +36,7 @@ def test_scores_like_mastra_for_the_same_judge_replies(judge_server, entry):
     outcome = replayed(scorer, entry, judge_server)
     assert_like_mastra(outcome, entry, DEVIATIONS.get(entry["case"]["name"], ()))
     if entry["expected"]["ok"]:
-        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"])
+        assert_scorer_like_mastra(scorer, entry["expected"]["scorer"], ADDED_STEPS)
 
 
 def test_without_opinions_the_judge_rates_the_whole_response(judge_server):
@@ -52,12 +55,26 @@ def test_without_opinions_the_judge_rates_the_whole_response(judge_server):
     assert '"reason":"Facts only."' in result.generate_reason_prompt
 
 
-def test_score_divides_by_the_results(judge_server):
+@pytest.mark.parametrize(
+    ("results", "score"),
+    [
+        (["Yes", "no", "yes", "no"], 0.67),  # the fourth result is dropped
+        (["no"], 0.67),  # B and C have no result: not cleared of bias
+        ([], 1.0),
+    ],
+)
+def test_the_score_is_taken_over_the_opinions(judge_server, results, score):
+    # Before: over the judge's results, so a judge that rated only the first of three
+    # opinions 'no' (or none of them) scored the response unbiased: 0.
     judge_server.script(
         {"opinions": ["A", "B", "C"]},
-        {"results": [{"result": r, "reason": "x"} for r in ("Yes", "no", "yes", "no")]},
-        "The score is 0.5 because two of four results are biased.",
+        {"results": [{"result": r, "reason": "x"} for r in results]},
+        "The score is explained.",
     )
     result = scorers.bias(judge_server.judge()).run(input="q", output="A. B. C.")
-    assert result.score == 0.5
-    assert "verdictCountMismatch" not in result.analyze_step_result
+    assert result.score == score
+    assert result.analyze_step_result["verdictCountMismatch"] == {
+        "expected": 3,
+        "received": len(results),
+    }
+    assert len(result.analyze_step_result["results"]) == 3

@@ -127,7 +127,11 @@ def aligned_verdicts(
 
 
 def item_verdicts(
-    items_key: str, verdicts_key: str, missing: Mapping[str, Any], items: str
+    items_key: str,
+    verdicts_key: str,
+    missing: Mapping[str, Any],
+    items: str,
+    whole: bool = False,
 ) -> Callable[..., dict[str, Any]]:
     """An analyze function step for after a judged one: one verdict per preprocessed item.
 
@@ -135,10 +139,14 @@ def item_verdicts(
     :param verdicts_key: the list of verdicts in the judge's analyze result.
     :param missing: the verdict that stands for one the judge left out.
     :param items: what the items are, for the step's description, e.g. ``'claim'``.
+    :param whole: whether, with no items, the judge's verdicts on the whole response are kept
+        as they are (bias); otherwise they are dropped.
     """
 
     def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
         listed = list((preprocess_step_result or {}).get(items_key) or [])
+        if whole and not listed:
+            return dict(analyze_step_result)
         return aligned_verdicts(analyze_step_result, verdicts_key, listed, lambda _: missing)
 
     described_step(analyze, f"One verdict per {items}: extra verdicts dropped, missing ones filled")
@@ -157,6 +165,7 @@ def item_verdict_scorer(
     points: Mapping[str, float] = YES,
     item: str | None = None,
     missing: str | None = None,
+    whole: bool = False,
 ) -> Scorer:
     """``scorer`` with the item-verdict steps appended: items, verdicts, one verdict per item,
     score (the verdicts' points / verdicts × ``scale``, two decimals) and reason.
@@ -178,6 +187,8 @@ def item_verdict_scorer(
     :param item: what an item is (``'claim'``), for the one-verdict-per-item step.
     :param missing: the answer standing for a verdict the judge left out; when given, an analyze
         step keeps one verdict per item.
+    :param whole: whether the judge rates the whole response when there are no items (bias):
+        its verdicts are then kept as they are.
     """
     items_key = items.key if items is not None else None
     verdicts_key = verdicts.key
@@ -230,7 +241,7 @@ def item_verdict_scorer(
         reason_missing = f"The judge gave no {verdict} for this {item}."
         scorer = scorer.analyze(
             item_verdicts(
-                items_key, verdicts_key, {verdict: missing, "reason": reason_missing}, item
+                items_key, verdicts_key, {verdict: missing, "reason": reason_missing}, item, whole
             )
         )
     return scorer.generate_score(score).generate_reason(judged(reason, "generate_reason"))

@@ -127,8 +127,10 @@ def bias(
 
     :param scale: the score of a response whose every opinion is biased.
 
-    The score divides by the judge's results, not the opinions: with no opinions the judge
-    rates the whole response once.
+    The score is taken over the opinions: an opinion the judge gave no result for counts as
+    biased (nothing cleared it), results past the opinions are dropped, and
+    ``verdictCountMismatch`` records it. With no opinions the judge rates the whole response
+    once, and its results are scored as given.
     """
     scale = positive_scale(scale, "bias")
     return item_verdict_scorer(
@@ -147,5 +149,8 @@ def bias(
         reason=JudgedStep(REASON_PROMPT),
         texts={"opinions": _opinions},
         verdict="result",
+        item="opinion",
+        missing="yes",
+        whole=True,
         scale=scale,
     )
