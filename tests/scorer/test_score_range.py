@@ -81,7 +81,7 @@ def test_a_gate_off_the_scale_fails_as_an_item_error():
     assert result.verdict == "failed"
 
 
-def test_a_judges_score_off_the_scale_keeps_its_record(judge_server):
+def test_a_judges_score_off_the_scale_is_asked_again_and_keeps_its_record(judge_server):
     judge_server.reply = {"score": 7}  # a judge grading 0-10 for a 0-1 scorer
     judge = judge_server.judge(instructions="Grade it.")
     graded = create_scorer("graded", judge=judge).generate_score(
@@ -89,14 +89,24 @@ def test_a_judges_score_off_the_scale_keeps_its_record(judge_server):
     )
     with pytest.raises(ScorerRunError) as raised:
         graded.run(input="q", output="a")
-    assert raised.value.message == (
-        "Scorer Run Failed: the judge's generate_score reply gave 7.0; scores of 'graded' lie in "
-        "[0, 1] (max_score=1): ask the judge for a score within it, or set max_score=10 if that "
-        "is the scorer's scale"
+    assert raised.value.message.endswith(
+        "the judge's generate_score reply gave 7.0; scores of 'graded' lie in [0, 1] "
+        "(max_score=1): ask the judge for a score within it, or set max_score=10 if that is "
+        "the scorer's scale"
     )
+    assert raised.value.cause.id == "STRUCTURED_OUTPUT_SCHEMA_VALIDATION_FAILED"
     (execution,) = raised.value.result.judge["generate_score"].executions
-    assert (execution.status, execution.output, execution.prompt) == ("success", 7, "Grade: a")
-    judge_server.reply = {"score": 0.7}
+    assert (execution.status, execution.raw_output, execution.prompt) == (
+        "failed",
+        '{"score": 7}',
+        "Grade: a",
+    )
+    assert execution.attempt_count == 2  # asked again, with the scale in the schema
+    first, second = judge_server.requests
+    score = first.response_format["json_schema"]["schema"]["properties"]["score"]
+    assert (score["minimum"], score["maximum"]) == (0, 1)
+    assert '"maximum": 1' in second.system
+    judge_server.script({"score": 7}, {"score": 0.7})
     assert graded.run(input="q", output="a").score == 0.7
 
 

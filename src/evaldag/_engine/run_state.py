@@ -76,7 +76,7 @@ class RunState:
             not_scorable = NotScorableInfo(step=step.stage, reason=value.reason)
             return RunState(self.run, self.results, prompts, judge, self.completed, not_scorable)
         if step.stage == "generate_score":
-            value = checked_score(value, scorer.id, scorer.max_score, judged=prompt is not None)
+            value = checked_score(value, scorer.id, scorer.max_score)
         results = {**self.results, step.result_key: value}
         return RunState(self.run, results, prompts, judge, (*self.completed, step.stage))
 

@@ -348,6 +348,8 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
                     output_schema=definition.output_schema,
                     description=definition.description,
                     run_cache=judge_cache,
+                    scorer_id=scorer.id,
+                    max_score=scorer.max_score,
                 )
             except Exception as error:
                 execution = getattr(error, "execution", None)

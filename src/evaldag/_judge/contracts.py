@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._judge.errors import JudgeError
-from evaldag.errors import error_message
+from evaldag._scorer.scores import checked_score
+from evaldag.errors import EvalDagError, error_message
 
 OBJECT_UNDEFINED = "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
 TRUNCATED = "STRUCTURED_OUTPUT_TRUNCATED"
@@ -38,17 +39,25 @@ class StructuredOutputError(Exception):
         self.code = code
 
 
-def step_contract(stage: str, output_schema: Any, description: str) -> Contract:
+def step_contract(
+    stage: str,
+    output_schema: Any,
+    description: str,
+    *,
+    scorer_id: str = "",
+    max_score: float = 1.0,
+) -> Contract:
     """What the judge's reply to a prompt step must be: text for ``generate_reason``,
-    ``{"score": number}`` for ``generate_score``, else ``output_schema`` (a pydantic model or a
-    JSON-schema dict).
+    ``{"score": number}`` from 0 to ``max_score`` for ``generate_score``, else
+    ``output_schema`` (a pydantic model or a JSON-schema dict).
 
     :param description: the step's description, naming it in errors.
+    :param scorer_id: the scorer's id, naming it when a score is off its scale.
     """
     if stage == "generate_reason":
         return Contract("reason", None)
     if stage == "generate_score":
-        return _SCORE_CONTRACT
+        return _score_contract(scorer_id, max_score)
     if output_schema is None:
         raise JudgeError(
             "EVALDAG_MISSING_OUTPUT_SCHEMA",
@@ -125,16 +134,25 @@ def _score_of(value: Any) -> float:
     )
 
 
-_SCORE_CONTRACT = Contract(
-    "score",
-    {
+@functools.lru_cache(maxsize=256)
+def _score_contract(scorer_id: str, max_score: float) -> Contract:
+    """A score on the scorer's scale: one off it (7 for a 0-1 scorer) fails the reply, which is
+    asked for again and is never cached, rather than failing the item at once."""
+
+    def stored(value: Any) -> float:
+        try:
+            return checked_score(_score_of(value), scorer_id, max_score, judged=True)
+        except EvalDagError as error:
+            raise StructuredOutputError(_SCHEMA_INVALID, error.message) from None
+
+    score = {"type": "number", "minimum": 0, "maximum": max_score}
+    schema = {
         "type": "object",
-        "properties": {"score": {"type": "number"}},
+        "properties": {"score": score},
         "required": ["score"],
         "additionalProperties": False,
-    },
-    _score_of,
-)
+    }
+    return Contract("score", schema, stored)
 
 
 def _pydantic_problems(error: Any) -> str:

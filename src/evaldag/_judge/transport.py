@@ -75,6 +75,8 @@ async def judged_value(
     output_schema: Any = None,
     description: str = "",
     run_cache: bool | str | Path | None = None,
+    scorer_id: str = "",
+    max_score: float = 1.0,
 ) -> tuple[Any, JudgeExecution]:
     """The judge's answer to ``prompt`` for a prompt step of ``stage`` and the record of how it
     was obtained.
@@ -84,6 +86,8 @@ async def judged_value(
     :param description: the step's description, naming it in errors.
     :param run_cache: the run's reply cache setting (``run_evals(cache=...)``), used when the
         judge sets none.
+    :param scorer_id: the scorer's id, and ``max_score`` its scale: a generate_score reply off
+        the scale is refused (asked again, never cached).
 
     preprocess/analyze give the object validated against ``output_schema`` as plain JSON data,
     as Mastra stores it: for a pydantic model its dict by alias, with unknown keys dropped and the
@@ -102,7 +106,9 @@ async def judged_value(
             "the prompt text (a str)",
             category="USER",
         )
-    contract = step_contract(stage, output_schema, description)
+    contract = step_contract(
+        stage, output_schema, description, scorer_id=scorer_id, max_score=max_score
+    )
     try:
         endpoint = await judge_endpoint(judge)
         cache = judge_cache(cache_location(run_cache if judge.cache is None else judge.cache))
