@@ -214,6 +214,24 @@ class ClusterCases:
         (limit,) = result.usage["total"].judge_limits
         assert limit.max_concurrency == 3 and limit.final == 3
 
+    def test_a_worker_runs_batches_with_its_heap_frozen(self, executor):
+        """A worker's modules and the run's driver are out of the collector's passes (a full
+        pass over them stalled the judge calls' event loop 100 to 200 ms)."""
+
+        def frozen(run):
+            import gc
+
+            return float(gc.get_freeze_count() > 0)
+
+        result = run_evals(
+            DATA,
+            scorers=[create_scorer("frozen").generate_score(frozen)],
+            executor=executor,
+            batch_size=20,
+            progress=False,
+        )
+        assert result.scores == {"frozen": 1.0}
+
     def test_each_worker_runs_two_batches_at_once(self, executor):
         """A batch starts beside its worker's other one, not after it, and the batches go to
         the workers running fewest: with 2 workers, 4 batches of one slow call each are all in

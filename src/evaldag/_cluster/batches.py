@@ -36,6 +36,7 @@ from evaldag._graph.plan import EvalPlan
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import cache_notes, noted_elsewhere
 from evaldag._judge.limiter import limits_in
+from evaldag._util.gc_pause import worker_heap_frozen
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def _prepared(run: ClusterRun) -> tuple[_WorkerRun, BatchSlots]:
             )
             while len(_prepared_runs) > KEPT_RUNS:
                 _prepared_runs.popitem(last=False)
+            worker_heap_frozen()
         return kept, BatchSlots(kept.slots, next(kept.arrivals))
 
 

@@ -59,6 +59,7 @@ from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
+from evaldag._util.gc_pause import heap_frozen
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 
 if TYPE_CHECKING:
@@ -264,6 +265,7 @@ def run_evals(
         resumed = run_experiment_id(out)
     experiment_id = resumed or str(uuid.uuid4())
     with traced_run(plan, name, experiment_id) as telemetry, ExitStack() as stack:
+        stack.enter_context(heap_frozen())
         cluster = None
         if executor is not None:  # a cluster started here stops with the run
             cluster = stack.enter_context(cluster_batches(executor, plan, budget))

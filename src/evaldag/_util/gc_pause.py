@@ -1,8 +1,10 @@
-"""Pausing the cyclic garbage collector around loops that allocate many objects and no cycles."""
+"""The cyclic garbage collector around work that allocates many objects: paused around loops
+that make no cycles, kept off the heap a run starts with."""
 
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,3 +25,44 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+_frozen_lock = threading.Lock()
+_frozen_depth = 0
+
+
+@contextmanager
+def heap_frozen() -> Iterator[None]:
+    """Keep what exists now out of the cyclic collector's passes while a run lasts.
+
+    A run's process holds a large heap that outlives the run (the modules, the data, a cluster
+    worker's driver) and makes many short-lived objects; each full pass of the collector walks
+    the whole heap (100 to 200 ms in a worker), stopping every thread, the judge calls' event
+    loop too, so the judge's slots idle. ``gc.freeze`` moves the objects alive now out of those
+    passes; when the last frozen run in the process ends they go back (``gc.unfreeze``), so a
+    cycle among them that became garbage meanwhile is collected as usual.
+    """
+    global _frozen_depth
+    with _frozen_lock:
+        _frozen_depth += 1
+        gc.freeze()
+    try:
+        yield
+    finally:
+        with _frozen_lock:
+            _frozen_depth -= 1
+            if not _frozen_depth:
+                gc.unfreeze()
+
+
+def worker_heap_frozen() -> None:
+    """Freeze a cluster worker's heap once a run's driver is built there: its garbage collected
+    first (what earlier runs left, which the last freeze kept from the collector), then what
+    is alive frozen until the next run comes (see :func:`heap_frozen`)."""
+    with _frozen_lock:
+        if _frozen_depth:  # a run of this process is frozen and unfreezes it when it ends
+            gc.freeze()
+            return
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
