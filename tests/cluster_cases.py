@@ -214,23 +214,34 @@ class ClusterCases:
         (limit,) = result.usage["total"].judge_limits
         assert limit.max_concurrency == 3 and limit.final == 3
 
-    def test_a_worker_runs_batches_with_its_heap_frozen(self, executor):
+    def test_a_worker_runs_batches_with_its_heap_frozen_and_the_lock_handed_over_quickly(
+        self, executor
+    ):
         """A worker's modules and the run's driver are out of the collector's passes (a full
-        pass over them stalled the judge calls' event loop 100 to 200 ms)."""
+        pass over them stalled the judge calls' event loop 100 to 200 ms), and its batches'
+        threads hand the interpreter lock to that loop within a millisecond."""
 
         def frozen(run):
             import gc
 
             return float(gc.get_freeze_count() > 0)
 
+        def handed_over(run):
+            import sys
+
+            return float(sys.getswitchinterval() <= 0.001)
+
         result = run_evals(
             DATA,
-            scorers=[create_scorer("frozen").generate_score(frozen)],
+            scorers=[
+                create_scorer("frozen").generate_score(frozen),
+                create_scorer("handed-over").generate_score(handed_over),
+            ],
             executor=executor,
             batch_size=20,
             progress=False,
         )
-        assert result.scores == {"frozen": 1.0}
+        assert result.scores == {"frozen": 1.0, "handed-over": 1.0}
 
     def test_each_worker_runs_two_batches_at_once(self, executor):
         """A batch starts beside its worker's other one, not after it, and the batches go to

@@ -2,8 +2,9 @@
 while the run lasts, and given back to them after."""
 
 import gc
-import threading
 import weakref
+
+from overlapping import seen_by_the_first
 
 from evaldag import create_scorer, run_evals
 from evaldag._util.gc_pause import heap_frozen, worker_heap_frozen
@@ -46,22 +47,8 @@ def test_a_cycle_that_became_garbage_while_frozen_is_collected_after():
 
 
 def test_runs_that_overlap_stay_frozen_until_the_last_ends():
-    first_in, second_done, counts = threading.Event(), threading.Event(), []
-
-    def first():
-        with heap_frozen():
-            first_in.set()
-            second_done.wait(10)
-            counts.append(gc.get_freeze_count())
-
-    thread = threading.Thread(target=first)
-    thread.start()
-    first_in.wait(10)
-    with heap_frozen():
-        pass
-    second_done.set()
-    thread.join(10)
-    assert counts[0] > 0  # the second run's end did not unfreeze the first's heap
+    # the second run's end did not unfreeze the first's heap
+    assert seen_by_the_first(heap_frozen, gc.get_freeze_count) > 0
     assert gc.get_freeze_count() == 0
 
 

@@ -37,6 +37,7 @@ from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import cache_notes, noted_elsewhere
 from evaldag._judge.limiter import limits_in
 from evaldag._util.gc_pause import worker_heap_frozen
+from evaldag._util.lock_handover import quick_lock_handover
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -124,7 +125,12 @@ def _on_worker(run: ClusterRun, task: BatchTask, *args: Any) -> tuple[Any, list[
     dropped in its calls and why they stopped (not another task's, running beside it)."""
     kept, slots = _prepared(run)
     run.coordinator.bind()
-    with limits_in(kept.limits), batch_running(slots), cache_notes() as notes:
+    with (
+        limits_in(kept.limits),
+        batch_running(slots),
+        cache_notes() as notes,
+        quick_lock_handover(),
+    ):
         value = task(kept.prepared, *args)
     return value, notes.problems, notes.dropped
 

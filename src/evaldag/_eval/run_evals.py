@@ -60,6 +60,7 @@ from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.time_limits import checked_time_limit
 from evaldag._util.gc_pause import heap_frozen
+from evaldag._util.lock_handover import quick_lock_handover
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
 
 if TYPE_CHECKING:
@@ -266,6 +267,7 @@ def run_evals(
     experiment_id = resumed or str(uuid.uuid4())
     with traced_run(plan, name, experiment_id) as telemetry, ExitStack() as stack:
         stack.enter_context(heap_frozen())
+        stack.enter_context(quick_lock_handover())
         cluster = None
         if executor is not None:  # a cluster started here stops with the run
             cluster = stack.enter_context(cluster_batches(executor, plan, budget))
