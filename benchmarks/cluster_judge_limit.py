@@ -1,9 +1,12 @@
 """One judge limit for a whole cluster: LLM-scored items on Dask and Ray against the fake judge.
 
 Each executor gets a real local cluster with 2 worker processes (``distributed.LocalCluster``;
-Ray with 2 CPUs). The judge is the scripted server of the tests (``tests/judge_server.py``, in
-this process, answering after ``--latency`` seconds), which counts the requests in flight. Two
-runs per executor, one scorer with one prompt step, ``max_concurrency`` for the whole cluster:
+Ray with 2 CPUs). The judge is the scripted server of the tests (``tests/judge_server.py``,
+answering after ``--latency`` seconds), which counts the requests in flight. It runs in a
+process of its own, as a provider does: in this one (``--judge-in-process``) every pass of this
+process's garbage collector over the results it holds stopped it too (up to 1.2 s each at
+100,000 items). Runs per executor, one scorer with one prompt step, ``max_concurrency`` for the
+whole cluster:
 
 - ``limit``: every reply a score: the most calls in flight at once (must never pass
   ``max_concurrency``) and the share of the ideal throughput the limit allows
@@ -16,7 +19,7 @@ runs per executor, one scorer with one prompt step, ``max_concurrency`` for the 
 
 Each run also gives the mean of the calls in flight (the judge's count, read every 20 ms), the
 share of those readings at 0 between the first call and the last (``none in flight``), and
-the CPU time each part took, per judge call: the judge server (a thread of this process), the
+the CPU time each part took, per judge call: the judge server (its serving thread), the
 rest of this process (the client; Dask's scheduler runs here too), the worker processes (on
 Dask, one of them holds the coordinator), Ray's coordinator actor, and the cluster's own
 processes (Ray's GCS, raylet and agents). The machine is shared: CPU time is the steadier
@@ -46,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-from judge_server import JudgeServer, Reply, rate_limited  # noqa: E402
+from judge_server import API_KEY, MODEL, JudgeServer, Reply, rate_limited  # noqa: E402
 from results_md import markers, write_section  # noqa: E402
 
 from evaldag import PromptStep, create_scorer, run_evals  # noqa: E402
@@ -67,40 +70,111 @@ def _part(command: str) -> str:
     return "cluster services"
 
 
-class Sampled:
-    """The calls in flight at ``server`` and the CPU times of this process, its judge server
-    thread and every process below it, read every ``SAMPLE_SECONDS`` while the run lasts (a
-    process that ends within the run counts to its last reading)."""
+def _judge_serving(
+    conn: Any, latency: float, storm: float, tail: float, tail_latency: float
+) -> None:
+    """Serve the fake judge until told to stop (in a process of its own, or a thread): send its
+    URL, read its calls in flight every ``SAMPLE_SECONDS`` between "start" and "stop", then send
+    its counts and its serving thread's CPU seconds between the two."""
+    import psutil
 
-    def __init__(self, server: JudgeServer) -> None:
+    ok = Reply({"score": 1})
+    slow = Reply({"score": 1}, latency=tail_latency)
+    with JudgeServer(ok, latency=latency) as server:
+        if storm:
+            server.on(
+                lambda request: True,
+                lambda request: rate_limited(0.05) if random.random() < storm else ok,
+            )
+        if tail:
+            server.on(lambda request: True, lambda request: slow if random.random() < tail else ok)
+
+        def cpu() -> float:
+            native_id = None if server._thread is None else server._thread.native_id
+            found = (t for t in psutil.Process().threads() if t.id == native_id)
+            return next((t.user_time + t.system_time for t in found), 0.0)
+
+        conn.send(server.url)
+        conn.recv()  # "start"
+        first, in_flight = cpu(), []
+        while not conn.poll(SAMPLE_SECONDS):
+            in_flight.append(server._in_flight)
+        conn.recv()  # "stop"
+        conn.send(
+            {
+                "in_flight": in_flight,
+                "max_in_flight": server.max_in_flight,
+                "requests": len(server.requests),
+                "cpu": cpu() - first,
+            }
+        )
+
+
+class Judging:
+    """The fake judge of a run, in a process of its own (``in_process``: a thread of this one)."""
+
+    def __init__(self, args: argparse.Namespace, storm: float, tail: float) -> None:
+        import multiprocessing
+
+        options = (args.latency, storm, tail, args.tail_latency)
+        self.conn, there = multiprocessing.Pipe()
+        if args.judge_in_process:
+            self.server: Any = threading.Thread(
+                target=_judge_serving, args=(there, *options), daemon=True
+            )
+        else:
+            spawned = multiprocessing.get_context("spawn")
+            self.server = spawned.Process(target=_judge_serving, args=(there, *options))
+        self.server.start()
+        self.url: str = self.conn.recv()
+        #: What the judge counted: calls in flight (every reading, the most), requests, CPU.
+        self.figures: dict[str, Any] = {}
+
+    @property
+    def pid(self) -> int | None:
+        """The judge's process, if it has one of its own."""
+        return getattr(self.server, "pid", None)
+
+    def judge(self, **settings: Any) -> Any:
+        from evaldag import Judge
+
+        return Judge(f"openai/{MODEL}", api_base=self.url, api_key=API_KEY, **settings)
+
+    def start(self) -> None:
+        self.conn.send("start")
+
+    def stop(self) -> None:
+        self.conn.send("stop")
+        self.figures = self.conn.recv()
+        self.server.join(30)
+
+
+class Sampled:
+    """The judge's counts, and the CPU times of this process and every process below it but the
+    judge's, read every ``10 * SAMPLE_SECONDS`` while the run lasts (a process that ends within
+    the run counts to its last reading)."""
+
+    def __init__(self, judging: Judging) -> None:
         import psutil
 
-        self.server, self.me = server, psutil.Process()
-        self.in_flight: list[int] = []
+        self.judging, self.me = judging, psutil.Process()
         self.cpu: dict[int, tuple[str, float]] = {}
         self._first = self._children()
         self._first_own = self._own()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def _own(self) -> tuple[float, float]:
+    def _own(self) -> float:
         times = self.me.cpu_times()
-        server = next(
-            (t.user_time + t.system_time for t in self.me.threads() if t.id == self._server_id),
-            0.0,
-        )
-        return times.user + times.system, server
-
-    @property
-    def _server_id(self) -> int | None:
-        thread = self.server._thread
-        return None if thread is None else thread.native_id
+        return times.user + times.system
 
     def _children(self) -> dict[int, tuple[str, float]]:
         import psutil
 
         found = {}
         for child in self.me.children(recursive=True):
+            if child.pid == self.judging.pid:
+                continue
             try:
                 times = child.cpu_times()
                 found[child.pid] = (_part(" ".join(child.cmdline())), times.user + times.system)
@@ -109,32 +183,33 @@ class Sampled:
         return found
 
     def _sample(self) -> None:
-        readings = 0
-        while not self._stop.wait(SAMPLE_SECONDS):
-            self.in_flight.append(self.server._in_flight)
-            if readings % 10 == 0:
-                self.cpu.update(self._children())
-            readings += 1
+        while not self._stop.wait(10 * SAMPLE_SECONDS):
+            self.cpu.update(self._children())
 
     def __enter__(self) -> Sampled:
+        self.judging.start()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.judging.stop()
         self._stop.set()
         self._thread.join()
         self.cpu.update(self._children())
-        own, server = self._own()
+        judged = self.judging.figures
+        self.in_flight: list[int] = judged["in_flight"]
         self.seconds = {part: 0.0 for part in PARTS}
-        self.seconds["judge server"] = server - self._first_own[1]
-        self.seconds["client"] = own - self._first_own[0] - self.seconds["judge server"]
+        self.seconds["judge server"] = judged["cpu"]
+        self.seconds["client"] = self._own() - self._first_own
+        if self.judging.pid is None:  # its thread's time is this process's
+            self.seconds["client"] -= judged["cpu"]
         for pid, (part, seconds) in self.cpu.items():
             self.seconds[part] += seconds - self._first.get(pid, (part, 0.0))[1]
 
 
-def judged(server: JudgeServer, max_concurrency: int) -> Any:
+def judged(judging: Judging, max_concurrency: int) -> Any:
     """The LLM scorer of these benchmarks: one prompt step, the whole cluster's limit."""
-    judge = server.judge(
+    judge = judging.judge(
         instructions="Grade it.", transport="http", max_concurrency=max_concurrency, max_retries=8
     )
     return create_scorer("graded", judge=judge).generate_score(
@@ -144,28 +219,19 @@ def judged(server: JudgeServer, max_concurrency: int) -> Any:
 
 def _run(executor: Any, args: argparse.Namespace, storm: float, tail: float) -> dict[str, Any]:
     items = [{"input": f"q{n}", "output": "a"} for n in range(args.items)]
-    ok = Reply({"score": 1})
-    slow = Reply({"score": 1}, latency=args.tail_latency)
-    with JudgeServer(ok, latency=args.latency) as server:
-        if storm:
-            server.on(
-                lambda request: True,
-                lambda request: rate_limited(0.05) if random.random() < storm else ok,
-            )
-        if tail:
-            server.on(lambda request: True, lambda request: slow if random.random() < tail else ok)
-        started = time.perf_counter()
-        with Sampled(server) as sampled:
-            result = run_evals(
-                items,
-                scorers=[judged(server, args.max_concurrency)],
-                executor=executor,
-                concurrency=args.max_concurrency,
-                cache=False,
-                progress=False,
-            )
-        seconds = time.perf_counter() - started
-        in_flight, requests = server.max_in_flight, len(server.requests)
+    judging = Judging(args, storm, tail)
+    started = time.perf_counter()
+    with Sampled(judging) as sampled:
+        result = run_evals(
+            items,
+            scorers=[judged(judging, args.max_concurrency)],
+            executor=executor,
+            concurrency=args.max_concurrency,
+            cache=False,
+            progress=False,
+        )
+    seconds = time.perf_counter() - started
+    in_flight, requests = judging.figures["max_in_flight"], judging.figures["requests"]
     latency = (1 - tail) * args.latency + tail * args.tail_latency
     ideal = args.items * latency / args.max_concurrency
     (limit,) = result.usage["total"].judge_limits
@@ -222,6 +288,11 @@ def main() -> None:
     parser.add_argument("--tail-latency", type=float, default=1.0)
     parser.add_argument("--executors", nargs="+", default=["dask", "ray"])
     parser.add_argument(
+        "--judge-in-process",
+        action="store_true",
+        help="serve the fake judge in a thread of this process, not in a process of its own",
+    )
+    parser.add_argument(
         "--runs", nargs="+", default=["limit", "storm"], choices=["limit", "storm", "tail"]
     )
     args = parser.parse_args()
@@ -239,9 +310,11 @@ def main() -> None:
             rows.append((name, label, figures))
     load = os.getloadavg()[0]
     start, end = markers("cluster")
+    where = "in a thread of the client" if args.judge_in_process else "in a process of its own"
     setting = (
         f"{args.items:,} items x 1 LLM scorer, fake judge at {args.latency * 1000:g} ms, "
-        f"`max_concurrency` {args.max_concurrency} for the whole cluster of 2 worker processes; "
+        f"`max_concurrency` {args.max_concurrency} for the whole cluster of 2 worker processes "
+        f"(the judge {where}); "
         f"storm: {args.storm:.0%} of replies are 429 (Retry-After 0.05 s); tail: {args.tail:.0%} "
         f"take {args.tail_latency:g} s. "
         f"{datetime.now(UTC):%Y-%m-%d}, load average {load:.1f} on the shared 2-core machine."
