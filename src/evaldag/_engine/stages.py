@@ -10,6 +10,7 @@ and the scorer's last step node waits for them. The graphs call these from one n
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from collections.abc import Awaitable, Iterable, Sequence
@@ -348,8 +349,10 @@ async def _advanced_async(state: RunState, row: _Row) -> RunState:
                     output_schema=definition.output_schema,
                     description=definition.description,
                     run_cache=judge_cache,
-                    scorer_id=scorer.id,
                     max_score=scorer.max_score,
+                    score_check=functools.partial(
+                        checked_score, scorer_id=scorer.id, max_score=scorer.max_score, judged=True
+                    ),
                 )
             except Exception as error:
                 execution = getattr(error, "execution", None)

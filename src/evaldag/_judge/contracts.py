@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._judge.errors import JudgeError
-from evaldag._scorer.scores import checked_score
 from evaldag.errors import EvalDagError, error_message
 
 OBJECT_UNDEFINED = "STRUCTURED_OUTPUT_OBJECT_UNDEFINED"
@@ -44,20 +43,21 @@ def step_contract(
     output_schema: Any,
     description: str,
     *,
-    scorer_id: str = "",
     max_score: float = 1.0,
+    score_check: Callable[[float], float] | None = None,
 ) -> Contract:
     """What the judge's reply to a prompt step must be: text for ``generate_reason``,
     ``{"score": number}`` from 0 to ``max_score`` for ``generate_score``, else
     ``output_schema`` (a pydantic model or a JSON-schema dict).
 
     :param description: the step's description, naming it in errors.
-    :param scorer_id: the scorer's id, naming it when a score is off its scale.
+    :param score_check: the scorer's check of a score on its scale, raising an
+        ``EvalDagError`` that names the scorer for one off it.
     """
     if stage == "generate_reason":
         return Contract("reason", None)
     if stage == "generate_score":
-        return _score_contract(scorer_id, max_score)
+        return _score_contract(max_score, score_check)
     if output_schema is None:
         raise JudgeError(
             "EVALDAG_MISSING_OUTPUT_SCHEMA",
@@ -134,14 +134,16 @@ def _score_of(value: Any) -> float:
     )
 
 
-@functools.lru_cache(maxsize=256)
-def _score_contract(scorer_id: str, max_score: float) -> Contract:
+def _score_contract(max_score: float, score_check: Callable[[float], float] | None) -> Contract:
     """A score on the scorer's scale: one off it (7 for a 0-1 scorer) fails the reply, which is
     asked for again and is never cached, rather than failing the item at once."""
 
     def stored(value: Any) -> float:
+        score = _score_of(value)
+        if score_check is None:
+            return score
         try:
-            return checked_score(_score_of(value), scorer_id, max_score, judged=True)
+            return score_check(score)
         except EvalDagError as error:
             raise StructuredOutputError(_SCHEMA_INVALID, error.message) from None
 

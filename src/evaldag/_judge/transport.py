@@ -24,7 +24,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
@@ -75,8 +75,8 @@ async def judged_value(
     output_schema: Any = None,
     description: str = "",
     run_cache: bool | str | Path | None = None,
-    scorer_id: str = "",
     max_score: float = 1.0,
+    score_check: Callable[[float], float] | None = None,
 ) -> tuple[Any, JudgeExecution]:
     """The judge's answer to ``prompt`` for a prompt step of ``stage`` and the record of how it
     was obtained.
@@ -86,8 +86,9 @@ async def judged_value(
     :param description: the step's description, naming it in errors.
     :param run_cache: the run's reply cache setting (``run_evals(cache=...)``), used when the
         judge sets none.
-    :param scorer_id: the scorer's id, and ``max_score`` its scale: a generate_score reply off
-        the scale is refused (asked again, never cached).
+    :param max_score: the scorer's scale, and ``score_check`` its check of a score (raising an
+        ``EvalDagError`` naming the scorer): a generate_score reply off the scale is refused
+        (asked again, never cached).
 
     preprocess/analyze give the object validated against ``output_schema`` as plain JSON data,
     as Mastra stores it: for a pydantic model its dict by alias, with unknown keys dropped and the
@@ -107,7 +108,7 @@ async def judged_value(
             category="USER",
         )
     contract = step_contract(
-        stage, output_schema, description, scorer_id=scorer_id, max_score=max_score
+        stage, output_schema, description, max_score=max_score, score_check=score_check
     )
     try:
         endpoint = await judge_endpoint(judge)
