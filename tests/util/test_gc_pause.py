@@ -7,6 +7,7 @@ import weakref
 from overlapping import seen_by_the_first
 
 from evaldag import create_scorer, run_evals
+from evaldag._util import gc_pause
 from evaldag._util.gc_pause import heap_frozen, worker_heap_frozen
 
 
@@ -52,7 +53,8 @@ def test_runs_that_overlap_stay_frozen_until_the_last_ends():
     assert gc.get_freeze_count() == 0
 
 
-def test_a_worker_collects_what_earlier_runs_left_before_it_freezes_again():
+def test_a_worker_collects_what_earlier_runs_left_before_it_freezes_again(monkeypatch):
+    monkeypatch.setattr(gc_pause, "_frozen_here", False)  # the worker's freeze, undone after
     node = Node()
     watched = weakref.ref(node)
     try:
@@ -63,5 +65,21 @@ def test_a_worker_collects_what_earlier_runs_left_before_it_freezes_again():
         worker_heap_frozen()  # the next run
         assert watched() is None
         assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
+def test_a_freeze_of_the_process_own_code_is_left_as_it_is():
+    gc.freeze()  # e.g. a server's, before it forks
+    frozen = gc.get_freeze_count()
+    try:
+        run_evals(
+            [{"input": "a", "output": "b"}],
+            scorers=[create_scorer("one").generate_score(lambda run: 1.0)],
+            progress=False,
+        )
+        assert 0 < gc.get_freeze_count() <= frozen  # not unfrozen, nothing frozen to it
+        worker_heap_frozen()
+        assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()

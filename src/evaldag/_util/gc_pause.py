@@ -29,6 +29,9 @@ def gc_paused() -> Iterator[None]:
 
 _frozen_lock = threading.Lock()
 _frozen_depth = 0
+#: Whether the freeze in place is evaldag's (a run's, or a worker's): a freeze the process's own
+#: code made (a server that freezes its heap before it forks) is never undone here.
+_frozen_here = False
 
 
 @contextmanager
@@ -40,29 +43,39 @@ def heap_frozen() -> Iterator[None]:
     the whole heap (100 to 200 ms in a worker), stopping every thread, the judge calls' event
     loop too, so the judge's slots idle. ``gc.freeze`` moves the objects alive now out of those
     passes; when the last frozen run in the process ends they go back (``gc.unfreeze``), so a
-    cycle among them that became garbage meanwhile is collected as usual.
+    cycle among them that became garbage meanwhile is collected as usual. A process whose own
+    code froze its heap is left as it is.
     """
-    global _frozen_depth
+    global _frozen_depth, _frozen_here
     with _frozen_lock:
+        if not _frozen_depth and not gc.get_freeze_count():
+            _frozen_here = True
+        if _frozen_here:
+            gc.freeze()
         _frozen_depth += 1
-        gc.freeze()
     try:
         yield
     finally:
         with _frozen_lock:
             _frozen_depth -= 1
-            if not _frozen_depth:
+            if not _frozen_depth and _frozen_here:
                 gc.unfreeze()
+                _frozen_here = False
 
 
 def worker_heap_frozen() -> None:
     """Freeze a cluster worker's heap once a run's driver is built there: its garbage collected
     first (what earlier runs left, which the last freeze kept from the collector), then what
-    is alive frozen until the next run comes (see :func:`heap_frozen`)."""
+    is alive frozen until the next run comes (see :func:`heap_frozen`); a freeze of the
+    process's own code is left as it is."""
+    global _frozen_here
     with _frozen_lock:
-        if _frozen_depth:  # a run of this process is frozen and unfreezes it when it ends
+        if gc.get_freeze_count() and not _frozen_here:
+            return
+        if _frozen_depth:  # a run of this process froze it, and unfreezes it when it ends
             gc.freeze()
             return
         gc.unfreeze()
         gc.collect()
         gc.freeze()
+        _frozen_here = True
