@@ -43,8 +43,8 @@ def step_contract(
     output_schema: Any,
     description: str,
     *,
-    max_score: float = 1.0,
-    score_check: Callable[[float], float] | None = None,
+    max_score: float,
+    score_check: Callable[[float], float],
 ) -> Contract:
     """What the judge's reply to a prompt step must be: text for ``generate_reason``,
     ``{"score": number}`` from 0 to ``max_score`` for ``generate_score``, else
@@ -134,16 +134,13 @@ def _score_of(value: Any) -> float:
     )
 
 
-def _score_contract(max_score: float, score_check: Callable[[float], float] | None) -> Contract:
+def _score_contract(max_score: float, score_check: Callable[[float], float]) -> Contract:
     """A score on the scorer's scale: one off it (7 for a 0-1 scorer) fails the reply, which is
     asked for again and is never cached, rather than failing the item at once."""
 
     def stored(value: Any) -> float:
-        score = _score_of(value)
-        if score_check is None:
-            return score
         try:
-            return score_check(score)
+            return score_check(_score_of(value))
         except EvalDagError as error:
             raise StructuredOutputError(_SCHEMA_INVALID, error.message) from None
 

@@ -75,8 +75,8 @@ async def judged_value(
     output_schema: Any = None,
     description: str = "",
     run_cache: bool | str | Path | None = None,
-    max_score: float = 1.0,
-    score_check: Callable[[float], float] | None = None,
+    max_score: float,
+    score_check: Callable[[float], float],
 ) -> tuple[Any, JudgeExecution]:
     """The judge's answer to ``prompt`` for a prompt step of ``stage`` and the record of how it
     was obtained.
