@@ -57,6 +57,8 @@ from evaldag import PromptStep, create_scorer, run_evals  # noqa: E402
 TARGET_RATIO = 0.85
 #: Seconds between two readings of the calls in flight and of the processes' CPU times.
 SAMPLE_SECONDS = 0.02
+#: Seconds the fake judge may take to start, and to send its counts once told to stop.
+JUDGE_WAIT_SECONDS = 60.0
 #: The parts of a run whose CPU time is reported, in the table's order.
 PARTS = ("judge server", "client", "workers", "coordinator", "cluster services")
 
@@ -126,7 +128,7 @@ class Judging:
             spawned = multiprocessing.get_context("spawn")
             self.server = spawned.Process(target=_judge_serving, args=(there, *options))
         self.server.start()
-        self.url: str = self.conn.recv()
+        self.url: str = self._answer("its URL")
         #: What the judge counted: calls in flight (every reading, the most), requests, CPU.
         self.figures: dict[str, Any] = {}
 
@@ -145,8 +147,14 @@ class Judging:
 
     def stop(self) -> None:
         self.conn.send("stop")
-        self.figures = self.conn.recv()
-        self.server.join(30)
+        self.figures = self._answer("its counts")
+        self.server.join(JUDGE_WAIT_SECONDS)
+
+    def _answer(self, what: str) -> Any:
+        """The judge's next message, or an error past ``JUDGE_WAIT_SECONDS``."""
+        if not self.conn.poll(JUDGE_WAIT_SECONDS):
+            raise RuntimeError(f"the fake judge sent no {what} within {JUDGE_WAIT_SECONDS:g} s")
+        return self.conn.recv()
 
 
 class Sampled:
