@@ -64,6 +64,19 @@ def test_a_redirect_to_another_origin_carries_no_credential_header(judge_server)
     assert answered.body == asked.body  # a 307 repeats the request
 
 
+def test_a_redirect_to_another_origin_drops_the_api_key(judge_server):
+    with JudgeServer({"score": 1}) as elsewhere:
+        judge_server.reply = Reply(
+            status=307, headers={"Location": f"{elsewhere.url}/chat/completions"}
+        )
+        judge = _judge(judge_server, judge_server.url, extra_headers={"Accept-Language": "fr"})
+        assert _scorer(judge).run(output="x").score == 1
+        ((asked,), (answered,)) = judge_server.requests, elsewhere.requests
+    assert _credentials(asked) == {"authorization"}
+    assert _credentials(answered) == set()
+    assert answered.headers["Accept-Language"] == "fr"  # not a credential: kept
+
+
 @pytest.mark.parametrize("status", [307, 308])
 def test_a_redirect_within_the_origin_keeps_the_credentials(judge_server, status):
     moved = Reply(status=status, headers={"Location": "/chat/completions"})

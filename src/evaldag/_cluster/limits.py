@@ -27,7 +27,7 @@ from evaldag._cluster.backends import Coordinator
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.records import JudgeExecution
-from evaldag._util.event_loop import engine_loop, in_engine_thread
+from evaldag._util.event_loop import engine_loop, in_engine_thread, wake
 
 _logger = logging.getLogger(__name__)
 
@@ -117,11 +117,6 @@ class _Waiter:
         self.loop, self.future = loop, loop.create_future()
         #: The block whose slot it was handed (None: go on alone, the coordinator is lost).
         self.block: _Block | None = None
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 class ClusterLimit:
@@ -260,7 +255,7 @@ class ClusterLimit:
             waiter = self._waiters.popleft()
             waiter.block = block  # before it wakes, on its own loop's thread
             try:
-                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+                wake(waiter.loop, waiter.future)
             except RuntimeError:  # its loop has closed: nobody waits there any more
                 continue
             block.free -= 1
@@ -340,7 +335,7 @@ class ClusterLimit:
             while self._waiters:  # woken without a block: they go on alone
                 waiter = self._waiters.popleft()
                 with contextlib.suppress(RuntimeError):
-                    waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+                    wake(waiter.loop, waiter.future)
         if first:
             _logger.warning(
                 "the run's judge limit coordinator is lost (%s: %s); this worker's calls go on "

@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Hashable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, TypeVar
 
+from evaldag._util.event_loop import wake
+
 T = TypeVar("T")
 
 
@@ -88,15 +90,10 @@ class RowSlots:
             while waiters and self._held[key] < self.size:
                 *_, loop, future = heapq.heappop(waiters)
                 try:
-                    loop.call_soon_threadsafe(_woken, future)
+                    wake(loop, future)
                 except RuntimeError:  # its loop has closed: nobody waits there any more
                     continue
                 self._held[key] += 1
-
-
-def _woken(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 class BatchSlots:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from evaldag._judge.redaction import endpoint_name
 from evaldag._judge.settings import Judge, call_limit
+from evaldag._util.event_loop import wake
 
 #: Limit changes kept per endpoint (a long run under a 429 storm changes it often).
 HISTORY_LENGTH = 10_000
@@ -29,7 +30,8 @@ class SharedLimit:
     size adapts between 1 and ``ceiling``.
 
     ``asyncio.Semaphore`` binds to one loop, and scorers may run in threads of their own, so
-    waiters here are futures on their own loops, woken with ``call_soon_threadsafe``. A freed
+    waiters here are futures on their own loops (woken with ``call_soon_threadsafe`` from
+    another thread). A freed
     slot passes straight to the oldest waiter (FIFO) while fewer than ``size`` are held.
     ``async with limit as started:`` gives the round the call started in, for :meth:`throttled`.
     """
@@ -124,7 +126,7 @@ class SharedLimit:
         while self._waiters and self._held < self.size:
             loop, future = self._waiters.popleft()
             try:
-                loop.call_soon_threadsafe(_wake, future)
+                wake(loop, future)
             except RuntimeError:  # its loop has closed: nobody waits there any more
                 continue
             self._held += 1
@@ -134,11 +136,6 @@ class SharedLimit:
 
     async def __aexit__(self, *exc: object) -> None:
         self.release()
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 _limits: dict[tuple[Any, ...], SharedLimit] = {}

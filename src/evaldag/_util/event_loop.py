@@ -65,6 +65,25 @@ def in_engine_thread() -> bool:
     return _engine is not None and threading.current_thread() is _engine[2]
 
 
+def wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+    """Resolve ``future`` (a waiter on ``loop``): at once when this thread runs ``loop``, its
+    waiting task going on in the loop's next pass, else from ``loop``'s thread (a thread-safe
+    call, which also wakes the loop's selector). Raises RuntimeError if ``loop`` has closed."""
+    try:
+        here = asyncio.get_running_loop() is loop
+    except RuntimeError:  # no loop runs in this thread
+        here = False
+    if here:
+        _resolved(future)
+    else:
+        loop.call_soon_threadsafe(_resolved, future)
+
+
+def _resolved(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a waiter cancelled meanwhile hands its slot on itself
+        future.set_result(None)
+
+
 def _stopped_engine() -> None:
     if _engine is None or _engine[0] != os.getpid():
         return
