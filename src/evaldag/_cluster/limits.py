@@ -111,10 +111,11 @@ _lease: contextvars.ContextVar[_Lease | None] = contextvars.ContextVar(
 
 
 class _Waiter:
-    __slots__ = ("block", "future", "loop")
+    __slots__ = ("block", "future", "loop", "since")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop, self.future = loop, loop.create_future()
+        self.since = time.monotonic()
         #: The block whose slot it was handed (None: go on alone, the coordinator is lost).
         self.block: _Block | None = None
 
@@ -156,26 +157,27 @@ class ClusterLimit:
         self._waiters: deque[_Waiter] = deque()
         self._asking = False
         self._returning = False  # a give-back of the free slots is due
-        self._probe: Future[Any] | None = None
+        self._watching = False  # a look at the waiting calls is due (see _watched)
+        self._probed_at = 0.0  # time.monotonic() of the last probe's end
         self._lock = threading.Lock()
 
     async def __aenter__(self) -> int:
         if self.alone is None:
-            want = 0
+            want, watch = 0, False
             with self._lock:
                 block = self._free_block()
                 if block is None:
                     waiter = _Waiter(asyncio.get_running_loop())
                     self._waiters.append(waiter)
                     want = self._wanted()
+                    watch, self._watching = not self._watching, True
             if want:
                 self._ask(want)
+            if watch:
+                self._watch_in(self.sharing.probe_after)
             if block is None:
                 try:
-                    while not waiter.future.done():  # a live coordinator may make it wait long
-                        await asyncio.wait({waiter.future}, timeout=self.sharing.probe_after)
-                        if not waiter.future.done():
-                            await self._probed()
+                    await waiter.future
                 except asyncio.CancelledError:
                     with self._lock:
                         handed = waiter not in self._waiters
@@ -312,13 +314,35 @@ class ClusterLimit:
         succeeded, block.successes = block.successes, 0
         return succeeded
 
-    async def _probed(self) -> None:
-        """Ask the coordinator whether it is alive (one question at a time for all calls
-        here); it is lost if it does not answer within ``sharing.probe_wait`` seconds."""
+    def _watch_in(self, delay: float) -> None:
+        """Look at the waiting calls in ``delay`` seconds, on the engine loop (see
+        :meth:`_watched`)."""
+        loop = engine_loop()
+        if in_engine_thread():
+            loop.call_later(delay, self._watched)
+        else:
+            loop.call_soon_threadsafe(loop.call_later, delay, self._watched)
+
+    def _watched(self) -> None:
+        """While calls wait here: once one has waited ``sharing.probe_after`` seconds since it
+        began or since the last probe, probe the coordinator (a live one may make calls wait
+        long; one whose worker died may never answer). One watch per limit, not a timer per
+        call."""
         with self._lock:
-            if self._probe is None or self._probe.done():
-                self._probe = self.coordinator.call("spent")
-            probe = self._probe
+            if not self._waiters or self.alone is not None:
+                self._watching = False
+                return
+            since = max(self._waiters[0].since, self._probed_at)
+        due = since + self.sharing.probe_after - time.monotonic()
+        if due > 0:
+            self._watch_in(due)
+        else:
+            engine_loop().create_task(self._probed())
+
+    async def _probed(self) -> None:
+        """Ask the coordinator whether it is alive; it is lost if it does not answer within
+        ``sharing.probe_wait`` seconds. Then watch the waiting calls again."""
+        probe = self.coordinator.call("spent")
         wait = self.sharing.probe_wait
         try:
             await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(probe)), wait)
@@ -326,6 +350,8 @@ class ClusterLimit:
             self._lost(TimeoutError(f"no answer to a probe within {wait:g} s"))
         except Exception as error:  # the actor's worker is gone
             self._lost(error)
+        self._probed_at = time.monotonic()
+        self._watched()
 
     def _lost(self, error: Exception) -> None:
         with self._lock:
