@@ -27,7 +27,7 @@ from evaldag._cluster.backends import Coordinator
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.limiter import SharedLimit
 from evaldag._judge.records import JudgeExecution
-from evaldag._util.event_loop import engine_loop, in_engine_thread, wake
+from evaldag._util.event_loop import engine_loop, later_on_engine_loop, wake
 
 _logger = logging.getLogger(__name__)
 
@@ -174,7 +174,7 @@ class ClusterLimit:
             if want:
                 self._ask(want)
             if watch:
-                self._watch_in(self.sharing.probe_after)
+                later_on_engine_loop(self.sharing.probe_after, self._watched)
             if block is None:
                 try:
                     await waiter.future
@@ -279,11 +279,7 @@ class ClusterLimit:
         if self._returning:
             return
         self._returning = True
-        loop = engine_loop()
-        if in_engine_thread():
-            loop.call_later(RELEASE_SECONDS, self._return_free)
-        else:
-            loop.call_soon_threadsafe(loop.call_later, RELEASE_SECONDS, self._return_free)
+        later_on_engine_loop(RELEASE_SECONDS, self._return_free)
 
     def _return_free(self) -> None:
         """Give back every free slot here, in one call (a live block has free slots only while
@@ -314,15 +310,6 @@ class ClusterLimit:
         succeeded, block.successes = block.successes, 0
         return succeeded
 
-    def _watch_in(self, delay: float) -> None:
-        """Look at the waiting calls in ``delay`` seconds, on the engine loop (see
-        :meth:`_watched`)."""
-        loop = engine_loop()
-        if in_engine_thread():
-            loop.call_later(delay, self._watched)
-        else:
-            loop.call_soon_threadsafe(loop.call_later, delay, self._watched)
-
     def _watched(self) -> None:
         """While calls wait here: once one has waited ``sharing.probe_after`` seconds since it
         began or since the last probe, probe the coordinator (a live one may make calls wait
@@ -335,7 +322,7 @@ class ClusterLimit:
             since = max(self._waiters[0].since, self._probed_at)
         due = since + self.sharing.probe_after - time.monotonic()
         if due > 0:
-            self._watch_in(due)
+            later_on_engine_loop(due, self._watched)
         else:
             engine_loop().create_task(self._probed())
 

@@ -13,7 +13,7 @@ import concurrent.futures
 import contextvars
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -63,6 +63,15 @@ def on_engine_loop(coroutine: Coroutine[Any, Any, T]) -> T:
 def in_engine_thread() -> bool:
     """Whether this code runs on the engine loop's thread."""
     return _engine is not None and threading.current_thread() is _engine[2]
+
+
+def later_on_engine_loop(delay: float, callback: Callable[[], object]) -> None:
+    """Call ``callback`` on the engine loop in ``delay`` seconds, from any thread."""
+    loop = engine_loop()
+    if in_engine_thread():
+        loop.call_later(delay, callback)
+    else:
+        loop.call_soon_threadsafe(loop.call_later, delay, callback)
 
 
 def wake(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
