@@ -259,6 +259,20 @@ class ClusterCases:
             assert server.max_in_flight == 4
         assert result.scores == {"graded": 1.0}
 
+    def test_a_batch_of_judge_calls_is_4_times_larger_on_a_cluster(self, executor, tmp_path):
+        """A batch costs more on a cluster (sent to a worker, its results sent back to the
+        client): a run with judge calls takes concurrency * 32 items per batch there, 8 rounds
+        of its concurrency locally."""
+        items = [{"input": f"q{n}", "output": "a"} for n in range(200)]
+        with JudgeServer(Reply({"score": 1})) as server:
+            config = {"scorers": [graded(server)], "concurrency": 4, "progress": False}
+            run_evals(items, **config, out=tmp_path / "local")
+            run_evals(items, **config, executor=executor, out=tmp_path / "cluster")
+        parts = {
+            run: len(list((tmp_path / run).glob("part-*.parquet"))) for run in ("local", "cluster")
+        }
+        assert parts == {"local": 4, "cluster": 2}  # 200 items by 64, by 128
+
     def test_a_429_seen_by_one_worker_lowers_the_limit_of_all(self, executor):
         with JudgeServer(Reply({"score": 1}), latency=0.02) as server:
             server.script(rate_limited(retry_after=0.1))

@@ -67,18 +67,25 @@ if TYPE_CHECKING:
     from evaldag._store.stores import ScoreStore
 
 _FUNCTION_BATCH = 20_000
+#: Items per batch of a run with judge or target calls, in rounds of ``concurrency`` calls:
+#: small batches keep progress moving, and lose no concurrency as the next batch runs beside
+#: the current one's last rows.
+_WAITING_BATCH_ROUNDS = 8
+#: The same on a cluster, where a batch costs more (sent to a worker, its results sent back to
+#: the client, the scheduler's bookkeeping of both).
+_CLUSTER_BATCH_ROUNDS = 32
 
 
-def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None) -> int:
+def _batch_size(plan: EvalPlan, concurrency: int, batch_size: int | None, on_cluster: bool) -> int:
     if batch_size is not None:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise EvalDagError(
                 "INVALID_BATCH_SIZE", f"batch_size must be an integer >= 1, got {batch_size!r}"
             )
         return batch_size
-    # Judge and target calls: small batches keep progress moving, and lose no concurrency as
-    # the next batch runs beside the current one's last rows.
-    return max(64, concurrency * 8) if waits(plan) else _FUNCTION_BATCH
+    if not waits(plan):
+        return _FUNCTION_BATCH
+    return max(64, concurrency * (_CLUSTER_BATCH_ROUNDS if on_cluster else _WAITING_BATCH_ROUNDS))
 
 
 def run_evals(
@@ -144,7 +151,7 @@ def run_evals(
         items or 30 s for runs over 5 s).
     :param batch_size: items per DAG execution (default: 20,000; ``concurrency * 8`` when
         judges or a target are involved, the next batch then running beside the current one's
-        last rows).
+        last rows; ``concurrency * 32`` then on a cluster, where a batch costs more).
     :param out: write the results to this file: ``.parquet`` (everything), or ``.csv`` /
         ``.jsonl`` (the items; lists and dicts as JSON, in a CSV cell as JSON text;
         ``evaldag.read_results`` reads any of them back); or to a directory (a path without
@@ -248,13 +255,14 @@ def run_evals(
     streamed = streams(data, executor, out)
     if streamed:
         require_streamable(checkpoint=checkpoint)
-        size = _batch_size(plan, concurrency, batch_size)  # one trial: the same after
+        # one trial: the same after
+        size = _batch_size(plan, concurrency, batch_size, executor is not None)
         dataset, plan = streamed_data(data, plan, mapping, size)
         fields = None
     else:
         dataset, fields, plan = checked_data(data, plan, mapping)
     plan = with_trials(plan, trials, reducer)
-    size = _batch_size(plan, concurrency, batch_size)
+    size = _batch_size(plan, concurrency, batch_size, executor is not None)
     judges = list(scorer_judges(plan))
     require_caches((judge for _, judge in judges), cache)
     if budget is not None:
