@@ -70,8 +70,10 @@ def test_levels_are_scored_as_a_share_of_the_top_level(judge_server):
     assert scorers.classifier(judge_server.judge(), QUESTION, levels=5).run(**RUN).score == 1
 
 
-def test_a_level_out_of_range_is_asked_again_then_fails(judge_server):
-    judge_server.script({"level": 7, "reason": "?"}, {"level": 7, "reason": "?"})
+@pytest.mark.parametrize("level", [7, -1, True, 1.0, "1"])
+def test_a_level_out_of_range_is_asked_again_then_fails(judge_server, level):
+    # pydantic alone would read true, 1.0 and "1" as level 1: a confident score from no level
+    judge_server.script({"level": level, "reason": "?"}, {"level": level, "reason": "?"})
     scorer = scorers.classifier(judge_server.judge(), QUESTION, levels=3)
     with pytest.raises(EvalDagError):
         scorer.run(**RUN)

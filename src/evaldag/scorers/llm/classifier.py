@@ -266,7 +266,9 @@ def classifier(
             for n, text in enumerate(descriptions)
         }
         answers = f"{LEVEL_ANSWERS}\n{_answer_list(shown)}"
-        field = (int, Field(ge=0, le=top, description=f"The level, from 0 to {top}."))
+        # strict: a judge's true, 1.0 or "1" is not a level (pydantic alone would read 1)
+        level = Field(ge=0, le=top, strict=True, description=f"The level, from 0 to {top}.")
+        field = (int, level)
         answer_format = f'{{"level": <0 to {top}>, "reason": "..."}}'
     else:
         named = _boolean(boolean)
