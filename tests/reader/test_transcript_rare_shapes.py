@@ -156,6 +156,83 @@ def test_pydantic_ai_outcomes():
     assert read(conversation("denied")) == ([], [False], ["output-denied"])
 
 
+def test_pydantic_ai_builtin_tools_that_failed_are_errors():
+    """pydantic-ai keeps a built-in tool's failure as its return's ``outcome``, or (a success
+    to pydantic-ai) as the provider's own record in its content: both are errors, as they are
+    in the provider's own messages."""
+    from anthropic.types.beta import (
+        BetaMCPToolResultBlock,
+        BetaMCPToolUseBlock,
+        BetaServerToolUseBlock,
+        BetaWebSearchToolResultBlock,
+        BetaWebSearchToolResultError,
+    )
+    from google.genai.types import CodeExecutionResult, ExecutableCode, Outcome
+    from openai.types.responses import ResponseFunctionWebSearch
+    from pydantic_ai.messages import (
+        ModelMessagesTypeAdapter,
+        ModelResponse,
+        NativeToolCallPart,
+        NativeToolReturnPart,
+    )
+    from pydantic_ai.models.anthropic import _native_tools as anthropic_tools
+    from pydantic_ai.models.google import _map_code_execution_result, _map_executable_code_part
+    from pydantic_ai.models.openai import _native_tools as openai_tools
+
+    def read_parts(*parts: Any) -> tuple[list[str], list[bool], list[str]]:
+        messages = [ModelResponse(parts=list(parts))]
+        return read(ModelMessagesTypeAdapter.dump_python(messages, mode="json"))
+
+    search = BetaServerToolUseBlock(
+        type="server_tool_use", id="srvtoolu_1", name="web_search", input={"query": "q"}
+    )
+    search_error = BetaWebSearchToolResultBlock(
+        type="web_search_tool_result",
+        tool_use_id="srvtoolu_1",
+        content=BetaWebSearchToolResultError(
+            type="web_search_tool_result_error", error_code="unavailable"
+        ),
+    )
+    assert read_parts(
+        anthropic_tools.map_server_tool_use_block(search, "anthropic"),
+        anthropic_tools.map_web_search_tool_result_block(search_error, "anthropic"),
+    ) == (["web_search"], [True], ["output-error"])
+    mcp_use = anthropic_tools.map_mcp_server_use_block(
+        BetaMCPToolUseBlock(
+            type="mcp_tool_use", id="mcptoolu_1", name="run", server_name="db", input={}
+        ),
+        "anthropic",
+    )
+    mcp_error = BetaMCPToolResultBlock(
+        type="mcp_tool_result", tool_use_id="mcptoolu_1", is_error=True, content="denied"
+    )
+    assert read_parts(
+        mcp_use, anthropic_tools.map_mcp_server_result_block(mcp_error, mcp_use, "anthropic")
+    )[1:] == ([True], ["output-error"])
+    web_search = ResponseFunctionWebSearch(
+        id="ws_1", type="web_search_call", status="failed", action={"type": "search", "query": "q"}
+    )
+    assert read_parts(*openai_tools.map_web_search_tool_call(web_search, "openai"))[1:] == (
+        [True],
+        ["output-error"],
+    )
+    code = _map_executable_code_part(
+        ExecutableCode(code="1/0", language="PYTHON"), "google-gla", file_search_enabled=False
+    )
+    result = CodeExecutionResult(outcome=Outcome.OUTCOME_FAILED, output="ZeroDivisionError")
+    assert read_parts(
+        code, _map_code_execution_result(result, "google-gla", code.tool_call_id)
+    ) == (["code_execution"], [True], ["output-error"])
+    # an MCP call that failed, as pydantic-ai's ElevenLabs agents record it: outcome 'failed'
+    call = NativeToolCallPart(tool_name="mcp_server:db", args={}, tool_call_id="t1")
+    failed = NativeToolReturnPart(
+        tool_name="mcp_server:db", content="boom", tool_call_id="t1", outcome="failed"
+    )
+    assert read_parts(call, failed)[1:] == ([True], ["output-error"])
+    succeeded = NativeToolReturnPart(tool_name="mcp_server:db", content="ok", tool_call_id="t1")
+    assert read_parts(call, succeeded)[1:] == ([False], ["result"])
+
+
 def test_openai_chat_completion_object_and_legacy_function_calling():
     from openai.types.chat import ChatCompletion, ChatCompletionFunctionMessageParam
 

@@ -5,7 +5,8 @@ A request's system prompts and instructions, user prompts and speech are system 
 messages; its ``tool-return`` parts answer their calls (``outcome`` ``failed``, ``retried`` or
 ``interrupted`` is a failed call, ``denied`` a denied one), and an older ``retry-prompt`` naming a
 tool is that call's error. A response is one assistant message: text, thinking, tool calls and
-pydantic-ai's built-in tools. Parts that only change the run's settings are skipped.
+pydantic-ai's built-in tools (whose return failed by its ``outcome``, or by the provider's error
+record pydantic-ai keeps as its content). Parts that only change the run's settings are skipped.
 """
 
 from __future__ import annotations
@@ -101,18 +102,53 @@ def _tool_return(part: Mapping[str, Any], path: str, at: Place) -> None:
     """A tool's return: ``outcome`` says whether it failed (raised, retried, interrupted) or was
     denied."""
     outcome = part.get("outcome", "success")
-    if outcome not in ("success", "denied") and outcome not in _FAILED:
-        raise malformed(
-            f"{path}.outcome",
-            f"is {outcome!r}; a tool return's outcome is success, failed, retried, denied or "
-            "interrupted",
-        )
+    _check_outcome(outcome, path)
     content = part.get("content")
     at.transcript.answer(
         part.get("tool_call_id"), part.get("tool_name"), f"{path}.tool_call_id",
         result=content, error=content if outcome != "success" else None,
         failed=outcome in _FAILED, denied=outcome == "denied",
     )  # fmt: skip
+
+
+def _builtin_return(part: Mapping[str, Any], path: str, at: Place) -> None:
+    """A built-in tool's return: its ``outcome`` as a tool return's, or, a success in
+    pydantic-ai's eyes, a content holding the provider's own error mark (see
+    :func:`_provider_failed`)."""
+    outcome = part.get("outcome", "success")
+    _check_outcome(outcome, path)
+    content = part.get("content")
+    failed = outcome in _FAILED or (outcome == "success" and _provider_failed(content))
+    at.transcript.answer(
+        part.get("tool_call_id"), part.get("tool_name"), f"{path}.tool_call_id",
+        result=content, error=content if failed or outcome == "denied" else None,
+        failed=failed, denied=outcome == "denied",
+    )  # fmt: skip
+
+
+def _provider_failed(content: Any) -> bool:
+    """Whether a built-in tool's content (the provider's own record, which pydantic-ai keeps as
+    it came) says the tool failed, as evaldag reads that provider's messages: Anthropic's
+    ``*_error`` content types and MCP ``is_error``, OpenAI's ``status`` ``failed`` or
+    ``incomplete``, Gemini's code execution ``outcome`` other than ``OUTCOME_OK``."""
+    if not isinstance(content, Mapping):
+        return False
+    kind, outcome = content.get("type"), content.get("outcome")
+    return (
+        content.get("is_error") is True
+        or (isinstance(kind, str) and kind.endswith("_error"))
+        or content.get("status") in ("failed", "incomplete")
+        or (isinstance(outcome, str) and outcome.startswith("OUTCOME_") and outcome != "OUTCOME_OK")
+    )
+
+
+def _check_outcome(outcome: Any, path: str) -> None:
+    if outcome not in ("success", "denied") and outcome not in _FAILED:
+        raise malformed(
+            f"{path}.outcome",
+            f"is {outcome!r}; a tool return's outcome is success, failed, retried, denied or "
+            "interrupted",
+        )
 
 
 def _user_prompt(content: Any, path: str, at: Place) -> None:
@@ -163,10 +199,7 @@ def _response(message: Mapping[str, Any], at: Place) -> None:
                 )
             )  # fmt: skip
         elif kind == "builtin-tool-return":
-            at.transcript.answer(
-                part.get("tool_call_id"), part.get("tool_name"), f"{path}.tool_call_id",
-                result=part.get("content"),
-            )  # fmt: skip
+            _builtin_return(part, path, at)
         elif kind == "file":
             parts.append({"type": "file", **dict(part)})
         elif kind == "speech":
