@@ -110,6 +110,60 @@ def test_gemini_code_execution_is_a_call_whose_failed_outcome_is_an_error():
     assert read([content]) == (["code_execution"], [True], ["output-error"])
 
 
+def test_a_gemini_response_holds_the_calls_of_automatic_function_calling():
+    """google-genai runs the model's calls itself (automatic function calling) and keeps them in
+    the response's ``automatic_function_calling_history``: its candidate holds only the last
+    answer. The calls of this turn count, those of the history the request gave do not."""
+    import httpx
+    from google import genai
+    from google.genai import types
+
+    answers = [
+        {"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "delete_db", "args": {"table": "users"}}}
+        ]}}]},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "Deleted."}]}}]},
+    ]  # fmt: skip
+
+    def delete_db(table: str) -> dict[str, str]:
+        """Deletes a table."""
+        raise PermissionError("not allowed")
+
+    client = genai.Client(
+        api_key="key",
+        http_options=types.HttpOptions(
+            httpx_client=httpx.Client(
+                transport=httpx.MockTransport(lambda _: httpx.Response(200, json=answers.pop(0)))
+            )
+        ),
+    )
+    earlier = [
+        types.Content(role="user", parts=[types.Part(text="Which tables are there?")]),
+        types.Content(
+            role="model",
+            parts=[types.Part(function_call=types.FunctionCall(name="list_tables", args={}))],
+        ),
+        types.Content(
+            role="user",
+            parts=[types.Part.from_function_response(name="list_tables", response={"output": []})],
+        ),
+        types.Content(role="model", parts=[types.Part(text="users")]),
+    ]
+    response = client.models.generate_content(
+        model="gemini-2.5-flash",
+        contents=[*earlier, types.Content(role="user", parts=[types.Part(text="Delete users")])],
+        config=types.GenerateContentConfig(tools=[delete_db]),
+    )
+    assert response.automatic_function_calling_history
+    for output in (
+        response,
+        response.model_dump(mode="json", exclude_none=True),
+        response.model_dump(mode="json", exclude_none=True, by_alias=True),
+    ):
+        assert read(output) == (["delete_db"], [True], ["result"])
+        assert checks.did_not_call("delete_db").run(input="q", output=output).score == 0
+
+
 def test_langchain_invalid_tool_calls_are_failed_calls():
     from langchain_core.messages import AIMessage, messages_to_dict
     from langchain_core.messages.tool import invalid_tool_call

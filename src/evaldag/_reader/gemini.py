@@ -5,7 +5,9 @@
 A ``functionResponse`` answers its call by ``id``, or (Gemini often records none) the first
 waiting call of the same name; its result is the response's ``output`` or ``result`` (as
 google-genai writes it), and a response ``{"error": ...}`` is an error, as in Mastra. Code
-execution is a call of ``code_execution`` whose result is the next ``codeExecutionResult``.
+execution is a call of ``code_execution`` whose result is the next ``codeExecutionResult``. A
+``GenerateContentResponse`` is its candidate's content, after the calls google-genai's automatic
+function calling made (its ``automatic_function_calling_history``).
 """
 
 from __future__ import annotations
@@ -52,15 +54,57 @@ def is_response(value: Mapping[str, Any]) -> bool:
     )
 
 
-def response_content(value: Mapping[str, Any], path: str) -> tuple[Mapping[str, Any], str]:
-    """The content of a response's one candidate, and its path."""
+def response_contents(value: Mapping[str, Any], path: str) -> list[tuple[Any, str]]:
+    """The contents of a response, with their paths: the calls and results of google-genai's
+    automatic function calling (:func:`_called_automatically`), then its one candidate's."""
     candidates = value["candidates"]
     if len(candidates) > 1:
         raise malformed(
             f"{path}.candidates",
             f"holds {len(candidates)} candidates; give the content of the one the app used",
         )
-    return candidates[0]["content"], f"{path}.candidates[0].content"
+    return [
+        *_called_automatically(value, path),
+        (candidates[0]["content"], f"{path}.candidates[0].content"),
+    ]
+
+
+def _called_automatically(value: Mapping[str, Any], path: str) -> list[tuple[Any, str]]:
+    """The model's calls and their results of google-genai's automatic function calling, which
+    the response keeps in ``automatic_function_calling_history`` (its candidate holds only the
+    last answer): the history after the request's contents, that is after its last content that
+    is neither the model's nor function responses only (the user's message)."""
+    for key in ("automaticFunctionCallingHistory", "automatic_function_calling_history"):
+        history = value.get(key)
+        if history:
+            break
+    else:
+        return []
+    if not isinstance(history, list | tuple):
+        raise malformed(f"{path}.{key}", f"must be a list of contents, got {brief(history)}")
+    start = 0
+    for index, content in enumerate(history):
+        if not isinstance(content, Mapping):
+            raise malformed(f"{path}.{key}[{index}]", f"is no Gemini content: got {brief(content)}")
+        if not _is_turn(content):
+            start = index + 1
+    return [(history[k], f"{path}.{key}[{k}]") for k in range(start, len(history))]
+
+
+def _is_turn(content: Mapping[str, Any]) -> bool:
+    """Whether ``content`` is the model's or holds function responses only."""
+    parts = content.get("parts")
+    if content.get("role") == "model":
+        return True
+    return (
+        isinstance(parts, list | tuple)
+        and bool(parts)
+        and all(
+            isinstance(part, Mapping)
+            and (part.get("functionResponse") or part.get("function_response")) is not None
+            for part in parts
+        )
+    )
 
 
 def read_content(message: Mapping[str, Any], at: Place) -> None:

@@ -151,7 +151,7 @@ def wrapped(value: Mapping[str, Any], path: str) -> list[tuple[Any, str]]:
     if openai_responses.is_response(value):
         return [(item, f"{path}.output[{k}]") for k, item in enumerate(value["output"])]
     if gemini.is_response(value):
-        return [gemini.response_content(value, path)]
+        return gemini.response_contents(value, path)
     return []
 
 
