@@ -43,6 +43,7 @@ __all__ = [
     "looks_like_json",
     "plain_data",
     "python_data",
+    "read_conversation",
     "read_transcript",
     "structured_json",
     "transcript_json",
@@ -212,18 +213,37 @@ def _is_strong(value: Any) -> bool:
 # --- reading -------------------------------------------------------------------------------------
 
 
+def read_conversation(messages: list[Any], field: str, earlier: int) -> tuple[list[Any], int]:
+    """``messages`` read as :func:`read_transcript` reads a list (``field`` names it in errors),
+    and how many of the messages read its first ``earlier`` entries made: a trace's conversation
+    and where the turns it was given end (its calls are the item's input, not its output)."""
+    if all(map(is_canonical, messages)):
+        return messages, earlier
+    transcript = Transcript(field)
+    _read_into(transcript, messages, "assistant", range(earlier))
+    made = len(transcript.messages)
+    _read_into(transcript, messages, "assistant", range(earlier, len(messages)))
+    return transcript.finished(), made
+
+
 def _read_list(messages: Any, field: str, role: str) -> Any:
     """The messages in Mastra's shape; the same list when every one already was."""
     if type(messages) is list and all(map(is_canonical, messages)):
         return messages
     transcript = Transcript(field)
-    for index, message in enumerate(messages):
+    _read_into(transcript, messages, role, range(len(messages)))
+    read = transcript.finished()
+    return read if transcript.changed or not isinstance(messages, list) else messages
+
+
+def _read_into(transcript: Transcript, messages: Any, role: str, indexes: range) -> None:
+    """The entries ``indexes`` of a message list read into ``transcript``."""
+    for index in indexes:
+        message = messages[index]
         if message is None or type(message) is str:
             transcript.keep(message)
             continue
-        _read_message(message, Place(transcript, index, f"{field}[{index}]", role))
-    read = transcript.finished()
-    return read if transcript.changed or not isinstance(messages, list) else messages
+        _read_message(message, Place(transcript, index, f"{transcript.field}[{index}]", role))
 
 
 def _read_one(message: Any, field: str, role: str) -> Any:

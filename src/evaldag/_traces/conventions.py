@@ -94,6 +94,8 @@ class AgentRun:
     output: list[Any] | None = None
     all_messages: list[Any] | None = None
     where: str = ""
+    #: How many of pydantic-ai's messages were the run's message history.
+    history: int = 0
 
 
 @dataclass(slots=True)
@@ -243,6 +245,7 @@ def _genai_agent(span: Span) -> AgentRun:
         None if given_output is NOTHING else _list(given_output, f"{where} gen_ai.output.messages"),
         None if everything is NOTHING else _list(everything, f"{where} pydantic_ai.all_messages"),
         where=span.where(),
+        history=_int(attributes.get("pydantic_ai.new_message_index")) or 0,
     )
 
 

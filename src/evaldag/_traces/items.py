@@ -15,7 +15,7 @@ import copy
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from evaldag._reader import read_transcript
+from evaldag._reader import read_conversation, read_transcript
 from evaldag._traces.conventions import NOTHING, ModelCall, Reading, ToolRun, reading
 from evaldag._traces.otlp import unreadable
 from evaldag._traces.spans import LogEvent, Span
@@ -72,7 +72,7 @@ def _otel_item(
     read = reading(spans, events)
     read.calls.sort(key=lambda call: call.span.start_ns)
     read.tools.sort(key=lambda tool: tool.span.start_ns)
-    messages, where = _conversation(read, root)
+    messages, where, earlier = _conversation(read, root)
     if not messages and read.calls and content_required:
         raise unreadable(
             read.calls[0].span.where(),
@@ -82,12 +82,12 @@ def _otel_item(
             "instrumentations), or read_traces(..., content='optional') to score its tool runs "
             "alone",
         )
-    canonical = _read(messages, where)
+    canonical, given_count = _read(messages, where, earlier)
     split = next(
         (
             k
-            for k, m in enumerate(canonical)
-            if isinstance(m, dict) and m.get("role") == "assistant"
+            for k in range(given_count, len(canonical))
+            if isinstance(canonical[k], dict) and canonical[k].get("role") == "assistant"
         ),
         len(canonical),
     )
@@ -107,13 +107,16 @@ def _otel_item(
     return item
 
 
-def _conversation(read: Reading, root: Span) -> tuple[list[Any], str]:
-    """The conversation's messages, in the shapes the spans recorded them, and where."""
+def _conversation(read: Reading, root: Span) -> tuple[list[Any], str, int]:
+    """The conversation's messages, in the shapes the spans recorded them, where, and how many
+    of them the run was given (the earlier turns of a conversation: the item's input, whatever
+    tool calls they hold): the first model call's input, or pydantic-ai's message history."""
     agent = next(
         (a for a in read.agents if a.span is root), read.agents[0] if read.agents else None
     )
     if agent is not None and agent.all_messages:
-        return agent.all_messages, f"{agent.where} attribute pydantic_ai.all_messages"
+        where = f"{agent.where} attribute pydantic_ai.all_messages"
+        return agent.all_messages, where, _history_end(agent.all_messages, agent.history)
     if read.calls:
         first = read.calls[0]
         messages = [*first.input, *first.output]
@@ -122,10 +125,30 @@ def _conversation(read: Reading, root: Span) -> tuple[list[Any], str]:
             messages.extend(_new_input(previous, call))
             messages.extend(call.output)
             previous = call
-        return messages, read.calls[-1].where
+        return messages, read.calls[-1].where, len(first.input)
     if agent is not None and (agent.input or agent.output):
-        return [*(agent.input or ()), *(agent.output or ())], agent.where
-    return [], root.where()
+        given = agent.input or []
+        return [*given, *(agent.output or ())], agent.where, len(given)
+    return [], root.where(), 0
+
+
+def _history_end(messages: list[Any], history: int) -> int:
+    """Where pydantic-ai's ``history`` messages (``pydantic_ai.new_message_index``: requests and
+    responses) end among its OpenTelemetry messages, in which a response is one assistant
+    message and a request the messages up to the next one."""
+    made = 0
+    for index, message in enumerate(messages):
+        assistant = isinstance(message, Mapping) and message.get("role") == "assistant"
+        previous = messages[index - 1] if index else None
+        if (
+            index == 0
+            or assistant
+            or (isinstance(previous, Mapping) and previous.get("role") == "assistant")
+        ):
+            if made == history:
+                return index
+            made += 1
+    return len(messages)
 
 
 def _new_input(previous: ModelCall, call: ModelCall) -> list[Any]:
@@ -144,15 +167,14 @@ def _roles(messages: list[Any]) -> list[Any]:
     return [m.get("role") if isinstance(m, Mapping) else None for m in messages]
 
 
-def _read(messages: list[Any], where: str) -> list[Any]:
-    """The messages read by the transcript reader; an error names the span and attribute."""
+def _read(messages: list[Any], where: str, earlier: int) -> tuple[list[Any], int]:
+    """The messages read by the transcript reader, and how many its first ``earlier`` made; an
+    error names the span and attribute."""
     try:
-        read = read_transcript(messages, "messages")  # fresh JSON: reading it may change it
+        read, made = read_conversation(messages, "messages", earlier)
     except EvalDagError as error:
         raise unreadable(where, error.message) from None
-    if isinstance(read, dict):
-        return [read]
-    return list(read) if isinstance(read, list) else []
+    return list(read), made
 
 
 def _with_tool_runs(messages: list[Any], tools: list[ToolRun]) -> None:
