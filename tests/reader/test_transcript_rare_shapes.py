@@ -287,6 +287,38 @@ def test_pydantic_ai_builtin_tools_that_failed_are_errors():
     assert read_parts(call, succeeded)[1:] == ([False], ["result"])
 
 
+def test_pydantic_ai_mcp_calls_are_calls_of_the_mcp_servers_tool():
+    """pydantic-ai names a call its provider made to an MCP server's tool ``mcp_server:<id>``,
+    the tool in its arguments: it is a call of that tool, as in the provider's own messages, in
+    pydantic-ai's messages and in the GenAI messages its instrumentation records."""
+    from anthropic.types.beta import BetaMCPToolUseBlock
+    from openai.types.responses.response_output_item import McpCall
+    from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
+    from pydantic_ai.models.anthropic import _native_tools as anthropic_tools
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import _native_tools as openai_tools
+
+    anthropic_call = anthropic_tools.map_mcp_server_use_block(
+        BetaMCPToolUseBlock(
+            type="mcp_tool_use", id="mcptoolu_1", name="delete_db", server_name="db", input={}
+        ),
+        "anthropic",
+    )
+    openai_call = McpCall(
+        type="mcp_call", id="mcp_1", name="delete_db", arguments='{"table": "t"}',
+        server_label="db", output="dropped", status="completed",
+    )  # fmt: skip
+    messages = [ModelResponse(parts=[anthropic_call, *openai_tools.map_mcp_call(openai_call, "o")])]
+    for output in (
+        ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+        InstrumentationSettings().messages_to_otel_messages(messages),
+    ):
+        run = ScorerRun(input="q", output=output)
+        assert extract_tool_calls(run.output).tools == ["delete_db", "delete_db"]
+        assert [i["args"] for i in tool_invocations(run.output)] == [{}, {"table": "t"}]
+        assert checks.did_not_call("delete_db").run(input="q", output=output).score == 0
+
+
 def test_openai_chat_completion_object_and_legacy_function_calling():
     from openai.types.chat import ChatCompletion, ChatCompletionFunctionMessageParam
 

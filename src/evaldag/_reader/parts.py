@@ -18,6 +18,7 @@ from evaldag._reader.transcript import (
     Place,
     arguments,
     invocation_part,
+    mcp_tool,
     reasoning_part,
     result_value,
     text_part,
@@ -330,14 +331,12 @@ def _standard_call(part: Mapping[str, Any], path: str, at: Place) -> Parts:
     messages' ``tool_call`` / ``server_tool_call`` parts (and the OpenAI Responses
     ``function_call`` a LangChain message may hold)."""
     name = part.get("name")
-    args = part.get("args", part.get("arguments", part.get("server_tool_call")))
+    args = arguments(part.get("args", part.get("arguments", part.get("server_tool_call"))))
     call_id = part.get("call_id") if part["type"] == "function_call" else part.get("id")
     fields = {"providerExecuted": True} if part["type"] == "server_tool_call" else {}
-    return [
-        at.transcript.call(
-            name, arguments(args), call_id, path, default_id=at.default_id(), **fields
-        )
-    ]
+    if part.get("builtin") is True:  # pydantic-ai's GenAI messages: its built-in tools
+        name, args = mcp_tool(name, args)
+    return [at.transcript.call(name, args, call_id, path, default_id=at.default_id(), **fields)]
 
 
 def _standard_unfinished(part: Mapping[str, Any], path: str, at: Place) -> Parts:

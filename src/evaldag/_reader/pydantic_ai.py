@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evaldag._reader.problems import brief, malformed, text_of
-from evaldag._reader.transcript import Place, arguments, reasoning_part, text_part
+from evaldag._reader.transcript import Place, arguments, mcp_tool, reasoning_part, text_part
 
 _PART_KINDS = (
     "system-prompt, instruction, instruction-delta, instruction-baseline, user-prompt, speech, "
@@ -191,11 +191,15 @@ def _response(message: Mapping[str, Any], at: Place) -> None:
         elif kind == "thinking":
             parts.append(reasoning_part(text_of(part.get("content"), f"{path}.content")))
         elif kind in ("tool-call", "builtin-tool-call"):
-            fields = {"providerExecuted": True} if kind == "builtin-tool-call" else {}
+            name, args = part.get("tool_name"), arguments(part.get("args"))
+            fields = {}
+            if kind == "builtin-tool-call":
+                fields["providerExecuted"] = True
+                name, args = mcp_tool(name, args)
             parts.append(
                 at.transcript.call(
-                    part.get("tool_name"), arguments(part.get("args")), part.get("tool_call_id"),
-                    path, default_id=at.default_id(), **fields,
+                    name, args, part.get("tool_call_id"), path, default_id=at.default_id(),
+                    **fields,
                 )
             )  # fmt: skip
         elif kind == "builtin-tool-return":

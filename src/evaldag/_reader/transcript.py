@@ -48,6 +48,23 @@ def arguments(value: Any) -> Any:
         return value
 
 
+def mcp_tool(name: Any, args: Any) -> tuple[Any, Any]:
+    """pydantic-ai's call of an MCP server's tool that its provider runs (``mcp_server:<id>``,
+    arguments ``{action: 'call_tool', tool_name, tool_args}``) as the call of that tool, as the
+    providers' own messages name it (Anthropic's ``mcp_tool_use``, OpenAI's ``mcp_call``); any
+    other call as it is."""
+    if (
+        isinstance(name, str)
+        and name.startswith("mcp_server:")
+        and isinstance(args, dict)
+        and args.get("action") == "call_tool"
+        and isinstance(args.get("tool_name"), str)
+        and args["tool_name"]
+    ):
+        return args["tool_name"], args.get("tool_args") or {}
+    return name, args
+
+
 def result_value(content: Any) -> Any:
     """A tool's result given as text (or text parts): JSON objects and arrays parsed, other text
     kept as text."""
