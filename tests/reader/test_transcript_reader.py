@@ -110,6 +110,13 @@ def test_an_unknown_key_holding_something_is_an_error(shape, where, path):
     assert "could hold text, a tool call or a result" in error.message
 
 
+def test_content_parts_beside_parts_are_an_error_not_dropped_calls():
+    output = copy.deepcopy(transcript("ai5_model", "one_tool")["output"])
+    output[0]["parts"] = [{"type": "text", "text": "Let me check."}]
+    error = refusal(output)
+    assert error.details == {"field": "output[0].parts"}
+
+
 def test_an_unknown_key_holding_nothing_is_no_error():
     output = copy.deepcopy(transcript("ai5_model", "one_tool")["output"])
     output[0]["toolCalls"] = None

@@ -153,6 +153,12 @@ def _content(
         )
     given_parts = message.get("parts")
     if given_parts is not None:
+        if parts and given_parts:
+            raise malformed(
+                f"{at.path}.parts",
+                "is a list of parts beside a content list of parts; give the message's parts in "
+                "one of them (evaldag would read one and drop the other's tool calls)",
+            )
         parts = read_parts(given_parts, f"{at.path}.parts", at)
         joined = joined or len(parts) < len(given_parts)
     elif text:
