@@ -17,7 +17,10 @@ whole cluster:
   replies): the share of the ideal the limit allows at that mean latency, which a worker
   waiting for its batch's slowest replies before it starts the next would lose.
 
-Each run also gives the mean of the calls in flight (the judge's count, read every 20 ms), the
+Each run also gives how long the judge held a call on average (from reading the request to its
+reply: ``--latency`` plus its own event loop's delays on a busy machine) and the share of the
+ideal at that hold (what the client side achieved, the judge's own delays set aside), the
+mean of the calls in flight (the judge's count, read every 20 ms), the
 share of those readings at 0 between the first call and the last (``none in flight``), and
 the CPU time each part took, per judge call: the judge server (its serving thread), the
 rest of this process (the client; Dask's scheduler runs here too), the worker processes (on
@@ -108,6 +111,7 @@ def _judge_serving(
                 "max_in_flight": server.max_in_flight,
                 "requests": len(server.requests),
                 "cpu": cpu() - first,
+                "held": server.held_seconds,
             }
         )
 
@@ -245,9 +249,12 @@ def _run(executor: Any, args: argparse.Namespace, storm: float, tail: float) -> 
     (limit,) = result.usage["total"].judge_limits
     busy = [n for n, count in enumerate(sampled.in_flight) if count]
     readings = sampled.in_flight[busy[0] : busy[-1] + 1] if busy else []
+    held = judging.figures["held"] / max(1, requests)
     return {
         "seconds": seconds,
         "ratio": ideal / seconds,
+        "held_ms": 1000 * held,
+        "ratio_at_hold": args.items * held / args.max_concurrency / seconds,
         "max_in_flight": in_flight,
         "requests": requests,
         "lost": int(result.items["graded.score"].isna().sum()),
@@ -328,7 +335,8 @@ def main() -> None:
         f"{datetime.now(UTC):%Y-%m-%d}, load average {load:.1f} on the shared 2-core machine."
     )
     columns = (
-        "seconds | share of ideal | most in flight | mean in flight | none in flight | requests "
+        "seconds | share of ideal | the judge's mean hold, ms | share of ideal at that hold "
+        "| most in flight | mean in flight | none in flight | requests "
         "| items lost "
         "| lowest limit | CPU ms per call: judge server, client, workers, coordinator, cluster "
         "services | all"
@@ -340,12 +348,13 @@ def main() -> None:
         setting,
         "",
         f"| executor | run | {columns} |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, label, f in rows:
         cpu = f["cpu_ms"]
         lines.append(
-            f"| {name} | {label} | {f['seconds']:.1f} | {f['ratio']:.2f} | {f['max_in_flight']} "
+            f"| {name} | {label} | {f['seconds']:.1f} | {f['ratio']:.3f} | {f['held_ms']:.1f} "
+            f"| {f['ratio_at_hold']:.3f} | {f['max_in_flight']} "
             f"| {f['mean_in_flight']:.0f} | {f['none_in_flight']:.1%} | {f['requests']:,} "
             f"| {f['lost']} | {f['lowest']} "
             f"| {', '.join(f'{cpu[part]:.2f}' for part in PARTS)} | {sum(cpu.values()):.2f} |"

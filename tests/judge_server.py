@@ -232,6 +232,8 @@ class JudgeServer:
         self._in_flight = 0
         #: The most requests this server was answering at once.
         self.max_in_flight = 0
+        #: Seconds the requests were answered for, in all (from their arrival to their reply).
+        self.held_seconds = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._startup_error: BaseException | None = None
@@ -261,13 +263,15 @@ class JudgeServer:
         return self
 
     def reset(self) -> None:
-        """Forget scripts, rules, the default reply, the requests received and max_in_flight."""
+        """Forget scripts, rules, the default reply, the requests received, max_in_flight and
+        held_seconds."""
         with self._lock:
             self._script.clear()
             self._rules.clear()
             self._requests.clear()
             self._reply = None
             self.max_in_flight = 0
+            self.held_seconds = 0.0
 
     @property
     def reply(self) -> Reply | None:
@@ -335,6 +339,7 @@ class JudgeServer:
         finally:
             with self._lock:
                 self._in_flight -= 1
+                self.held_seconds += time.monotonic() - received.time
 
     async def _answer(self, received: ReceivedRequest, reply: Reply | None) -> web.StreamResponse:
         if reply is None:
