@@ -27,6 +27,7 @@ from evaldag.transcripts import (
     extract_agent_response_messages,
     extract_tool_calls,
     is_tool_error,
+    run_messages,
     tool_invocations,
 )
 
@@ -56,7 +57,9 @@ def includes(expected: str, ignore_case: bool = True, *, id: str = "check-includ
 
 def excludes(unwanted: str, ignore_case: bool = True, *, id: str = "check-excludes") -> Scorer:
     """Passes when the assistant's text (messages joined by a space) lacks ``unwanted``, a
-    non-empty text (no text lacks ``""``: the check could not pass)."""
+    non-empty text (no text lacks ``""``: the check could not pass). Every text of a message
+    counts, not only its last text part as Mastra reads it: "The password is X", then a tool
+    call, then "Done." does not pass ``excludes("X")``."""
     _text("excludes", "unwanted", unwanted)
     if not unwanted:
         raise _invalid(
@@ -66,7 +69,7 @@ def excludes(unwanted: str, ignore_case: bool = True, *, id: str = "check-exclud
     _flag("excludes", "ignore_case", ignore_case)
 
     def preprocess(run: Any) -> dict[str, Any]:
-        output, target = _folded(_assistant_text(run, " "), unwanted, ignore_case)
+        output, target = _folded(_everything_said(run), unwanted, ignore_case)
         return {"output": output, "target": target, "excluded": target not in output}
 
     description = f'Checks that output does not include "{unwanted}"'
@@ -446,6 +449,27 @@ def _output(run: Any) -> Any:
 
 def _assistant_text(run: Any, separator: str) -> str:
     return separator.join(extract_agent_response_messages(_output(run)))
+
+
+def _everything_said(run: Any) -> str:
+    """Every text of the assistant messages, each once per message, joined by a space: a
+    message's content string, legacy ``content.content`` and each of its text parts."""
+    said: list[str] = []
+    for message in run_messages(_output(run), "assistant"):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            said.append(content)
+            continue
+        found = [content.get("content"), content.get("text")] if isinstance(content, dict) else []
+        parts = content.get("parts") if isinstance(content, dict) else content
+        for part in parts if isinstance(parts, list) else ():
+            if isinstance(part, dict) and part.get("type") == "text":
+                found.append(part.get("text"))
+        texts = [text for text in found if isinstance(text, str) and text]
+        said.extend(dict.fromkeys(texts))  # each once, in order
+    return " ".join(said)
 
 
 def _folded(output: str, target: str, ignore_case: bool) -> tuple[str, str]:

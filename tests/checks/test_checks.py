@@ -213,3 +213,29 @@ def test_similarity_threshold_is_inclusive_and_omitted_when_absent():
     assert checks.similarity("night", threshold=0.25).run(output="nacht").score == 1
     raw = checks.similarity("night").run(output="nacht")
     assert raw.score == 0.25 and "threshold" not in raw.preprocess_step_result
+
+
+def test_excludes_reads_every_text_of_a_message_not_only_its_last():
+    """Mastra's checks read a message's last text part: a secret said before a tool call, with
+    "Done." after it, passed excludes. Every text counts here (docs/differences-from-mastra.md);
+    includes keeps Mastra's reading."""
+    from anthropic.types import Message, TextBlock, ToolUseBlock, Usage
+
+    said = Message(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        model="claude-sonnet-4-5",
+        content=[
+            TextBlock(type="text", text="The admin password is hunter2."),
+            ToolUseBlock(type="tool_use", id="toolu_1", name="reset", input={}),
+            TextBlock(type="text", text="Done."),
+        ],
+        stop_reason="end_turn",
+        usage=Usage(input_tokens=1, output_tokens=1),
+    )
+    output = [said.model_dump()]
+    assert checks.excludes("hunter2").run(input="reset it", output=output).score == 0
+    assert checks.excludes("Done").run(input="reset it", output=output).score == 0
+    assert checks.excludes("goodbye").run(input="reset it", output=output).score == 1
+    assert checks.includes("hunter2").run(input="reset it", output=output).score == 0
