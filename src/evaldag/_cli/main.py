@@ -167,7 +167,8 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         metavar="S",
         help="exit 3 (an error, not a verdict) when a scorer or the target fails on more than "
-        "this share of the items (default: 1, only when it fails on every item)",
+        "this share of the items (default: 1, only when it fails on every item, or on every "
+        "one it could score)",
     )
     run.add_argument(
         "--budget-usd",

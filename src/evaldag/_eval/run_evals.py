@@ -191,9 +191,10 @@ def run_evals(
         ``"ray://HOST:PORT"``. Every option works as in a local run, with the same results;
         the judge limits and ``budget_usd`` hold for the whole cluster (see docs/cluster.md).
     :param max_error_share: the share of items a scorer, gate or the target may fail on; above
-        it, or when one fails on every item, the run raises ``UntrustworthyRunError`` (carrying
-        the result, after writing ``out``) instead of returning a verdict, as it does when no
-        scorer or gate could score any item.
+        it, or when one fails on every item (or on every item it did not find not scorable; a
+        turn's scorer and gate on the turns it ran on), the run raises
+        ``UntrustworthyRunError`` (carrying the result, after writing ``out``) instead of
+        returning a verdict, as it does when no scorer or gate could score any item.
     :param budget_usd: stop judging once the judge calls have cost this many US dollars
         (litellm's prices): items whose judge was not called yet are not scorable, with a
         ``budget`` reason; what was scored is kept. Calls in flight finish.

@@ -56,13 +56,13 @@ from evaldag.errors import EvalDagError
 
 
 def verdict_columns(plan: EvalPlan) -> tuple[str, ...]:
-    """The item columns the verdict's nodes read: each scorer's and gate's score, error,
-    not-scorable mark and judge records (and its trials' columns), the target's error and
-    output (its model calls)."""
+    """The item columns the verdict's nodes (and the check that the run measured anything) read:
+    each scorer's and gate's score, error, failed step, not-scorable mark and judge records (and
+    its trials' columns), the target's error and output (its model calls)."""
     columns: list[str] = []
     for scorer in plan.all_scorers:
         own = ScorerColumns(scorer.id)
-        columns += [own.score, own.error, own.not_scorable, own.judge]
+        columns += [own.score, own.error, own.failed_step, own.not_scorable, own.judge]
         if plan.trials is not None and plan.trials.repeats(scorer.id):
             columns += own.trials
     if plan.target is not None:

@@ -41,20 +41,38 @@ def _first(errors: pd.Series) -> tuple[str, str]:
     return str(failed.index[0]), str(failed.iloc[0])
 
 
+def _failed_share(
+    frame: pd.DataFrame, scorer_id: str, total: int, max_error_share: float, unit: str
+) -> str | None:
+    """How much the scorer failed on, when it is too much to trust; None when it is not.
+
+    Too much is more than ``max_error_share`` of the ``total`` items (or turns), or everything
+    it did not find not scorable, one failure its own: a dead judge beside items without their
+    context scores nothing, as much as one failing on every item. Failures that are the target's
+    alone say nothing of the scorer (the target's own check judges them).
+    """
+    states = item_states(frame, scorer_id)
+    count = int(states.failed.sum())
+    every = f"every {unit}" if count == total else f"{count} of {total} {unit}s"
+    if count > max_error_share * total:
+        return every
+    own = states.failed & frame[ScorerColumns(scorer_id).failed_step].ne("target")
+    if not own.any() or states.scored.any():
+        return None
+    unscorable = int(states.not_scorable.sum())
+    return every if count == total else f"{every} and scored none ({unscorable} not scorable)"
+
+
 def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
-    """``result``, or an error when the target, or a scorer or gate, failed on every item or
-    on more than ``max_error_share`` of them; the error carries the result. The summary's
-    target warnings are warned (run_evals' caller sees them where the summary is not shown)."""
+    """``result``, or an error when the target failed on every item, or a scorer or gate (a
+    conversation turn's too) on more than ``max_error_share`` of them or on every one it could
+    score; the error carries the result. The summary's target warnings are warned (run_evals'
+    caller sees them where the summary is not shown)."""
     for warning in result.summary.target_warnings:
         warnings.warn(warning, stacklevel=3)
-    items, total = result.items, result.summary.total_items
+    items, total, turns = result.items, result.summary.total_items, result.turns
     if total == 0:
         return result
-    too_many = [
-        (sid, count)
-        for sid, count in result.summary.errors.items()
-        if count == total or count > max_error_share * total
-    ]
     if result.summary.target_errors == total:
         label, message = _first(items["target_error"])
         raise UntrustworthyRunError(
@@ -62,19 +80,49 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
             result=result,
             details={"item": label, "targetErrors": total},
         )
+    too_many = []  # (whose, scorer id, how much it failed on, its errors by item)
+    for sid in (d["id"] for d in result.scorers):
+        share = _failed_share(items, sid, total, max_error_share, "item")
+        if share:
+            too_many.append((f"Scorer '{sid}'", sid, share, items[ScorerColumns(sid).error]))
+    if turns is not None:
+        too_many += _failing_turn_scorers(turns, max_error_share)
     if not too_many:
         return _require_a_score(result)
-    sid, count = too_many[0]
-    label, message = _first(items[ScorerColumns(sid).error])
-    share = "every item" if count == total else f"{count} of {total} items"
-    others = [other for other, _ in too_many[1:]]
+    whose, sid, share, errors = too_many[0]
+    label, message = _first(errors)
+    others = [other for _, other, _, _ in too_many[1:]]
     also = f" (so did {', '.join(others)})" if others else ""
     raise UntrustworthyRunError(
-        f"Scorer '{sid}' failed on {share}{also}: its scores measure nothing. First error, on "
-        f"item {label}: {message}",
+        f"{whose} failed on {share}{also}: its scores measure nothing. First error, on item "
+        f"{label}: {message}",
         result=result,
-        details={"scorerId": sid, "errors": count, "items": total, "item": label, "also": others},
+        details={
+            "scorerId": sid,
+            "errors": int(errors.notna().sum()),
+            "items": total,
+            "item": label,
+            "also": others,
+        },
     )
+
+
+def _failing_turn_scorers(
+    turns: pd.DataFrame, max_error_share: float
+) -> list[tuple[str, str, str, pd.Series]]:
+    """The conversations' turn scorers and gates that failed on too much of the turns they ran
+    on, with their errors labelled by item and turn."""
+    labels = [
+        f"{item}, turn {turn}" for item, turn in zip(turns["item"], turns["turn"], strict=True)
+    ]
+    failing = []
+    for sid in scorer_ids(turns.columns):
+        ran = int((~item_states(turns, sid).skipped).sum())
+        share = _failed_share(turns, sid, ran, max_error_share, "turn")
+        if share:
+            errors = turns[ScorerColumns(sid).error].set_axis(labels)
+            failing.append((f"Turn scorer '{sid}'", sid, share, errors))
+    return failing
 
 
 def _require_a_score(result: EvalResult) -> EvalResult:
