@@ -492,3 +492,40 @@ def test_the_cluster_bootstrap_resamples_items_not_trials():
     assert width(clustered) == pytest.approx(width(by_item), rel=0.1)
     assert width(as_if_independent) < 0.6 * width(clustered)  # 1/sqrt(5) ≈ 0.45 as wide
     assert cluster_bootstrap_interval([3.0], [3]) is None
+
+
+@pytest.mark.parametrize(
+    ("threshold", "max_score", "words"),
+    [
+        ({"max": 0.3}, 1, "has a maximum: lower scores are better"),
+        ({"min": 0.2, "max": 0.8}, 1, "has a maximum"),
+        (5, 10, "lies on its scale of 0 to 10"),
+    ],
+)
+def test_a_pass_reducer_is_refused_beside_a_threshold_it_would_misread(
+    judge_server, threshold, max_score, words
+):
+    # The pass reducers make an item's score its chance of passing: a hallucination scorer
+    # under {max: 0.3} whose every trial scored 0.9 reduced to 0.0, within the maximum, so the
+    # run passed (and every trial at 0.2 reduced to 1.0 and missed it).
+    judge_server.reply = {"score": 0.9}
+    scorer = create_scorer(
+        "graded", judge=judge_server.judge(instructions="Grade."), max_score=max_score
+    )
+    scorer = scorer.generate_score(PromptStep("Grade", lambda run: f"Grade {run.output}"))
+    for reducer in ("pass_at_k(1)", {"graded": pass_hat_k(2)}):
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(
+                _data(2), scorers=[scorer.with_threshold(threshold)], trials=2, reducer=reducer
+            )
+        assert raised.value.id == "INVALID_REDUCER"
+        assert "its chance of passing" in raised.value.message and words in raised.value.message
+    assert judge_server.requests == []
+    # a minimum on a 0-1 scorer is the pass line of each trial and of the chances alike
+    result = run_evals(
+        _data(2),
+        scorers=[_graded(judge_server.judge(instructions="Grade.")).with_threshold(0.5)],
+        trials=2,
+        reducer="pass_at_k(1)",
+    )
+    assert result.verdict == "passed" and result.scores == {"graded": 1.0}

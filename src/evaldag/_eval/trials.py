@@ -32,7 +32,7 @@ from evaldag._results.item_columns import ScorerColumns, item_states
 from evaldag._results.reducers import Reducer, reducer_named
 from evaldag._results.trials import TrialSettings, trial_flips, trial_passes, trial_spreads
 from evaldag._scorer.steps import PromptStep, ScorerSpec
-from evaldag._scorer.thresholds import ThresholdSpec
+from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
 from evaldag.errors import EvalDagError
 
 #: What ``run_evals(reducer=...)`` takes: one reducer for every judged scorer, or one per id.
@@ -106,6 +106,33 @@ def _pass_line(scorer: ScorerSpec, plan: EvalPlan) -> ThresholdSpec:
     return 1.0 if scorer.id in plan.gate_ids else float(scorer.max_score)
 
 
+def _check_threshold_of_chances(
+    scorer: ScorerSpec, threshold: ThresholdSpec, reducer: Reducer
+) -> None:
+    """A pass reducer makes an item's score its chance of passing, from 0 to 1, higher better:
+    a threshold the average of those chances can be held to is a minimum on a 0-1 scorer. A
+    maximum (lower is better) would pass the items that fail, and a bound on another scale
+    reads a chance as a score of that scale."""
+    upper = isinstance(threshold, dict) and threshold.get("max") is not None
+    if not upper and scorer.max_score == 1:
+        return
+    why = (
+        f"its threshold ({threshold_text(threshold)}) has a maximum: lower scores are better, "
+        "so the chances would be read backwards and failing items pass"
+        if upper
+        else f"its threshold ({threshold_text(threshold)}) lies on its scale of 0 to "
+        f"{scorer.max_score:g}, not a chance's"
+    )
+    raise EvalDagError(
+        "INVALID_REDUCER",
+        f"reducer={str(reducer)!r} makes each item's score of scorer '{scorer.id}' its chance "
+        f"of passing (0 to 1, higher is better), but {why}. Reduce '{scorer.id}' with a score "
+        "reducer instead ('max' keeps an item's worst trial under a maximum, 'min' under a "
+        "minimum; reducer={...} takes one per scorer)",
+        details={"field": "reducer", "scorerId": scorer.id, "reducer": str(reducer)},
+    )
+
+
 def with_trials(plan: EvalPlan, trials: Any, reducer: ReducerSetting) -> EvalPlan:
     """``plan`` with its trials (none for ``trials=1``), the settings checked."""
     count = checked_trials(trials)
@@ -124,6 +151,10 @@ def with_trials(plan: EvalPlan, trials: Any, reducer: ReducerSetting) -> EvalPla
                 details={"field": "trials", "value": count},
             )
     lines = {s.id: _pass_line(s, plan) for s in plan.all_scorers if s.id in reducers}
+    for scorer in plan.all_scorers:
+        chosen = reducers.get(scorer.id)
+        if chosen is not None and chosen.k and scorer.id in plan.thresholds:
+            _check_threshold_of_chances(scorer, plan.thresholds[scorer.id], chosen)
     return dataclasses.replace(plan, trials=TrialSettings(count, reducers, lines))
 
 
