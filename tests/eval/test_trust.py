@@ -7,6 +7,7 @@ import pytest
 from judge_server import refused
 
 from evaldag import (
+    EvalResult,
     PromptStep,
     UntrustworthyRunError,
     checks,
@@ -14,6 +15,9 @@ from evaldag import (
     not_scorable,
     run_evals,
 )
+from evaldag._cli.summary import summary_table
+from evaldag._report.html import report_html
+from evaldag._store.locations import read_result
 
 
 def _judged(judge):
@@ -70,3 +74,26 @@ def test_a_turn_scorer_that_fails_on_every_turn_is_an_error(judge_server):
     assert error.message.startswith("Turn scorer 'judged' failed on every turn")
     assert "First error, on item 0, turn 0" in error.message
     assert error.result.turns["judged.error"].notna().sum() == 2
+
+
+def test_what_an_untrustworthy_run_wrote_says_so_instead_of_its_verdict(tmp_path):
+    # The gate passed, so the results file, the store and the report of a run that raised
+    # UntrustworthyRunError (exit 3) read 'passed', and the report showed PASSED.
+    broken = create_scorer("broken").generate_score(lambda run: 1 / 0)
+    data = pd.DataFrame({"input": ["a", "b"], "output": ["x", "y"]})
+    out, store = tmp_path / "results.parquet", tmp_path / "scores.db"
+    with pytest.raises(UntrustworthyRunError) as raised:
+        run_evals(data, scorers=[broken], gates=[checks.excludes("BAD")], out=out, store=store)
+    why = raised.value.message
+    assert why.startswith("Scorer 'broken' failed on every item")
+    assert raised.value.result.summary.untrustworthy == why
+    for result in (EvalResult.read_parquet(out), read_result(store)):
+        assert result.summary.untrustworthy == why
+        page = report_html(result)
+        assert "UNTRUSTWORTHY" in page and "PASSED" not in page
+    text = summary_table(EvalResult.read_parquet(out), "run")
+    assert "verdict: UNTRUSTWORTHY (Scorer 'broken' failed on every item" in text
+    # a run that measured something says nothing of the kind
+    fine = run_evals(data, scorers=[create_scorer("fine").generate_score(lambda: 1.0)], out=out)
+    assert fine.summary.untrustworthy is None
+    assert EvalResult.read_parquet(out).summary.untrustworthy is None

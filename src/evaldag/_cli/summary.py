@@ -22,6 +22,7 @@ from evaldag._report.summary import (
     scorer_summaries,
     turn_summaries,
     verdict_explanation,
+    verdict_word,
 )
 from evaldag._results.eval_result import EvalResult
 from evaldag._results.item_columns import first_not_scorable, has_scorer, item_states
@@ -80,7 +81,8 @@ def summary_table(result: EvalResult, title: str) -> str:
             f"target model: {model.calls:,} calls, {model.total_tokens:,} tokens, "
             f"${model.cost_usd:.4f}"
         )
-    verdict = result.verdict.upper() if result.verdict else "none"
+    word = verdict_word(result)
+    verdict = word.upper() if word else "none"
     lines.append(f"verdict: {verdict} ({verdict_explanation(result)})")
     return "\n".join(lines)
 

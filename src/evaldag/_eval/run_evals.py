@@ -46,7 +46,7 @@ from evaldag._eval.streamed_batches import (
 )
 from evaldag._eval.telemetry import RunTelemetry, traced_result, traced_run
 from evaldag._eval.trials import ReducerSetting, with_trials
-from evaldag._eval.trust import checked_share, require_trustworthy
+from evaldag._eval.trust import checked_share, require_trustworthy, trust_marked
 from evaldag._graph.drivers import eval_driver
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._graph.render import full_picture
@@ -305,6 +305,7 @@ def run_evals(
             telemetry=telemetry,
             cluster=cluster,
             stored=stored,
+            max_error_share=max_error_share,
         )
         saved = _saved(
             result,
@@ -456,6 +457,7 @@ def _local_run(
     telemetry: RunTelemetry | None = None,
     cluster: ClusterBatches | None = None,
     stored: StoredParts | None = None,
+    max_error_share: float = 1.0,
 ) -> tuple[EvalResult, Unsaved]:
     """The eval here: the batches (``evaldag._eval.local_batches``; each on a worker of the
     ``cluster`` if one is given; read where they run from streamed Parquet data:
@@ -463,7 +465,9 @@ def _local_run(
     results files that could not be written. With ``out`` a directory, each batch's items go
     to their part there as it finishes, and the verdict's nodes read only the columns they
     need of a streamed run's items (which is all the result holds); with ``stored``, the store
-    takes each part as its batch is handed on, then the run's record."""
+    takes each part as its batch is handed on, then the run's record. What is written says
+    why the verdict cannot be trusted when it cannot (``max_error_share``, see
+    ``evaldag._eval.trust``)."""
     saved: Checkpoint | None = None
     directory = out if out is not None and is_results_directory(out) else None
     if (checkpoint is not None or directory is not None) and plan.turn_specs:
@@ -489,6 +493,7 @@ def _local_run(
             finished = finished_run(checkpoint, definition, dataset, resume)
             if finished is not None:
                 finished = finished.model_copy(update={"name": run_inputs["experiment_name"]})
+                finished = trust_marked(finished, max_error_share)
                 return finished, _out_written(finished, out)
             saved = Checkpoint(checkpoint, definition, resume)
         if cache_location(run_inputs["judge_cache"]) is None:
@@ -539,6 +544,7 @@ def _local_run(
     turns = {} if scored.turns is None else {"turns": scored.turns}
     inputs = {"items": scored.items, **turns, **measures.inputs(), **run_inputs}
     result = _result(dr, inputs, lambda: full_picture(dr, plan).source)
+    result = trust_marked(result, max_error_share)
     unsaved: Unsaved = []  # the results files that could not be written, and why
     written = str(checkpoint if directory is None else directory)
     if scored.checkpoint_error is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import pandas as pd
 
@@ -63,22 +64,22 @@ def _failed_share(
     return every if count == total else f"{every} and scored none ({unscorable} not scorable)"
 
 
-def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
-    """``result``, or an error when the target failed on every item, or a scorer or gate (a
-    conversation turn's too) on more than ``max_error_share`` of them or on every one it could
-    score; the error carries the result. The summary's target warnings are warned (run_evals'
-    caller sees them where the summary is not shown)."""
-    for warning in result.summary.target_warnings:
-        warnings.warn(warning, stacklevel=3)
+#: Why a run's verdict cannot be trusted, and the details its error carries.
+Problem = tuple[str, dict[str, Any]]
+
+
+def untrustworthy(result: EvalResult, max_error_share: float) -> Problem | None:
+    """Why ``result``'s verdict cannot be trusted, if it cannot: the target failed on every
+    item, or a scorer or gate (a conversation turn's too) on more than ``max_error_share`` of
+    them or on every one it could score, or nothing could be scored at all."""
     items, total, turns = result.items, result.summary.total_items, result.turns
     if total == 0:
-        return result
+        return None
     if result.summary.target_errors == total:
         label, message = _first(items["target_error"])
-        raise UntrustworthyRunError(
+        return (
             f"The target failed on every item ({total}); first, on item {label}: {message}",
-            result=result,
-            details={"item": label, "targetErrors": total},
+            {"item": label, "targetErrors": total},
         )
     too_many = []  # (whose, scorer id, how much it failed on, its errors by item)
     for sid in (d["id"] for d in result.scorers):
@@ -88,16 +89,18 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
     if turns is not None:
         too_many += _failing_turn_scorers(turns, max_error_share)
     if not too_many:
-        return _require_a_score(result)
+        return _nothing_scored(result)
     whose, sid, share, errors = too_many[0]
     label, message = _first(errors)
     others = [other for _, other, _, _ in too_many[1:]]
     also = f" (so did {', '.join(others)})" if others else ""
-    raise UntrustworthyRunError(
+    why = (
         f"{whose} failed on {share}{also}: its scores measure nothing. First error, on item "
-        f"{label}: {message}",
-        result=result,
-        details={
+        f"{label}: {message}"
+    )
+    return (
+        why,
+        {
             "scorerId": sid,
             "errors": int(errors.notna().sum()),
             "items": total,
@@ -105,6 +108,29 @@ def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResul
             "also": others,
         },
     )
+
+
+def trust_marked(result: EvalResult, max_error_share: float) -> EvalResult:
+    """``result``, its summary saying why its verdict cannot be trusted when it cannot
+    (``summary.untrustworthy``): the results files, the store and the report keep it, so that
+    none of them shows the verdict of a run that measured nothing as if it stood."""
+    problem = untrustworthy(result, max_error_share)
+    why = None if problem is None else problem[0]
+    summary = result.summary.model_copy(update={"untrustworthy": why})
+    return result.model_copy(update={"summary": summary})
+
+
+def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
+    """``result``, or ``UntrustworthyRunError`` carrying it when its verdict cannot be trusted
+    (:func:`untrustworthy`). The summary's target warnings are warned (run_evals' caller sees
+    them where the summary is not shown)."""
+    for warning in result.summary.target_warnings:
+        warnings.warn(warning, stacklevel=3)
+    problem = untrustworthy(result, max_error_share)
+    if problem is None:
+        return result
+    message, details = problem
+    raise UntrustworthyRunError(message, result=result, details=details)
 
 
 def _failing_turn_scorers(
@@ -125,10 +151,10 @@ def _failing_turn_scorers(
     return failing
 
 
-def _require_a_score(result: EvalResult) -> EvalResult:
-    """``result``, or an error when no scorer or gate (a turn's neither) gave a score on any
-    item: nothing was measured, most often for a setting the data does not meet (no
-    ``context=``, no ``ground_truth``), so the run is an error, not a verdict."""
+def _nothing_scored(result: EvalResult) -> Problem | None:
+    """Why nothing was measured, when no scorer or gate (a turn's neither) gave a score on any
+    item: most often a setting the data does not meet (no ``context=``, no ``ground_truth``),
+    so the run is an error, not a verdict."""
     items, turns = result.items, result.turns
     frames = [(items, [d["id"] for d in result.scorers], items.index)]
     if turns is not None:  # a turn row names its item in its "item" column
@@ -137,16 +163,15 @@ def _require_a_score(result: EvalResult) -> EvalResult:
     for frame, ids, item_labels in frames:
         for sid in ids:
             if item_states(frame, sid).scored.any():
-                return result
+                return None
             first = first_not_scorable(frame, sid)
             if first is not None:
                 position, reason = first
                 unscored.append(f"'{sid}' on item {item_labels[position]}: {reason}")
     if not unscored:  # errors only, below max_error_share: the error check's to judge
-        return result
-    raise UntrustworthyRunError(
+        return None
+    why = (
         f"Nothing in this run could be scored: no scorer or gate gave a score on any of its "
-        f"{result.summary.total_items} items. First reasons: {'; '.join(unscored[:3])}",
-        result=result,
-        details={"unscored": unscored},
+        f"{result.summary.total_items} items. First reasons: {'; '.join(unscored[:3])}"
     )
+    return why, {"unscored": unscored}

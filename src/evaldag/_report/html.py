@@ -33,6 +33,7 @@ from evaldag._report.summary import (
     scorer_summaries,
     turn_summaries,
     verdict_explanation,
+    verdict_word,
 )
 from evaldag._report.svg import histogram_svg, stages_svg
 from evaldag._report.text import escaped, number_text
@@ -97,8 +98,9 @@ def report_html(
 
 
 def _header(result: EvalResult, title: str, summaries: list[ScorerSummary]) -> str:
-    verdict = result.verdict or "none"
-    label = result.verdict.upper() if result.verdict else "NO VERDICT"
+    word = verdict_word(result)
+    verdict = "failed" if word == "untrustworthy" else word or "none"
+    label = word.upper() if word else "NO VERDICT"
     scorer_count = sum(s.role == "scorer" for s in summaries)
     gate_count = sum(s.role == "gate" for s in summaries)
     total = result.usage.get("total")

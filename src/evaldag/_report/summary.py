@@ -148,8 +148,18 @@ def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:
     return threshold_text(requirement)
 
 
+def verdict_word(result: EvalResult) -> str | None:
+    """The verdict as shown: ``untrustworthy`` for a run whose verdict cannot be trusted (it
+    measured nothing: ``summary.untrustworthy``), else ``passed``, ``scored``, ``failed``, or
+    None for no verdict."""
+    return "untrustworthy" if result.summary.untrustworthy else result.verdict
+
+
 def verdict_explanation(result: EvalResult) -> str:
-    """One line saying why the verdict is what it is (turns' gates and thresholds included)."""
+    """One line saying why the verdict is what it is (turns' gates and thresholds included),
+    or why it cannot be trusted."""
+    if result.summary.untrustworthy:
+        return f"{result.summary.untrustworthy} (the run is an error, not a verdict)"
     every = requirements(result)
     gates = [r for r in every if r.is_gate]
     thresholds = [r for r in every if not r.is_gate]

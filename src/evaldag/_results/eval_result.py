@@ -161,6 +161,12 @@ class Summary(_Model):
         description="Scorer and gate id → how its scores moved across the trials of "
         "run_evals(trials=N), N > 1; empty for one trial.",
     )
+    untrustworthy: str | None = Field(
+        default=None,
+        description="Why the verdict cannot be trusted, when it cannot: the target or a scorer "
+        "failed on every item (or on more than max_error_share of them), or nothing could be "
+        "scored; run_evals raised UntrustworthyRunError with this message.",
+    )
 
 
 class JudgeLimit(_Model):
