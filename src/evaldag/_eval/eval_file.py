@@ -98,6 +98,16 @@ def eval_data(definition: EvalDefinition) -> Any:
 
 #: The module-level names an eval file is read through.
 EVAL_NAMES = ("scorers", "gates", "target", "data", "columns")
+#: Settings of a run that change its verdict or cost, which an eval file cannot give: defined
+#: there, they were ignored (a max_error_share of 0.1 let a run with 30 % errors pass).
+RUN_SETTINGS = (
+    "trials",
+    "reducer",
+    "max_error_share",
+    "budget_usd",
+    "step_timeout",
+    "target_timeout",
+)
 
 
 def _require_known_names(spec: str, module: ModuleType, definition: EvalDefinition) -> None:
@@ -112,6 +122,11 @@ def _require_known_names(spec: str, module: ModuleType, definition: EvalDefiniti
         close = difflib.get_close_matches(name.lower(), EVAL_NAMES, n=1, cutoff=0.7)
         if name.lower() in ("threshold", "thresholds"):
             hint = "a threshold goes with its scorer: scorers = [scorer.with_threshold(0.7)]"
+        elif name in RUN_SETTINGS:
+            hint = (
+                f"it is a setting of the run: give --{name.replace('_', '-')} to 'evaldag run', "
+                f"or {name}= to run_evals"
+            )
         elif close and (not callable(value) or (close[0] == "target" and not definition.target)):
             # helper functions (target_fn, score_gate) are fine; a target left unset is not
             hint = f"did you mean {close[0]}?"
