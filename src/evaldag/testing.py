@@ -51,13 +51,16 @@ def assert_evals(result: EvalResult, *, min_pass_rate: float = 1.0) -> None:
             "INVALID_MIN_PASS_RATE",
             f"min_pass_rate must be a number from 0 to 1, got {min_pass_rate!r}",
         )
-    raise_failures([failure(result, r, min_pass_rate) for r in requirements(result)])
+    raise_failures(
+        [_untrustworthy(result), *(failure(result, r, min_pass_rate) for r in requirements(result))]
+    )
 
 
 def has_verdict(result: EvalResult, verdict: Verdict | None) -> None:
     """The run's verdict is ``verdict`` (``"passed"``, ``"scored"``, ``"failed"`` or None)."""
     if result.verdict != verdict:
         raise_failures([f"expected the verdict {verdict!r}, got {result.verdict!r}"])
+    raise_failures([_untrustworthy(result)])
 
 
 def score_above(result: EvalResult, name: str, minimum: float) -> None:
@@ -81,7 +84,7 @@ def passes_gates(result: EvalResult) -> None:
     gates = [r for r in requirements(result) if r.is_gate]
     if not gates:
         raise_failures(["expected gates, but the run has none"])
-    raise_failures([failure(result, gate) for gate in gates])
+    raise_failures([_untrustworthy(result), *(failure(result, gate) for gate in gates)])
 
 
 def passes_thresholds(result: EvalResult) -> None:
@@ -89,7 +92,14 @@ def passes_thresholds(result: EvalResult) -> None:
     thresholds = [r for r in requirements(result) if not r.is_gate]
     if not thresholds:
         raise_failures(["expected thresholds, but the run has none"])
-    raise_failures([failure(result, threshold) for threshold in thresholds])
+    raise_failures([_untrustworthy(result), *(failure(result, t) for t in thresholds)])
+
+
+def _untrustworthy(result: EvalResult) -> str | None:
+    """The line of a result whose verdict cannot be trusted (read back from what a run that
+    raised ``UntrustworthyRunError`` wrote), which no verdict assertion passes."""
+    why = result.summary.untrustworthy
+    return None if why is None else f"the run's verdict cannot be trusted: {why}"
 
 
 def _score(result: EvalResult, name: str) -> float:

@@ -1,0 +1,40 @@
+"""evaldag.testing's assertions on results read back from disk."""
+
+import pandas as pd
+import pytest
+
+from evaldag import EvalResult, UntrustworthyRunError, checks, create_scorer, run_evals
+from evaldag.testing import (
+    EvalAssertionError,
+    assert_evals,
+    has_verdict,
+    passes_gates,
+    passes_thresholds,
+)
+
+
+def test_a_result_that_cannot_be_trusted_passes_no_verdict_assertion(tmp_path):
+    # The run raised UntrustworthyRunError, but its results file read 'passed': a test that
+    # asserted on the file passed on a scorer that failed on every item.
+    broken = create_scorer("broken").generate_score(lambda run: 1 / 0)
+    out = tmp_path / "results.parquet"
+    with pytest.raises(UntrustworthyRunError):
+        run_evals(
+            pd.DataFrame({"input": ["a", "b"], "output": ["x", "y"]}),
+            scorers=[broken.with_threshold(0)],
+            gates=[checks.excludes("BAD")],
+            out=out,
+        )
+    result = EvalResult.read_parquet(out)
+    for check in (
+        assert_evals,
+        passes_gates,
+        lambda r: has_verdict(r, r.verdict),
+    ):
+        with pytest.raises(EvalAssertionError) as raised:
+            check(result)
+        assert raised.value.failures[0].startswith(
+            "the run's verdict cannot be trusted: Scorer 'broken' failed on every item"
+        )
+    with pytest.raises(EvalAssertionError, match="cannot be trusted"):
+        passes_thresholds(result)
