@@ -355,6 +355,20 @@ def test_report_of_a_missing_results_file(tmp_path, capsys):
     assert "results file" in err and "does not exist" in err
 
 
+def test_report_of_a_results_directory(tmp_path, capsys):
+    # 'evaldag run --out results/' writes a directory, which 'evaldag report' called missing.
+    eval_file = _write_eval(tmp_path, scorers="exact.with_threshold(0.5)")
+    results = tmp_path / "results"
+    code, _, err = _main(
+        capsys, "run", eval_file, "--data", _write_data(tmp_path), "--out", results
+    )
+    assert code == 0, err
+    code, out, err = _main(capsys, "report", results)
+    assert code == 0, err
+    assert out.strip() == f"report: {tmp_path / 'report.html'}"
+    assert "PASSED" in (tmp_path / "report.html").read_text()
+
+
 def test_report_out_never_replaces_its_results_nor_unless_forced_a_file_not_a_report(
     tmp_path, capsys
 ):

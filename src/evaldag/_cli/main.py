@@ -252,7 +252,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "results",
         metavar="RESULTS",
-        help="a results .parquet file, or a score store: a SQLite file or a database URL",
+        help="a results .parquet file or directory, or a score store: a SQLite file or a "
+        "database URL",
     )
     report.add_argument(
         "--experiment",
@@ -507,7 +508,8 @@ def _report_command(args: argparse.Namespace) -> int:
 
     url = "://" in args.results
     results = Path("report.html" if url else args.results)
-    if not url and not results.is_file():
+    # a results directory (``--out results/``) is read as its single file would be
+    if not url and not (results.is_file() or results.is_dir()):
         raise EvalDagError(
             "INVALID_RESULTS_FILE",
             f"results file '{results}' does not exist",
