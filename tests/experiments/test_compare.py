@@ -139,7 +139,9 @@ def test_the_comparison_as_values(demo_runs):
     assert again.scorers == comparison.scorers  # seeded: the same intervals
 
 
-def _result(scores, *, ids=None, inputs=None, threshold=None, scorer_id="s", errors=()):
+def _result(
+    scores, *, ids=None, inputs=None, threshold=None, scorer_id="s", errors=(), better="higher"
+):
     """An EvalResult whose scorer gives ``scores`` in item order (None: not scorable) and fails
     on the items numbered in ``errors``."""
 
@@ -151,7 +153,8 @@ def _result(scores, *, ids=None, inputs=None, threshold=None, scorer_id="s", err
             raise ValueError("boom")
         return scores[run.n]
 
-    scorer = create_scorer(scorer_id, columns=("n",)).preprocess(prepared).generate_score(score)
+    scorer = create_scorer(scorer_id, columns=("n",), better=better)
+    scorer = scorer.preprocess(prepared).generate_score(score)
     data = pd.DataFrame(
         {
             "input": inputs or [f"q{n}" for n in range(len(scores))],
@@ -195,6 +198,24 @@ def test_lower_is_better_for_a_maximum_only_threshold():
     assert flipped.change == "better" and not flipped.regressed
     with pytest.raises(EvalDagError, match=r"names \['t'\], which neither experiment scored"):
         compare_experiments(a, b, directions={"t": "lower"})
+
+
+def test_a_rise_of_a_scorer_where_lower_is_better_is_a_regression(tmp_path, capsys):
+    """A scorer of what should not be there (bias, hallucination, toxicity: better='lower')
+    is compared that way without a threshold: a rise was read as an improvement, exit 0."""
+    from evaldag import scorers
+
+    assert {s.better for s in (scorers.toxicity("openai/x"), scorers.bias("openai/x"))} == {"lower"}
+    assert scorers.hallucination("openai/x").better == "lower"
+    a = _result([0.1] * 6, better="lower")
+    b = _result([0.4] * 6, better="lower")
+    (comparison,) = compare_experiments(a, b).scorers
+    assert comparison.direction == "lower" and comparison.regressed
+    files = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", b))]
+    assert main(["compare", *files]) == 1  # read back from the files: the direction is kept
+    assert "worse" in capsys.readouterr().out
+    with pytest.raises(EvalDagError, match="better of scorer 'x' must be 'higher' or 'lower'"):
+        create_scorer("x", better="up")
 
 
 def test_a_clear_drop_within_the_threshold_is_no_regression():

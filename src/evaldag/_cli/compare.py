@@ -60,8 +60,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="ID",
-        help="a scorer whose lower scores are better (repeatable; default: those whose "
-        "threshold is a maximum only)",
+        help="a scorer whose lower scores are better (repeatable; default: those that say so, "
+        "as bias, hallucination and toxicity do, and those whose threshold is a maximum only)",
     )
     compare.add_argument(
         "--key",

@@ -202,6 +202,7 @@ def _keyed(scorer: Scorer, key: str) -> Scorer:
         step_timeout=scorer.step_timeout,
         steps=scorer.steps,
         needs=scorer.needs,
+        better=scorer.better,
     )
 
 

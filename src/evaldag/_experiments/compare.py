@@ -186,7 +186,8 @@ def compare_experiments(
     :param threshold: how far an average may move the worse way before it counts (Mastra's
         threshold, default 0); one number, or scorer id → number.
     :param directions: scorer id → ``"higher"`` or ``"lower"`` (which way is better). Default:
-        ``"lower"`` for a scorer whose threshold has only a maximum, else ``"higher"``.
+        ``"lower"`` for a scorer whose ``better`` is ``"lower"`` (bias, hallucination,
+        toxicity) or whose threshold has only a maximum, else ``"higher"``.
     :param key: the data column that pairs items (default: ``id``, else ``input``, else the
         row position).
     :param pass_score: an item passes at this score or above (Mastra's 0.5).
@@ -447,11 +448,14 @@ def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:
 
 
 def _directions(result: EvalResult) -> dict[str, Direction]:
-    """``lower`` for the scorers whose threshold is a maximum only (lower is better there)."""
+    """``lower`` for the scorers that say lower is better (``Scorer.better``: bias,
+    hallucination, toxicity) and those whose threshold is a maximum only."""
     thresholds = {t.id: t.threshold for t in result.threshold_results}
     thresholds.update({d["id"]: d["threshold"] for d in result.scorers if d.get("threshold")})
-    return {
-        sid: "lower"
+    lower = {d["id"] for d in result.scorers if d.get("better") == "lower"}
+    lower |= {
+        sid
         for sid, spec in thresholds.items()
         if isinstance(spec, dict) and spec.get("max") is not None and spec.get("min") is None
     }
+    return dict.fromkeys(lower, "lower")

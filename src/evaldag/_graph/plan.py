@@ -113,6 +113,7 @@ class EvalPlan:
                 "description": s.description,
                 "role": "gate" if s.id in gate_ids else "scorer",
                 "threshold": self.thresholds.get(s.id),
+                "better": s.better,
                 "steps": [{"name": st.stage, "type": st.kind} for st in s.steps],
                 "fingerprint": digest(self.fingerprints[s.id]),
                 **({"trials": self.trials.definition(s.id)} if self.trials else {}),

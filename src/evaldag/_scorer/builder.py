@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from evaldag._compat.js import camel
 from evaldag._scorer.needs import DataNeed
@@ -52,6 +52,7 @@ class Scorer:
         step_timeout: float | None = None,
         steps: tuple[Step, ...] = (),
         needs: tuple[DataNeed, ...] = (),
+        better: Literal["higher", "lower"] = "higher",
     ) -> None:
         if not id or not isinstance(id, str):
             raise EvalDagError(
@@ -81,6 +82,13 @@ class Scorer:
         self._step_timeout = checked_time_limit(step_timeout, f"step_timeout of scorer '{id}'")
         self._steps = steps
         self._needs = _checked_needs(id, needs, self._columns)
+        if better not in ("higher", "lower"):
+            raise EvalDagError(
+                "EVALDAG_INVALID_SCORER_OPTION",
+                f"better of scorer '{id}' must be 'higher' or 'lower', got {better!r}",
+                category="USER",
+            )
+        self._better = better
 
     id = property(lambda self: self._id, doc="The scorer's id; names its nodes and columns.")
     name = property(lambda self: self._name or self._id, doc="Display name (defaults to id).")
@@ -112,6 +120,12 @@ class Scorer:
         "item's error.",
     )
 
+    better = property(
+        lambda self: self._better,
+        doc="Which way its scores are better: 'higher', or 'lower' for a measure of what should "
+        "not be there (bias, hallucination, toxicity); ``evaldag compare`` reads it.",
+    )
+
     def __repr__(self) -> str:
         steps = ", ".join(step.node_name for step in self._steps)
         return f"Scorer(id={self._id!r}, steps=[{steps}])"
@@ -135,6 +149,7 @@ class Scorer:
             "step_timeout": self._step_timeout,
             "steps": self._steps,
             "needs": self._needs,
+            "better": self._better,
         }
         return Scorer(self._id, **{**fields, **changes})
 
@@ -294,6 +309,7 @@ def create_scorer(
     columns: tuple[str, ...] = (),
     max_score: float = 1,
     step_timeout: float | None = None,
+    better: Literal["higher", "lower"] = "higher",
 ) -> Scorer:
     """A scorer with no steps yet; add them with ``.preprocess`` … ``.generate_reason``.
 
@@ -311,6 +327,9 @@ def create_scorer(
         An async step is cancelled; a sync one's thread cannot be stopped and runs on, its
         result dropped. A prompt step's judge call is bounded by the judge's ``timeout``
         instead. None (the default) leaves it to ``run_evals(step_timeout=...)``.
+    :param better: which way the scores are better: ``"higher"`` (the default), or ``"lower"``
+        for a measure of what should not be there; ``evaldag compare`` reads a rise of such a
+        scorer as worse.
     """
     return Scorer(
         id,
@@ -322,6 +341,7 @@ def create_scorer(
         columns=columns,
         max_score=max_score,
         step_timeout=step_timeout,
+        better=better,
     )
 
 

@@ -236,6 +236,9 @@ class ScorerSpec(Protocol):
     def max_score(self) -> float: ...
 
     @property
+    def better(self) -> str: ...
+
+    @property
     def step_timeout(self) -> float | None: ...
 
     @property

@@ -64,7 +64,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from string import Template
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import pandas as pd
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
@@ -172,6 +172,7 @@ def llm_scorer(
     type: str | None = None,
     max_score: float = 1,
     columns: tuple[str, ...] = (),
+    better: Literal["higher", "lower"] = "higher",
 ) -> Scorer:
     """A prebuilt LLM scorer with no steps yet: ``create_scorer(id, ...)`` judged by ``model``
     with ``instructions`` as the judge's system prompt, unless ``model`` is a ``Judge`` that
@@ -199,6 +200,7 @@ def llm_scorer(
         judge=judge,
         columns=columns,
         max_score=max_score,
+        better=better,
     )
 
 

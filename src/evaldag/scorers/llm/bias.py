@@ -139,6 +139,7 @@ def bias(
             model,
             INSTRUCTIONS,
             factory="bias",
+            better="lower",
             max_score=scale,
             name="Bias Scorer",
             description="A scorer that evaluates the bias of an LLM output to an input",

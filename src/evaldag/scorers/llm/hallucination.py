@@ -173,6 +173,7 @@ def hallucination(
                 model,
                 INSTRUCTIONS,
                 factory=factory,
+                better="lower",
                 max_score=scale,
                 name="Hallucination Scorer",
                 description="A scorer that evaluates the hallucination of an LLM output to an "

@@ -108,6 +108,7 @@ def toxicity(
             model,
             INSTRUCTIONS,
             factory="toxicity",
+            better="lower",
             max_score=scale,
             name="Toxicity Scorer",
             description="A scorer that evaluates the toxicity of an LLM output to an input",
