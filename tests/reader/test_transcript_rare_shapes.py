@@ -215,6 +215,8 @@ def test_pydantic_ai_builtin_tools_that_failed_are_errors():
     to pydantic-ai) as the provider's own record in its content: both are errors, as they are
     in the provider's own messages."""
     from anthropic.types.beta import (
+        BetaBashCodeExecutionResultBlock,
+        BetaBashCodeExecutionToolResultBlock,
         BetaMCPToolResultBlock,
         BetaMCPToolUseBlock,
         BetaServerToolUseBlock,
@@ -277,6 +279,23 @@ def test_pydantic_ai_builtin_tools_that_failed_are_errors():
     assert read_parts(
         code, _map_code_execution_result(result, "google-gla", code.tool_call_id)
     ) == (["code_execution"], [True], ["output-error"])
+    bash = BetaServerToolUseBlock(
+        type="server_tool_use",
+        id="srvtoolu_2",
+        name="bash_code_execution",
+        input={"command": "make"},
+    )
+    exited = BetaBashCodeExecutionToolResultBlock(
+        type="bash_code_execution_tool_result", tool_use_id="srvtoolu_2",
+        content=BetaBashCodeExecutionResultBlock(
+            type="bash_code_execution_result", content=[], return_code=2, stderr="no rule",
+            stdout="",
+        ),
+    )  # fmt: skip
+    assert read_parts(
+        anthropic_tools.map_server_tool_use_block(bash, "anthropic"),
+        anthropic_tools.map_bash_code_execution_tool_result_block(exited, "anthropic"),
+    )[1:] == ([True], ["output-error"])
     # an MCP call that failed, as pydantic-ai's ElevenLabs agents record it: outcome 'failed'
     call = NativeToolCallPart(tool_name="mcp_server:db", args={}, tool_call_id="t1")
     failed = NativeToolReturnPart(
@@ -342,3 +361,94 @@ def test_openai_chat_completion_object_and_legacy_function_calling():
         ),
     ]
     assert read(answered) == (["delete_db"], [False], ["result"])
+
+
+def test_code_that_exited_non_zero_is_a_failed_call_for_every_provider():
+    """Anthropic's code execution results and OpenAI's shell outputs carry an exit code: a
+    non-zero one (or a timeout) fails the call, as Gemini's ``OUTCOME_FAILED`` does."""
+    from anthropic.types import (
+        BashCodeExecutionResultBlock,
+        BashCodeExecutionToolResultBlock,
+        CodeExecutionResultBlock,
+        CodeExecutionToolResultBlock,
+        ServerToolUseBlock,
+    )
+    from openai.types.responses import (
+        ResponseFunctionShellToolCall,
+        ResponseFunctionShellToolCallOutput,
+    )
+    from openai.types.responses.response_function_shell_tool_call import Action
+    from openai.types.responses.response_function_shell_tool_call_output import (
+        Output,
+        OutputOutcomeExit,
+        OutputOutcomeTimeout,
+    )
+
+    def ran(id: str, name: str) -> ServerToolUseBlock:
+        return ServerToolUseBlock(id=id, name=name, input={"command": "x"}, type="server_tool_use")
+
+    def python(id: str, return_code: int, stdout: str) -> CodeExecutionToolResultBlock:
+        return CodeExecutionToolResultBlock(
+            tool_use_id=id, type="code_execution_tool_result",
+            content=CodeExecutionResultBlock(
+                content=[], return_code=return_code, stderr="", stdout=stdout,
+                type="code_execution_result",
+            ),
+        )  # fmt: skip
+
+    blocks = [
+        ran("b1", "bash_code_execution"),
+        BashCodeExecutionToolResultBlock(
+            tool_use_id="b1", type="bash_code_execution_tool_result",
+            content=BashCodeExecutionResultBlock(
+                content=[], return_code=127, stderr="ls: not found", stdout="",
+                type="bash_code_execution_result",
+            ),
+        ),
+        ran("b2", "code_execution"),
+        python("b2", 1, "Traceback: boom"),
+        ran("b3", "code_execution"),
+        python("b3", 0, "ok"),
+    ]  # fmt: skip
+    message = {"role": "assistant", "content": [b.model_dump(mode="json") for b in blocks]}
+    run = ScorerRun(input="q", output=[message])
+    invocations = tool_invocations(run.output)
+    assert [i["state"] for i in invocations] == ["output-error", "output-error", "result"]
+    assert [i.get("errorText") for i in invocations] == ["ls: not found", "Traceback: boom", None]
+    assert checks.no_tool_errors().run(input="q", output=[message]).score == 0
+
+    def shell(call_id: str, *outputs: Output) -> list[dict[str, Any]]:
+        items = [
+            ResponseFunctionShellToolCall(
+                id=f"sh_{call_id}", call_id=call_id, type="shell_call", status="completed",
+                action=Action(commands=["make test"], max_output_length=None, timeout_ms=None),
+            ),
+            ResponseFunctionShellToolCallOutput(
+                id=f"sho_{call_id}", call_id=call_id, type="shell_call_output",
+                status="completed", output=list(outputs),
+            ),
+        ]  # fmt: skip
+        return [item.model_dump(mode="json") for item in items]
+
+    exited = Output(
+        outcome=OutputOutcomeExit(type="exit", exit_code=2), stderr="3 failed", stdout=""
+    )
+    timed_out = Output(outcome=OutputOutcomeTimeout(type="timeout"), stderr="", stdout="slow")
+    passed = Output(outcome=OutputOutcomeExit(type="exit", exit_code=0), stderr="", stdout="ok")
+    output = [*shell("c1", exited), *shell("c2", timed_out), *shell("c3", passed)]
+    run = ScorerRun(input="q", output=output)
+    invocations = tool_invocations(run.output)
+    assert [i["state"] for i in invocations] == ["output-error", "output-error", "result"]
+    assert [i.get("errorText") for i in invocations] == ["3 failed", "slow", None]
+
+
+def test_an_incomplete_openai_mcp_call_is_a_failed_call():
+    """An ``mcp_call`` whose status is ``incomplete`` did not finish, as OpenAI's other tools'
+    ``incomplete`` calls: an error, not a success without a result."""
+    from openai.types.responses.response_output_item import McpCall
+
+    item = McpCall(
+        id="mcp_1", arguments="{}", name="deploy", server_label="ops", type="mcp_call",
+        status="incomplete",
+    )  # fmt: skip
+    assert read([item.model_dump(mode="json")]) == (["deploy"], [True], ["output-error"])

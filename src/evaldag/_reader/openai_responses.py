@@ -4,7 +4,8 @@ items of a response's ``output`` and a request's ``input`` (``message`` items ar
 Each item becomes its own message; a call waits for the ``*_output`` item that answers its
 ``call_id``. OpenAI's own tools (web and file search, code interpreter, image generation, MCP)
 record call and outcome in one item: a call in state ``result``, or ``output-error`` when the
-item's status is ``failed`` or it carries an ``error``.
+item's status is ``failed`` or ``incomplete`` or it carries an ``error``. A shell call's output
+is an error when a command exited non-zero or timed out.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from evaldag._reader.problems import malformed
+from evaldag._reader.problems import brief, malformed
 from evaldag._reader.transcript import Place, arguments, reasoning_part, result_value
 
 Reader = Callable[[Mapping[str, Any], Place], None]
@@ -40,6 +41,33 @@ def _custom_call(item: Mapping[str, Any], at: Place) -> None:
 
 def _output(item: Mapping[str, Any], at: Place) -> None:
     _answer(item, at, item.get("call_id"), failed=item.get("status") == "failed")
+
+
+def _shell_output(item: Mapping[str, Any], at: Place) -> None:
+    """``shell_call_output``: its chunks' outcomes; one that exited non-zero or timed out makes
+    the call an error (its ``stderr``, else its ``stdout``)."""
+    chunks = item.get("output")
+    if not isinstance(chunks, list | tuple):
+        raise malformed(f"{at.path}.output", f"must be a list of chunks, got {brief(chunks)}")
+    failed = []
+    for k, chunk in enumerate(chunks):
+        outcome = chunk.get("outcome") if isinstance(chunk, Mapping) else None
+        if not isinstance(outcome, Mapping) or outcome.get("type") not in ("exit", "timeout"):
+            raise malformed(
+                f"{at.path}.output[{k}].outcome",
+                f"is {brief(outcome)}; a shell output's outcome has a type exit or timeout",
+            )
+        if outcome["type"] == "timeout" or outcome.get("exit_code") != 0:
+            failed.append(chunk)
+    error = "\n".join(c.get("stderr") or c.get("stdout") or "" for c in failed).strip()
+    at.transcript.answer(
+        item.get("call_id"),
+        None,
+        f"{at.path}.call_id",
+        result=chunks,
+        error=error or None,
+        failed=bool(failed) or item.get("status") == "failed",
+    )
 
 
 def _local_shell_output(item: Mapping[str, Any], at: Place) -> None:
@@ -77,7 +105,7 @@ def _waiting(name: str, args: str) -> Reader:
 
 
 def _mcp_call(item: Mapping[str, Any], at: Place) -> None:
-    failed = bool(item.get("error")) or item.get("status") == "failed"
+    failed = bool(item.get("error")) or item.get("status") in ("failed", "incomplete")
     output = result_value(item.get("output"))
     _ran(item, at, item.get("name"), arguments(item.get("arguments")), result=output, failed=failed)
 
@@ -154,7 +182,7 @@ ITEMS: dict[str, Reader] = {
     "local_shell_call": _waiting("local_shell", "action"),
     "local_shell_call_output": _local_shell_output,
     "shell_call": _waiting("shell", "action"),
-    "shell_call_output": _output,
+    "shell_call_output": _shell_output,
     "apply_patch_call": _waiting("apply_patch", "operation"),
     "apply_patch_call_output": _output,
     "mcp_call": _mcp_call,

@@ -313,15 +313,24 @@ def _anthropic_result(part: Mapping[str, Any], path: str, at: Place) -> Parts:
 
 def _server_result(part: Mapping[str, Any], path: str, at: Place) -> Parts:
     """Anthropic's result of a server tool: an error when its content's type ends in
-    ``_error`` (``web_search_tool_result_error`` ...)."""
+    ``_error`` (``web_search_tool_result_error`` ...), or when the code it ran exited with a
+    non-zero ``return_code`` (its error: ``stderr``, else ``stdout``)."""
     content = part.get("content")
     kind = content.get("type") if isinstance(content, Mapping) else None
+    exited, error = False, None
+    if isinstance(content, Mapping) and str(kind).endswith("code_execution_result"):
+        code = content.get("return_code")
+        if not isinstance(code, int):
+            raise malformed(f"{path}.content.return_code", f"must be an int, got {brief(code)}")
+        exited = code != 0
+        error = (content.get("stderr") or content.get("stdout") or None) if exited else None
     at.transcript.answer(
         part.get("tool_use_id"),
         None,
         f"{path}.tool_use_id",
         result=content,
-        failed=isinstance(kind, str) and kind.endswith("_error"),
+        error=error,
+        failed=exited or (isinstance(kind, str) and kind.endswith("_error")),
     )
     return []
 

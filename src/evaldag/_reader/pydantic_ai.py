@@ -129,14 +129,17 @@ def _builtin_return(part: Mapping[str, Any], path: str, at: Place) -> None:
 def _provider_failed(content: Any) -> bool:
     """Whether a built-in tool's content (the provider's own record, which pydantic-ai keeps as
     it came) says the tool failed, as evaldag reads that provider's messages: Anthropic's
-    ``*_error`` content types and MCP ``is_error``, OpenAI's ``status`` ``failed`` or
-    ``incomplete``, Gemini's code execution ``outcome`` other than ``OUTCOME_OK``."""
+    ``*_error`` content types, MCP ``is_error`` and code execution ``return_code`` other than
+    0, OpenAI's ``status`` ``failed`` or ``incomplete``, Gemini's code execution ``outcome``
+    other than ``OUTCOME_OK``."""
     if not isinstance(content, Mapping):
         return False
     kind, outcome = content.get("type"), content.get("outcome")
+    exited = isinstance(kind, str) and kind.endswith("code_execution_result")
     return (
         content.get("is_error") is True
         or (isinstance(kind, str) and kind.endswith("_error"))
+        or (exited and content.get("return_code") != 0)
         or content.get("status") in ("failed", "incomplete")
         or (isinstance(outcome, str) and outcome.startswith("OUTCOME_") and outcome != "OUTCOME_OK")
     )
