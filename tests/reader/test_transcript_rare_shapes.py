@@ -452,3 +452,45 @@ def test_an_incomplete_openai_mcp_call_is_a_failed_call():
         status="incomplete",
     )  # fmt: skip
     assert read([item.model_dump(mode="json")]) == (["deploy"], [True], ["output-error"])
+
+
+def test_gemini_server_side_tool_calls_are_calls_answered_by_their_tool_responses():
+    """Gemini 3's ``tool_call`` / ``tool_response`` parts record a tool Google ran (search, URL
+    context, file search): a call of its tool type, answered by the response of its id."""
+    from google.genai import types
+
+    content = types.Content(
+        role="model",
+        parts=[
+            types.Part(
+                tool_call=types.ToolCall(
+                    id="t1", tool_type=types.ToolType.GOOGLE_SEARCH_WEB, args={"query": "Paris"}
+                )
+            ),
+            types.Part(
+                tool_response=types.ToolResponse(
+                    id="t1", tool_type=types.ToolType.GOOGLE_SEARCH_WEB, response={"hits": 3}
+                )
+            ),
+            types.Part(
+                tool_call=types.ToolCall(id="t2", tool_type=types.ToolType.URL_CONTEXT, args={})
+            ),
+            types.Part(
+                tool_response=types.ToolResponse(
+                    id="t2", tool_type=types.ToolType.URL_CONTEXT, response={"error": "404"}
+                )
+            ),
+            types.Part(text="It is sunny."),
+        ],
+    )
+    for dump in ({"by_alias": True}, {}):  # the REST JSON and the SDK's snake_case
+        output = [content.model_dump(mode="json", exclude_none=True, **dump)]
+        assert read(output) == (
+            ["google_search_web", "url_context"],
+            [False, True],
+            ["result", "result"],
+        )
+    assert read([content])[0] == ["google_search_web", "url_context"]
+    run = ScorerRun(input="q", output=[content])
+    assert tool_invocations(run.output)[0]["result"] == {"hits": 3}
+

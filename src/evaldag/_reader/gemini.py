@@ -5,7 +5,9 @@
 A ``functionResponse`` answers its call by ``id``, or (Gemini often records none) the first
 waiting call of the same name; its result is the response's ``output`` or ``result`` (as
 google-genai writes it), and a response ``{"error": ...}`` is an error, as in Mastra. Code
-execution is a call of ``code_execution`` whose result is the next ``codeExecutionResult``. A
+execution is a call of ``code_execution`` whose result is the next ``codeExecutionResult``; a
+server-side ``toolCall`` is a call of its ``toolType`` in lower case (``google_search_web`` ...)
+answered by the ``toolResponse`` of its ``id``. A
 ``GenerateContentResponse`` is its candidate's content, after the calls google-genai's automatic
 function calling made (its ``automatic_function_calling_history``).
 """
@@ -26,7 +28,15 @@ _METADATA = frozenset(
 )
 _MEDIA = frozenset({"inlineData", "fileData"})
 _READ = frozenset(
-    {"text", "functionCall", "functionResponse", "executableCode", "codeExecutionResult"}
+    {
+        "text",
+        "functionCall",
+        "functionResponse",
+        "executableCode",
+        "codeExecutionResult",
+        "toolCall",
+        "toolResponse",
+    }
 )
 _KNOWN = _METADATA | _MEDIA | _READ
 _CODE = "code_execution"
@@ -156,6 +166,16 @@ def _part(part: Mapping[str, Any], path: str, at: Place) -> list[dict[str, Any]]
             value.get("id"), value.get("name"), path, result=_response(value.get("response"))
         )
         return None
+    if field == "toolCall":
+        call = at.transcript.call(
+            _server_tool(value, f"{path}.toolCall"), value.get("args") or {}, value.get("id"),
+            path, default_id=at.default_id(), providerExecuted=True,
+        )  # fmt: skip
+        return [call]
+    if field == "toolResponse":
+        name = _server_tool(value, f"{path}.toolResponse")
+        at.transcript.answer(value.get("id"), name, path, result=value.get("response"))
+        return None
     if field == "executableCode":
         code = {"code": value.get("code"), "language": value.get("language")}
         call = at.transcript.call(
@@ -172,6 +192,17 @@ def _part(part: Mapping[str, Any], path: str, at: Place) -> list[dict[str, Any]]
         failed=outcome not in ("OUTCOME_OK", None),
     )
     return None
+
+
+def _server_tool(value: Mapping[str, Any], path: str) -> str:
+    """The name of the Gemini tool a ``toolCall`` / ``toolResponse`` ran on Google's side: its
+    ``toolType`` in lower case (``google_search_web``, ``url_context``, ``file_search`` ...)."""
+    kind = value.get("toolType")
+    if not isinstance(kind, str) or not kind or kind == "TOOL_TYPE_UNSPECIFIED":
+        raise malformed(
+            f"{path}.toolType", f"is {kind!r}; a server-side tool call names its tool type"
+        )
+    return kind.lower()
 
 
 def _response(response: Any) -> Any:
