@@ -494,3 +494,43 @@ def test_gemini_server_side_tool_calls_are_calls_answered_by_their_tool_response
     run = ScorerRun(input="q", output=[content])
     assert tool_invocations(run.output)[0]["result"] == {"hits": 3}
 
+
+def test_openai_tool_search_and_programs_are_calls_answered_by_their_outputs():
+    """``tool_search_call`` and ``program`` (programmatic tool calling) are answered by their
+    ``tool_search_output`` / ``program_output`` items; an ``incomplete`` output is an error. A
+    program's own function calls are items of their own, read as the calls they are."""
+    from openai.types.responses import (
+        FunctionTool,
+        ResponseFunctionToolCall,
+        ResponseToolSearchCall,
+        ResponseToolSearchOutputItem,
+    )
+    from openai.types.responses.response_function_tool_call import CallerProgram
+    from openai.types.responses.response_output_item import Program, ProgramOutput
+
+    weather = FunctionTool(name="get_weather", parameters={}, strict=True, type="function")
+    items = [
+        ResponseToolSearchCall(
+            id="ts_1", call_id="tsc_1", arguments={"query": "weather"}, execution="server",
+            status="completed", type="tool_search_call",
+        ),
+        ResponseToolSearchOutputItem(
+            id="tso_1", call_id="tsc_1", execution="server", status="completed",
+            tools=[weather], type="tool_search_output",
+        ),
+        Program(id="p_1", call_id="pc_1", code="await get_weather()", fingerprint="f",
+                type="program"),
+        ResponseFunctionToolCall(
+            id="fc_1", call_id="fc_1", name="get_weather", arguments="{}", type="function_call",
+            caller=CallerProgram(caller_id="pc_1", type="program"),
+        ),
+        ProgramOutput(id="po_1", call_id="pc_1", result="timed out", status="incomplete",
+                      type="program_output"),
+    ]  # fmt: skip
+    output = [item.model_dump(mode="json") for item in items]
+    tools, errors, states = read(output)
+    assert tools == ["tool_search", "program", "get_weather"]
+    assert errors == [False, True, True]  # the program failed; its call was never answered
+    assert states == ["result", "output-error", "call"]
+    run = ScorerRun(input="q", output=output)
+    assert tool_invocations(run.output)[0]["result"][0]["name"] == "get_weather"

@@ -151,6 +151,40 @@ def _reasoning(item: Mapping[str, Any], at: Place) -> None:
     at.transcript.add("assistant", parts, id=item.get("id"), index=at.index, reasoning=text)
 
 
+def _tool_search(item: Mapping[str, Any], at: Place) -> None:
+    """``tool_search_call``: a search for tools to load, answered by its ``tool_search_output``
+    (by ``call_id``, or without one the next output)."""
+    _call(item, at, "tool_search", item.get("arguments"), item.get("call_id"))
+
+
+def _tool_search_output(item: Mapping[str, Any], at: Place) -> None:
+    """``tool_search_output``: the tools the search loaded; ``incomplete`` is an error."""
+    at.transcript.answer(
+        item.get("call_id"),
+        "tool_search",
+        f"{at.path}.call_id",
+        result=item.get("tools"),
+        failed=item.get("status") == "incomplete",
+    )
+
+
+def _program(item: Mapping[str, Any], at: Place) -> None:
+    """``program``: JavaScript code run by programmatic tool calling (the function calls it makes
+    are items of their own), answered by its ``program_output``."""
+    _call(item, at, "program", {"code": item.get("code")}, item.get("call_id"))
+
+
+def _program_output(item: Mapping[str, Any], at: Place) -> None:
+    """``program_output``: a program's ``result``; ``incomplete`` is an error."""
+    at.transcript.answer(
+        item.get("call_id"),
+        None,
+        f"{at.path}.call_id",
+        result=result_value(item.get("result")),
+        failed=item.get("status") == "incomplete",
+    )
+
+
 def _reference(item: Mapping[str, Any], at: Place) -> None:
     raise malformed(
         at.path,
@@ -185,6 +219,10 @@ ITEMS: dict[str, Reader] = {
     "shell_call_output": _shell_output,
     "apply_patch_call": _waiting("apply_patch", "operation"),
     "apply_patch_call_output": _output,
+    "tool_search_call": _tool_search,
+    "tool_search_output": _tool_search_output,
+    "program": _program,
+    "program_output": _program_output,
     "mcp_call": _mcp_call,
     "mcp_list_tools": _tools_listed,
     "mcp_approval_request": _mcp_approval_request,
