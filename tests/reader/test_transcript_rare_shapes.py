@@ -534,3 +534,50 @@ def test_openai_tool_search_and_programs_are_calls_answered_by_their_outputs():
     assert states == ["result", "output-error", "call"]
     run = ScorerRun(input="q", output=output)
     assert tool_invocations(run.output)[0]["result"][0]["name"] == "get_weather"
+
+
+def test_anthropic_tool_listings_fallbacks_and_compactions_are_kept_not_refused():
+    """An MCP server's ``mcp_tool_listing``, a ``fallback`` marker (one model declined, the next
+    continues) and a ``compaction`` summary of earlier turns hold no call and no text of the
+    reply: they are kept in the message as given, and the calls and text around them read."""
+    from anthropic.types.beta import (
+        BetaCompactionBlock,
+        BetaFallbackBlock,
+        BetaFallbackInfo,
+        BetaFallbackRefusalTrigger,
+        BetaMCPTool,
+        BetaMCPToolListingBlock,
+        BetaMCPToolResultBlock,
+        BetaMCPToolUseBlock,
+        BetaTextBlock,
+    )
+
+    from evaldag.transcripts import get_assistant_message
+
+    blocks = [
+        BetaCompactionBlock(type="compaction", content="The user asked about the users table."),
+        BetaMCPToolListingBlock(
+            type="mcp_tool_listing", mcp_server_name="db",
+            tools=[BetaMCPTool(name="count_users", input_schema={"type": "object"})],
+        ),
+        BetaFallbackBlock.model_validate({
+            "type": "fallback", "from": BetaFallbackInfo(model="claude-opus-4-1"),
+            "to": BetaFallbackInfo(model="claude-sonnet-4-5"),
+            "trigger": BetaFallbackRefusalTrigger(type="refusal"),
+        }),
+        BetaMCPToolUseBlock(
+            type="mcp_tool_use", id="m1", name="count_users", server_name="db", input={}
+        ),
+        BetaMCPToolResultBlock(type="mcp_tool_result", tool_use_id="m1", is_error=False,
+                               content="42"),
+        BetaTextBlock(type="text", text="There are 42 users."),
+    ]  # fmt: skip
+    message = {
+        "role": "assistant",
+        "content": [b.model_dump(mode="json", by_alias=True) for b in blocks],
+    }
+    assert read([message]) == (["count_users"], [False], ["result"])
+    run = ScorerRun(input="q", output=[message])
+    assert get_assistant_message(run.output) == "There are 42 users."
+    kinds = [part["type"] for part in run.output[0]["content"]["parts"]]
+    assert kinds == ["compaction", "mcp_tool_listing", "fallback", "tool-invocation", "text"]

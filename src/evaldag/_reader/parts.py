@@ -37,9 +37,15 @@ _UI_STATES = {
     "approval-responded": "approval-responded",
     "output-denied": "output-denied",
 }
-#: Parts kept as given: they hold no text and no tool (media, citations, step markers).
+#: Parts kept as given: they hold no text and no tool (media, citations, step markers), or, in
+#: Anthropic's ``mcp_tool_listing`` (the tools an MCP server offers), ``fallback`` (the point
+#: where a declining model hands over to the next) and ``compaction`` (a summary of the earlier
+#: turns the API drops, not the reply), no call and no text of the reply.
 KEPT = frozenset(
     {
+        "mcp_tool_listing",
+        "fallback",
+        "compaction",
         "step-start",
         "source",
         "source-url",
