@@ -581,3 +581,31 @@ def test_anthropic_tool_listings_fallbacks_and_compactions_are_kept_not_refused(
     assert get_assistant_message(run.output) == "There are 42 users."
     kinds = [part["type"] for part in run.output[0]["content"]["parts"]]
     assert kinds == ["compaction", "mcp_tool_listing", "fallback", "tool-invocation", "text"]
+
+
+def test_anthropic_advisor_results_answer_their_calls_and_their_errors_are_errors():
+    """The advisor tool's ``advisor_tool_result`` answers its ``server_tool_use`` like the other
+    server tools' results: an ``advisor_tool_result_error`` content is a failed call."""
+    from anthropic.types.beta import (
+        BetaAdvisorResultBlock,
+        BetaAdvisorToolResultBlock,
+        BetaAdvisorToolResultErrorObject,
+        BetaServerToolUseBlock,
+    )
+
+    blocks = [
+        BetaServerToolUseBlock(type="server_tool_use", id="a1", name="advisor", input={}),
+        BetaAdvisorToolResultBlock(
+            type="advisor_tool_result", tool_use_id="a1",
+            content=BetaAdvisorResultBlock(type="advisor_result", text="Check the index first."),
+        ),
+        BetaServerToolUseBlock(type="server_tool_use", id="a2", name="advisor", input={}),
+        BetaAdvisorToolResultBlock(
+            type="advisor_tool_result", tool_use_id="a2",
+            content=BetaAdvisorToolResultErrorObject(
+                type="advisor_tool_result_error", error_code="overloaded"
+            ),
+        ),
+    ]  # fmt: skip
+    message = {"role": "assistant", "content": [b.model_dump(mode="json") for b in blocks]}
+    assert read([message]) == (["advisor", "advisor"], [False, True], ["result", "output-error"])

@@ -78,6 +78,7 @@ _SERVER_RESULTS = frozenset(
         "bash_code_execution_tool_result",
         "text_editor_code_execution_tool_result",
         "tool_search_tool_result",
+        "advisor_tool_result",
     }
 )
 
