@@ -1,5 +1,6 @@
 """Resumable runs: a run killed with SIGKILL and started again repeats no finished item."""
 
+import json
 import os
 import signal
 import subprocess
@@ -113,6 +114,34 @@ def test_checkpoint_of_another_run_is_refused(tmp_path, change):
         run_evals(**change(), checkpoint=tmp_path / "run.parquet")
     assert raised.value.id == "CHECKPOINT_MISMATCH"
     assert "resume='refresh'" in raised.value.message and "resume=False" in raised.value.message
+
+
+def test_a_checkpoint_differing_in_what_decides_no_verdict_is_resumed(tmp_path):
+    """A scorer's name, description and direction (``better``, which an earlier evaldag did not
+    record) decide no score and no verdict: its checkpoint is taken; a threshold is refused."""
+    checkpoint = tmp_path / "run.parquet"
+
+    def stop(item, output, scorer_results):
+        if item["input"] == "b":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_evals(
+            DATA, scorers=[_scorer()], checkpoint=checkpoint, on_item_complete=stop, batch_size=1
+        )
+    first = run_evals(DATA, scorers=[_scorer()])
+    manifest = tmp_path / "run.parquet.partial" / "run.json"
+    saved = json.loads(manifest.read_text())
+    for definition in saved["scorers"]:
+        del definition["better"]
+        definition["description"] = "said otherwise"
+    manifest.write_text(json.dumps(saved))
+    resumed = run_evals(DATA, scorers=[_scorer()], checkpoint=checkpoint, batch_size=1)
+    assert resumed.scores == first.scores
+    with pytest.raises(EvalDagError, match="has another threshold or role"):
+        run_evals(
+            DATA, scorers=[_scorer().with_threshold(0.5)], checkpoint=checkpoint, batch_size=1
+        )
 
 
 def test_out_writes_the_result_that_run_evals_returns(tmp_path):

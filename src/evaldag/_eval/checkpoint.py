@@ -95,6 +95,11 @@ def _changes(before: Parts, after: Parts) -> list[str]:
     return found
 
 
+#: What of a scorer's definition decides a verdict besides its steps (its fingerprint): its
+#: name, description or direction (``better``, which an earlier evaldag did not record) do not.
+_DECIDING = ("role", "threshold", "trials")
+
+
 def _differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """What differs between the run that saved a checkpoint and this one, in words."""
     if "fingerprint" not in saved:
@@ -117,7 +122,7 @@ def _differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
         if (
             old is not None
             and old["fingerprint"] == definition["fingerprint"]
-            and old != definition
+            and any(old.get(key) != definition.get(key) for key in _DECIDING)
         ):
             found.append(f"scorer '{definition['id']}' has another threshold or role")
     if saved.get("columns", {}) != now.get("columns", {}):
