@@ -159,6 +159,7 @@ class ClusterLimit:
         self._returning = False  # a give-back of the free slots is due
         self._watching = False  # a look at the waiting calls is due (see _watched)
         self._probed_at = 0.0  # time.monotonic() of the last probe's end
+        self._probing: asyncio.Task[None] | None = None
         self._lock = threading.Lock()
 
     async def __aenter__(self) -> int:
@@ -323,8 +324,8 @@ class ClusterLimit:
         due = since + self.sharing.probe_after - time.monotonic()
         if due > 0:
             later_on_engine_loop(due, self._watched)
-        else:
-            engine_loop().create_task(self._probed())
+        else:  # kept: the loop holds its tasks weakly
+            self._probing = engine_loop().create_task(self._probed())
 
     async def _probed(self) -> None:
         """Ask the coordinator whether it is alive; it is lost if it does not answer within
