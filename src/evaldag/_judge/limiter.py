@@ -31,8 +31,8 @@ class SharedLimit:
 
     ``asyncio.Semaphore`` binds to one loop, and scorers may run in threads of their own, so
     waiters here are futures on their own loops (woken with ``call_soon_threadsafe`` from
-    another thread). A freed
-    slot passes straight to the oldest waiter (FIFO) while fewer than ``size`` are held.
+    another thread). A freed slot passes straight to the oldest waiter (FIFO) while fewer than
+    ``size`` are held.
     ``async with limit as started:`` gives the round the call started in, for :meth:`throttled`.
     """
 

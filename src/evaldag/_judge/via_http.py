@@ -177,7 +177,7 @@ def _credentials_kept_home(
     """The middlewares keeping ``headers``' credentials at ``url``'s origin: none when the only
     credential is the Authorization header (or a user in the URL), which aiohttp itself drops on
     a redirect to another origin; a call's worth of CPU spared on the common call."""
-    if all(name.lower() in _HOME_ONLY for name in headers):
+    if all(str(name).lower() in _HOME_ONLY for name in headers):
         return ()
     return (_same_origin_credentials(url),)
 
