@@ -121,15 +121,16 @@ def trust_marked(result: EvalResult, max_error_share: float) -> EvalResult:
 
 
 def require_trustworthy(result: EvalResult, max_error_share: float) -> EvalResult:
-    """``result``, or ``UntrustworthyRunError`` carrying it when its verdict cannot be trusted
-    (:func:`untrustworthy`). The summary's target warnings are warned (run_evals' caller sees
-    them where the summary is not shown)."""
+    """``result`` (marked by :func:`trust_marked`), or ``UntrustworthyRunError`` carrying it
+    when its verdict cannot be trusted: the check is made again only then, for the error's
+    details. The summary's target warnings are warned (run_evals' caller sees them where the
+    summary is not shown)."""
     for warning in result.summary.target_warnings:
         warnings.warn(warning, stacklevel=3)
-    problem = untrustworthy(result, max_error_share)
-    if problem is None:
+    why = result.summary.untrustworthy
+    if why is None:
         return result
-    message, details = problem
+    message, details = untrustworthy(result, max_error_share) or (why, {})
     raise UntrustworthyRunError(message, result=result, details=details)
 
 

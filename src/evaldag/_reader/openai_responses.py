@@ -24,8 +24,10 @@ def _call(item: Mapping[str, Any], at: Place, name: Any, args: Any, call_id: Any
     at.transcript.add("assistant", [part], id=item.get("id"), index=at.index)
 
 
-def _answer(item: Mapping[str, Any], at: Place, call_id: Any, failed: bool = False) -> None:
-    output = item.get("output")
+def _answer(
+    item: Mapping[str, Any], at: Place, call_id: Any, failed: bool = False, field: str = "output"
+) -> None:
+    output = item.get(field)
     at.transcript.answer(
         call_id, None, f"{at.path}.call_id", result=result_value(output), failed=failed
     )
@@ -176,13 +178,7 @@ def _program(item: Mapping[str, Any], at: Place) -> None:
 
 def _program_output(item: Mapping[str, Any], at: Place) -> None:
     """``program_output``: a program's ``result``; ``incomplete`` is an error."""
-    at.transcript.answer(
-        item.get("call_id"),
-        None,
-        f"{at.path}.call_id",
-        result=result_value(item.get("result")),
-        failed=item.get("status") == "incomplete",
-    )
+    _answer(item, at, item.get("call_id"), item.get("status") == "incomplete", field="result")
 
 
 def _reference(item: Mapping[str, Any], at: Place) -> None:
