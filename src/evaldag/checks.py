@@ -4,7 +4,9 @@ Each check is a :class:`~evaldag.Scorer` with Mastra's id (``check-includes``, .
 preprocess step records what it found and whose score is 1 (pass) or 0 (fail); ``similarity``
 without a threshold scores the similarity itself. Pass ``id=`` to run two checks of one kind side
 by side. Text checks read the assistant messages of ``run.output`` (a string output is one
-assistant message); tool checks read its tool calls (``evaldag.transcripts.extract_tool_calls``).
+assistant message); tool checks read its tool calls (``evaldag.transcripts.extract_tool_calls``),
+and those that forbid calls (``did_not_call``, ``used_no_tools``, ``max_tool_calls``) every call
+the model asked for, made or not (waiting for approval, denied, cut off mid-stream).
 ``run.output`` may be in any transcript shape of ``docs/transcripts.md``; a value that holds no
 messages (a trajectory, a dict of other data) fails the run. Bad arguments fail when the check is
 created.
@@ -23,6 +25,7 @@ from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._traces.matching import SpanQuery, checked_query, matching_spans
 from evaldag.errors import EvalDagError
 from evaldag.transcripts import (
+    CALL_STATES,
     compare_two_strings,
     extract_agent_response_messages,
     extract_tool_calls,
@@ -212,12 +215,19 @@ def called_tool(name: str, times: int = 1, *, id: str = "check-called-tool") -> 
 
 
 def did_not_call(name: str, *, id: str = "check-did-not-call") -> Scorer:
-    """Passes when the tool ``name`` (exact, case-sensitive) was never called."""
+    """Passes when the model never asked for the tool ``name`` (exact, case-sensitive).
+
+    Every call of it counts, whatever became of it: made, waiting for approval or answered,
+    denied, cut off mid-stream ('partial-call'); ``unfinished`` counts those that were not made.
+    Mastra counts only calls made: an agent stopped at its approval to delete a database passed.
+    """
     _tool_name("did_not_call", "name", name)
 
     def preprocess(run: Any) -> dict[str, Any]:
-        count = extract_tool_calls(_output(run)).tools.count(name)
-        return {"toolName": name, "count": count, "passed": count == 0}
+        asked = _asked_for(run)
+        count = [tool for tool, _ in asked].count(name)
+        made = sum(1 for tool, state in asked if tool == name and state in CALL_STATES)
+        return _with_unfinished({"toolName": name, "count": count, "passed": count == 0}, made)
 
     description = f'Checks that "{name}" was NOT called'
     return _check(id, "Did Not Call Check", description, preprocess, "passed")
@@ -254,23 +264,27 @@ def tool_order(names: Sequence[str], *, id: str = "check-tool-order") -> Scorer:
 
 
 def max_tool_calls(n: int, *, id: str = "check-max-tool-calls") -> Scorer:
-    """Passes when at most ``n`` tool calls were made."""
+    """Passes when the model asked for at most ``n`` tool calls: as ``did_not_call``, a call
+    counts whatever became of it (``unfinished``: those not made)."""
     _count("max_tool_calls", "n", n)
 
     def preprocess(run: Any) -> dict[str, Any]:
-        count = len(extract_tool_calls(_output(run)).tools)
-        return {"count": count, "max": n, "passed": count <= n}
+        asked = _asked_for(run)
+        made = sum(1 for _, state in asked if state in CALL_STATES)
+        return _with_unfinished({"count": len(asked), "max": n, "passed": len(asked) <= n}, made)
 
     description = f"Checks that no more than {n} tool calls were made"
     return _check(id, "Max Tool Calls Check", description, preprocess, "passed")
 
 
 def used_no_tools(*, id: str = "check-used-no-tools") -> Scorer:
-    """Passes when no tool call was made."""
+    """Passes when the model asked for no tool: as ``did_not_call``, a call counts whatever
+    became of it (``unfinished``: those not made)."""
 
     def preprocess(run: Any) -> dict[str, Any]:
-        count = len(extract_tool_calls(_output(run)).tools)
-        return {"count": count, "passed": count == 0}
+        asked = _asked_for(run)
+        made = sum(1 for _, state in asked if state in CALL_STATES)
+        return _with_unfinished({"count": len(asked), "passed": not asked}, made)
 
     description = "Checks that no tools were called"
     return _check(id, "Used No Tools Check", description, preprocess, "passed")
@@ -445,6 +459,22 @@ def _check(
 def _output(run: Any) -> Any:
     """``run.output``, which must be something messages can be read from."""
     return checked_transcript(run.output, "a check")
+
+
+def _asked_for(run: Any) -> list[tuple[str, Any]]:
+    """Each tool the model asked for, with its call's state, in order."""
+    return [
+        (invocation["toolName"], invocation.get("state"))
+        for invocation in tool_invocations(_output(run))
+        if isinstance(invocation, dict) and invocation.get("toolName")
+    ]
+
+
+def _with_unfinished(found: dict[str, Any], made: int) -> dict[str, Any]:
+    """``found``, with how many of its ``count`` calls were not made, when some were not."""
+    if found["count"] > made:
+        found["unfinished"] = found["count"] - made
+    return found
 
 
 def _assistant_text(run: Any, separator: str) -> str:

@@ -30,7 +30,7 @@ from evaldag._compat.js import JS_WHITESPACE, is_bmp, js_truthy, utf16_units, wi
 # Mastra's scorer utils export roundToTwoDecimals beside the transcript helpers.
 from evaldag._compat.js import round_to_two_decimals as round_to_two_decimals
 
-_CALL_STATES = frozenset({"result", "call", "output-error"})
+CALL_STATES = frozenset({"result", "call", "output-error"})  # the states of a call made
 _DEFAULT_HISTORY_MESSAGES = 10
 
 
@@ -512,7 +512,7 @@ def extract_tool_calls(run_output: Any) -> ToolCalls:
             if not isinstance(invocation, dict):
                 continue
             name = invocation.get("toolName")
-            if name and invocation.get("state") in _CALL_STATES:
+            if name and invocation.get("state") in CALL_STATES:
                 tools.append(name)
                 infos.append(
                     ToolCallInfo(
@@ -541,7 +541,7 @@ def extract_trajectory(run_output: Any) -> dict[str, Any]:
             if not isinstance(invocation, dict):
                 continue
             name, state = invocation.get("toolName"), invocation.get("state")
-            if not name or state not in _CALL_STATES:
+            if not name or state not in CALL_STATES:
                 continue
             step: dict[str, Any] = {"stepType": "tool_call", "name": name}
             if invocation.get("args") is not None:

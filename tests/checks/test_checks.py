@@ -41,7 +41,9 @@ JS_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
 
 #: Where evaldag answers differently on purpose (see docs/differences-from-mastra.md):
 #: Mastra's exact match builds ^a|b$, which finds the b of 'xb'; re.fullmatch does not.
-OUR_SCORES = {"ck-matches-exact-alternation": 0}
+#: A call counts in the checks that forbid calls whatever became of it: Mastra's maxToolCalls
+#: leaves out the one cut off mid-stream and the one waiting for approval.
+OUR_SCORES = {"ck-matches-exact-alternation": 0, "ck-maxToolCalls-excludes-partial": 0}
 #: Checks evaldag refuses to create: Mastra's calledTool with times 0 passes every run.
 REFUSED = {"ck-calledTool-times-0"}
 
@@ -239,3 +241,27 @@ def test_excludes_reads_every_text_of_a_message_not_only_its_last():
     assert checks.excludes("Done").run(input="reset it", output=output).score == 0
     assert checks.excludes("goodbye").run(input="reset it", output=output).score == 1
     assert checks.includes("hunter2").run(input="reset it", output=output).score == 0
+
+
+def test_the_checks_that_forbid_calls_count_a_call_waiting_for_approval_or_denied():
+    """An agent stopped at its approval to delete a database asked to delete it: did_not_call,
+    used_no_tools and max_tool_calls fail (Mastra counts only calls made, and passed them);
+    called_tool still needs the call made."""
+    from openai.types.responses.response_input_item import McpApprovalResponse
+    from openai.types.responses.response_output_item import McpApprovalRequest
+
+    request = McpApprovalRequest(
+        id="mcpr_1", arguments='{"table": "users"}', name="delete_db", server_label="db",
+        type="mcp_approval_request",
+    ).model_dump(mode="json")  # fmt: skip
+    denial = McpApprovalResponse(
+        approval_request_id="mcpr_1", approve=False, type="mcp_approval_response", reason="no"
+    ).model_dump(mode="json")
+    for output in ([request], [request, denial]):
+        forbidding = (checks.did_not_call("delete_db"), checks.used_no_tools())
+        for check in (*forbidding, checks.max_tool_calls(0)):
+            result = check.run(input="q", output=output)
+            assert result.score == 0
+            assert result.preprocess_step_result["count"] == 1
+            assert result.preprocess_step_result["unfinished"] == 1
+        assert checks.called_tool("delete_db").run(input="q", output=output).score == 0

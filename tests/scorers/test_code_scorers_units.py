@@ -705,3 +705,20 @@ def test_unified_trajectory_weights():
         weights={"efficiency": 0, "tool_failures": 0},
     )
     assert only_accuracy.run(input="go", output=_names("a", "b")).score == 1
+
+
+def test_the_trajectory_blacklist_counts_a_forbidden_call_that_was_not_made():
+    """An agent stopped at its approval to delete a database asked for a forbidden tool: the
+    call is not in its trajectory (Mastra's extractTrajectory), but the blacklist is violated."""
+    from openai.types.responses.response_output_item import McpApprovalRequest
+
+    waiting = McpApprovalRequest(
+        id="mcpr_1", arguments='{"table": "users"}', name="delete_db", server_label="db",
+        type="mcp_approval_request",
+    ).model_dump(mode="json")  # fmt: skip
+    scorer = scorers.trajectory(defaults={"blacklisted_tools": ["delete_db"]})
+    result = scorer.run(input="q", output=[waiting])
+    assert result.score == 0
+    assert result.preprocess_step_result["blacklist"]["violatedTools"] == ["delete_db"]
+    allowed = scorers.trajectory(defaults={"blacklisted_tools": ["drop_table"]})
+    assert allowed.run(input="q", output=[waiting]).score == 1

@@ -398,13 +398,16 @@ def check_trajectory_blacklist(
     *,
     blacklisted_tools: Sequence[str] = (),
     blacklisted_sequences: Sequence[Sequence[str]] = (),
+    unmade_calls: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Forbidden tools and forbidden contiguous runs of step names among the top-level steps.
 
+    :param unmade_calls: tools the model asked for whose calls were not made (waiting for
+        approval, denied, cut off mid-stream): a forbidden one among them is a violation too.
     :return: ``{score, violatedTools, violatedSequences}``; the score is 0 on any violation.
     """
     names = [step.get("name") for step in trajectory_dict(trajectory)["steps"]]
-    tools = [tool for tool in blacklisted_tools if tool in names]
+    tools = [tool for tool in blacklisted_tools if tool in names or tool in unmade_calls]
     sequences = []
     for sequence in blacklisted_sequences:
         sequence = list(sequence)

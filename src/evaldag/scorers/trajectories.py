@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
+from evaldag._reader import is_messages
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
@@ -28,6 +29,7 @@ from evaldag.scorers._trajectory import (
     known_expectation,
     trajectory_dict,
 )
+from evaldag.transcripts import CALL_STATES, tool_invocations
 
 _DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "toolFailures": 0.2, "blacklist": 0.1}
 _BUDGETS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs", "noRedundantCalls")
@@ -172,6 +174,20 @@ def _weighted(scores: list[tuple[float, float]]) -> float:
     return level
 
 
+def _unmade_calls(output: Any) -> list[str]:
+    """The tools an agent's messages asked for in calls that were not made (not in its
+    trajectory): waiting for approval, denied, cut off mid-stream."""
+    if not is_messages(output):
+        return []
+    return [
+        invocation["toolName"]
+        for invocation in tool_invocations(output)
+        if isinstance(invocation, dict)
+        and invocation.get("toolName")
+        and invocation.get("state") not in CALL_STATES
+    ]
+
+
 def _blacklist_violated(results: list[dict[str, Any]]) -> bool:
     return any(
         (result.get("blacklist") or {}).get("score") == 0
@@ -181,7 +197,11 @@ def _blacklist_violated(results: list[dict[str, Any]]) -> bool:
 
 
 def _dimensions(
-    trajectory: dict[str, Any], config: dict[str, Any], weights: dict[str, float], counted: _Counted
+    trajectory: dict[str, Any],
+    config: dict[str, Any],
+    weights: dict[str, float],
+    counted: _Counted,
+    unmade_calls: list[str] | None = None,
 ) -> tuple[dict[str, Any], list[tuple[float, float]]]:
     """Each checked dimension's result, and the (weight, score) pairs that count.
 
@@ -213,7 +233,10 @@ def _dimensions(
     tools, sequences = config.get("blacklistedTools") or [], config.get("blacklistedSequences")
     if tools or sequences:
         found["blacklist"] = check_trajectory_blacklist(
-            trajectory, blacklisted_tools=tools, blacklisted_sequences=sequences or []
+            trajectory,
+            blacklisted_tools=tools,
+            blacklisted_sequences=sequences or [],
+            unmade_calls=unmade_calls or [],
         )
     retries = config.get("maxRetriesPerTool")
     found["toolFailures"] = analyze_tool_failures(
@@ -355,7 +378,7 @@ def trajectory(
     def dimensions(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         config = {**base, **known_expectation(run.expected_trajectory, "run.expected_trajectory")}
-        found, _ = _dimensions(actual, config, chosen, counted)
+        found, _ = _dimensions(actual, config, chosen, counted, _unmade_calls(run.output))
         steps: Any = config.get("steps")
         nested = (
             _nested_results(trajectory_dict(steps)["steps"], actual["steps"], chosen, counted)
