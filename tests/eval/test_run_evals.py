@@ -83,6 +83,25 @@ def test_with_threshold_forms():
     assert raised.value.id == "INVALID_SCORER_THRESHOLD"
 
 
+def test_a_bare_minimum_on_a_scorer_whose_lower_scores_are_better_is_refused():
+    """toxicity(judge).with_threshold(0.2) asked for at least 0.2 of toxicity: a toxic run (0.9)
+    passed, a clean one (0.0) failed. A bound on such a scorer is written out, max or min."""
+    toxic = create_scorer("toxic", better="lower").generate_score(lambda run: 0.9)
+    for refused in (
+        lambda: toxic.with_threshold(0.2),
+        lambda: run_evals(DATA, scorers=[{"scorer": toxic, "threshold": 0.2}], progress=False),
+    ):
+        with pytest.raises(EvalDagError) as raised:
+            refused()
+        assert raised.value.id == "INVALID_SCORER_THRESHOLD"
+        assert 'lower scores of "toxic" are better' in raised.value.message
+        assert "with_threshold(max=0.2)" in raised.value.message
+    failed = run_evals(DATA, scorers=[toxic.with_threshold(max=0.2)], progress=False)
+    assert [t.passed for t in failed.threshold_results] == [False]
+    assert failed.verdict == "scored"  # a threshold missed (Mastra's verdict)
+    assert toxic.with_threshold(min=0.2).threshold == {"min": 0.2}  # a minimum said outright
+
+
 @pytest.mark.parametrize("data", [[], pd.DataFrame({"input": [], "output": []})])
 def test_empty_data(data):
     with pytest.raises(EvalDagError) as raised:

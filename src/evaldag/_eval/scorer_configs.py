@@ -121,7 +121,7 @@ def scorer_entries(
                     f"{where}[{index}]['scorer'] must be a Scorer, got {type(scorer).__name__}",
                 )
             thresholds[scorer.id] = validated_threshold(
-                scorer.id, entry["threshold"], scorer.max_score
+                scorer.id, entry["threshold"], scorer.max_score, scorer.better
             )
             plain.append(scorer)
         elif isinstance(entry, Scorer):

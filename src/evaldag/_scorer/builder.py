@@ -199,7 +199,9 @@ class Scorer:
         """This scorer with a threshold on its dataset average, for ``run_evals(scorers=[...])``.
 
         ``with_threshold(0.7)`` asks for an average of at least 0.7;
-        ``with_threshold(min=0.3, max=0.8)`` for one within [0.3, 0.8] (inclusive).
+        ``with_threshold(min=0.3, max=0.8)`` for one within [0.3, 0.8] (inclusive). A scorer
+        whose lower scores are better (``better == "lower"``) takes ``max=`` (or ``min=``), not a
+        bare minimum, which would pass its worse runs.
         """
         if minimum is not None and (min is not None or max is not None):
             raise EvalDagError(
@@ -207,7 +209,8 @@ class Scorer:
                 f"with_threshold for scorer '{self._id}': give a minimum, or min=/max=, not both",
             )
         spec = minimum if minimum is not None else {"min": min, "max": max}
-        return ScorerWithThreshold(self, validated_threshold(self._id, spec, self._max_score))
+        threshold = validated_threshold(self._id, spec, self._max_score, self._better)
+        return ScorerWithThreshold(self, threshold)
 
     def get_steps(self) -> list[dict[str, Any]]:
         """``[{name, type, description}]`` per step, as Mastra's ``getSteps()``."""

@@ -42,14 +42,29 @@ def _threshold_error(scorer_id: str, message: str, threshold: Any) -> EvalDagErr
     )
 
 
-def validated_threshold(scorer_id: str, threshold: Any, max_score: float = 1) -> ThresholdSpec:
+def validated_threshold(
+    scorer_id: str, threshold: Any, max_score: float = 1, better: str = "higher"
+) -> ThresholdSpec:
     """``threshold`` checked as Mastra does (spec §6.2), else ``INVALID_SCORER_THRESHOLD``.
 
     Bounds lie on the scorer's own scale, from 0 to ``max_score`` (1 unless the scorer scores
-    on a larger scale, such as ``faithfulness(model, scale=10)``).
+    on a larger scale, such as ``faithfulness(model, scale=10)``). A bare number is a minimum,
+    which a scorer whose lower scores are better (``better="lower"``: toxicity, bias...) refuses:
+    it would pass the worse runs.
     """
     scale = _scale_words(max_score)
     if isinstance(threshold, numbers.Real) and not isinstance(threshold, bool):
+        if better == "lower":
+            raise _threshold_error(
+                scorer_id,
+                f'Threshold {threshold:g} for scorer "{scorer_id}" is a minimum (an average of '
+                f'at least {threshold:g}), but lower scores of "{scorer_id}" are better: a worse '
+                f'run would pass and a better one fail. Give {{"max": {threshold:g}}} '
+                f"(with_threshold(max={threshold:g})) for at most {threshold:g}, or "
+                f'{{"min": {threshold:g}}} (with_threshold(min={threshold:g})) if a minimum is '
+                "meant",
+                threshold,
+            )
         if not _finite_within(threshold, max_score):
             raise _threshold_error(
                 scorer_id,
