@@ -200,6 +200,24 @@ def test_a_gate_on_a_larger_scale_is_refused():
         run_evals([{"turns": [{"input": "hi", "gates": [tens]}]}], target=lambda text: text)
 
 
+def test_a_gate_whose_lower_scores_are_better_is_refused():
+    """A gate passes when every item scores 1.0: gates=[toxicity(judge)] passed an answer toxic
+    on every item and failed a clean one."""
+    toxic = create_scorer("toxic", better="lower").generate_score(lambda: 1.0)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, gates=[toxic], progress=False)
+    assert raised.value.message == (
+        "gates[0] ('toxic') scores lower for better answers, but a gate passes only when every "
+        "item scores 1.0, its worst; give it as a scorer with a maximum, e.g. "
+        "scorer.with_threshold(max=0.2)"
+    )
+    with pytest.raises(EvalDagError, match=r"turns\[0\]\.gates\[0\] \('toxic'\) scores lower"):
+        run_evals([{"turns": [{"input": "hi", "gates": [toxic]}]}], target=lambda text: text)
+    assert run_evals(DATA, scorers=[toxic.with_threshold(max=0.2)], progress=False).verdict == (
+        "scored"
+    )
+
+
 def test_a_threshold_lies_on_its_scorers_own_scale():
     tens = create_scorer("tens", max_score=10).generate_score(lambda run: 7.0)
     assert tens.with_threshold(7).threshold == 7.0

@@ -156,6 +156,15 @@ def checked_gates(gates: Iterable[Any], where: str = "gates") -> list[Scorer]:
                 f"scorer.with_threshold({gate.max_score * 0.8:g})",
                 details={"scorerId": gate.id, "maxScore": gate.max_score},
             )
+        if gate.better == "lower":
+            # A gate passes when every item scores 1.0: for such a scorer, its worst.
+            raise EvalDagError(
+                "INVALID_SCORER_ENTRY",
+                f"{where}[{index}] ('{gate.id}') scores lower for better answers, but a gate "
+                "passes only when every item scores 1.0, its worst; give it as a scorer with a "
+                "maximum, e.g. scorer.with_threshold(max=0.2)",
+                details={"scorerId": gate.id, "better": "lower"},
+            )
     return gate_list
 
 
