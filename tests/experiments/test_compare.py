@@ -370,3 +370,67 @@ def test_runs_in_a_score_store_are_compared_by_experiment_id(tmp_path, capsys):
     assert comparison.a.experiment_id == a.experiment_id and comparison.a.source == str(store)
     assert main(["compare", a.experiment_id, b.experiment_id, "--store", str(store)]) == 1
     assert "REGRESSED: s" in capsys.readouterr().out
+
+
+def _gated(failing, n=100):
+    """``n`` items with ids, scored 1 by ``s``; the gate fails on the items numbered in
+    ``failing`` (their output says 'bad')."""
+    from evaldag import checks
+
+    data = pd.DataFrame(
+        {
+            "id": [f"i{k}" for k in range(n)],
+            "input": [f"q{k}" for k in range(n)],
+            "output": ["bad" if k in failing else "fine" for k in range(n)],
+        }
+    )
+    scorer = create_scorer("s").generate_score(lambda: 1.0)
+    return run_evals(data, scorers=[scorer], gates=[checks.excludes("bad")], progress=False)
+
+
+def test_an_item_newly_failing_a_gate_regresses_it_whatever_the_interval(tmp_path, capsys):
+    """Four items that passed the gate in A fail it in B, one the other way: the interval of
+    the mean delta holds 0 ("no clear change"), and compare passed, exit 0. A gate holds for
+    every item, so each newly failed item is the regression, named."""
+    a, b = _gated({5}), _gated({3, 17, 42, 88})
+    comparison = compare_experiments(a, b)
+    gate = comparison.scorers[1]
+    assert gate.role == "gate" and gate.change == "no clear change"  # the interval holds 0
+    assert gate.newly_failed == ["i3", "i17", "i42", "i88"] and gate.regressed
+    assert comparison.regressions == ["check-excludes"] and not comparison.passed
+    assert compare_experiments(a, b, threshold=0.5).regressions == ["check-excludes"]
+    assert compare_experiments(b, a).scorers[1].newly_failed == ["i5"]
+    assert compare_experiments(a, a).passed  # an item failing in both is no regression
+    assert compare_experiments(_gated({5, 9}), _gated({5})).scorers[1].newly_failed == []
+    paths = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", b))]
+    assert main(["compare", *paths, "--threshold", "0.5"]) == 1
+    out = capsys.readouterr().out
+    assert "  check-excludes: 4 items: i3, i17, i42, i88\n" in out
+    assert out.rstrip().splitlines()[-1] == (
+        "REGRESSED: check-excludes (gate: 4 items that passed in A fail in B)"
+    )
+    for option in (
+        {"threshold": {"check-excludes": 0.1}},
+        {"directions": {"check-excludes": "lower"}},
+    ):
+        with pytest.raises(EvalDagError, match=r"names the gates \['check-excludes'\]"):
+            compare_experiments(a, b, **option)
+
+
+def test_too_few_resamples_for_the_interval_are_refused(capsys):
+    """One resample gave an "interval" of a single mean, and a verdict read from it."""
+    a, b = _result([1.0, 0.0, 1.0]), _result([0.0, 0.0, 1.0])
+    for resamples in (1, 999, 1000.0, True):
+        with pytest.raises(
+            EvalDagError,
+            match=r"resamples \(--resamples\) must be an integer of "
+            r"at least 1,000 for a 95 % interval",
+        ) as refused:
+            compare_experiments(a, b, resamples=resamples)
+        assert refused.value.details == {"option": "resamples", "minimum": 1000}
+    assert compare_experiments(a, b, resamples=1000).scorers[0].interval.resamples == 1000
+    with pytest.raises(EvalDagError, match="at least 5,000 for a 99 % interval"):
+        compare_experiments(a, b, level=0.99, resamples=4999)
+    assert compare_experiments(a, b, level=0.99, resamples=5000).scorers[0].interval
+    assert main(["compare", "a.parquet", "b.parquet", "--resamples", "1"]) == 3
+    assert "resamples (--resamples) must be" in capsys.readouterr().err

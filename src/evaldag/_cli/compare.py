@@ -1,9 +1,9 @@
 """``evaldag compare A B``: experiment B against experiment A, per scorer and item by item.
 
-Exits 1 when a scorer or gate regressed (B is worse by its interval and by Mastra's threshold
-rule), or when B lacks scorers, gates, items or scores that A has (unless ``--allow-missing``),
-else 0;
-3 on an error, as every command.
+Exits 1 when a scorer regressed (B is worse by its interval and by Mastra's threshold rule), when
+a gate regressed (an item that passed it in A fails it in B), or when B lacks scorers, gates,
+items or scores that A has (unless ``--allow-missing``), else 0; 3 on an error, as every
+command.
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         "'evaldag run --out' or 'evaldag demo', or runs saved in a score store): Mastra's "
         "per-scorer stats (error rate, pass rate, average, delta), then the items of both "
         "paired and the mean of their deltas with a bootstrap confidence interval. B is worse "
-        "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer or "
-        "gate is worse by more than the threshold, or when B lacks scorers, gates or items that "
+        "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer is "
+        "worse by more than the threshold, when an item that passed a gate in A fails it in B "
+        "(whatever the interval and the threshold), or when B lacks scorers, gates or items that "
         "A has, or scores A has (B failed on or could not score the item) (unless "
         "--allow-missing), else 0.",
     )
@@ -53,7 +54,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         type=float,
         default=0.0,
         metavar="X",
-        help="how far an average may move the worse way before it is a regression (default: 0)",
+        help="how far a scorer's average may move the worse way before it is a regression "
+        "(default: 0; a gate's newly failed items regress it whatever the threshold)",
     )
     compare.add_argument(
         "--lower-is-better",
@@ -82,7 +84,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         type=int,
         default=10_000,
         metavar="N",
-        help="bootstrap resamples per interval (default: 10000)",
+        help="bootstrap resamples per interval (default: 10000; at least 1000, 25 resampled "
+        "means beyond each end of the 95%% interval)",
     )
     compare.set_defaults(command=compare_command)
 
@@ -118,6 +121,9 @@ def comparison_text(comparison: Comparison) -> str:
     worse = _worse_items(comparison)
     if worse:
         lines += ["", *worse]
+    gate_failures = _gate_failures(comparison)
+    if gate_failures:
+        lines += ["", *gate_failures]
     differences = _differences(comparison)
     if differences:
         lines += ["", *differences]
@@ -256,6 +262,19 @@ def _worse_items(comparison: Comparison) -> list[str]:
     return lines
 
 
+def _gate_failures(comparison: Comparison) -> list[str]:
+    """A line per gate naming the items that passed it in A and fail it in B."""
+    gates = [s for s in comparison.scorers if s.newly_failed]
+    if not gates:
+        return []
+    by = _key_words(comparison.item_key)
+    lines = [f"Gates B newly fails (items that passed in A and fail in B, by {by}):"]
+    for s in gates:
+        count = _count(len(s.newly_failed), "item", "items")
+        lines.append(f"  {s.scorer_id}: {count}: {_named(s.newly_failed)}")
+    return lines
+
+
 def _named(keys: list[str]) -> str:
     named = ", ".join(keys[:NAMED_ITEMS])
     return named if len(keys) <= NAMED_ITEMS else f"{named} and {len(keys) - NAMED_ITEMS} more"
@@ -294,9 +313,20 @@ def _conclusion(comparison: Comparison) -> list[str]:
     """The regression line, then, when B lacks what A has, the line that says what follows."""
     regressed = comparison.regressions
     if regressed:
-        verdict = (
-            f"REGRESSED: {', '.join(regressed)} (B is worse: the interval lies below 0 the "
-            "worse way and the delta goes beyond the threshold)"
+        why = [
+            f"{s.scorer_id} (gate: {_count(len(s.newly_failed), 'item', 'items')} that passed "
+            "in A fail in B)"
+            if s.newly_failed
+            else s.scorer_id
+            for s in comparison.scorers
+            if s.regressed
+        ]
+        by_interval = any(s.regressed and not s.newly_failed for s in comparison.scorers)
+        verdict = f"REGRESSED: {', '.join(why)}" + (
+            " (B is worse: the interval lies below 0 the worse way and the delta goes beyond "
+            "the threshold)"
+            if by_interval
+            else ""
         )
     else:
         verdict = (

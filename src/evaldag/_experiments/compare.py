@@ -6,6 +6,13 @@ regression, however few items moved. Here every item scored in both runs is pair
 averaged, and a seeded bootstrap interval says how sure that average is: "B is worse" needs
 Mastra's rule **and** an interval that lies wholly on the worse side of 0.
 
+A gate is no average: it holds for every item or fails. An item that passed a gate in A
+(score 1) and fails it in B is a regression of the gate, counted and named
+(``ScorerComparison.newly_failed``), whatever the interval and the threshold say: the interval
+asks whether an average moved beyond sampling noise, and a gate's item that newly fails is no
+sample, it is the regression itself (four items newly failing and one newly passing gave an
+interval holding 0: "no clear change").
+
 A candidate that lacks scorers, gates or items the baseline has, or lost scores the baseline
 has (an item it failed on or could not score: unpaired, it would drop out of the deltas, so
 failing on the hard items would look like no change), is not a comparison of the same thing: its
@@ -32,6 +39,7 @@ from evaldag._results.intervals import (
     SEED,
     ConfidenceInterval,
     bootstrap_interval,
+    minimum_resamples,
 )
 from evaldag._results.item_columns import has_scorer, item_states, scorer_ids
 from evaldag.errors import EvalDagError
@@ -40,6 +48,8 @@ Direction = Literal["higher", "lower"]
 Change = Literal["worse", "better", "no clear change", "added", "removed"]
 #: Mastra's pass mark of an item in ``computeScorerStats``.
 PASS_SCORE = 0.5
+#: An item passes a gate at this score (a gate holds when its average is 1).
+GATE_PASS_SCORE = 1.0
 #: The columns an item is paired by, in order of preference; the row position comes last.
 KEY_COLUMNS = ("id", "input")
 
@@ -78,7 +88,15 @@ class ScorerComparison(BaseModel):
     change: Change = Field(
         description="What the interval says (the delta's sign when there is no interval)."
     )
-    regressed: bool = Field(description="Worse by the interval and by Mastra's threshold rule.")
+    newly_failed: list[str] = Field(
+        default_factory=list,
+        description="A gate's paired items (keys, in A's order) that passed it in A and fail it "
+        "in B; any is a regression.",
+    )
+    regressed: bool = Field(
+        description="Worse by the interval and by Mastra's threshold rule, or a gate with "
+        "newly failed items."
+    )
 
 
 class ExperimentInfo(BaseModel):
@@ -184,15 +202,19 @@ def compare_experiments(
         experiment's id or name (``run_evals(name=...)``; the latest run of that name).
     :param b: the candidate, likewise.
     :param threshold: how far an average may move the worse way before it counts (Mastra's
-        threshold, default 0); one number, or scorer id → number.
+        threshold, default 0); one number, or scorer id → number. A gate's newly failed items
+        regress it whatever the threshold, so a mapping may not name a gate.
     :param directions: scorer id → ``"higher"`` or ``"lower"`` (which way is better). Default:
         ``"lower"`` for a scorer whose ``better`` is ``"lower"`` (bias, hallucination,
-        toxicity) or whose threshold has only a maximum, else ``"higher"``.
+        toxicity) or whose threshold has only a maximum, else ``"higher"``. Not for a gate,
+        whose items pass at a score of 1.
     :param key: the data column that pairs items (default: ``id``, else ``input``, else the
         row position).
     :param pass_score: an item passes at this score or above (Mastra's 0.5).
     :param level: the intervals' confidence level.
-    :param resamples: bootstrap resamples per interval.
+    :param resamples: bootstrap resamples per interval; at least ``minimum_resamples(level)``
+        (1,000 at 95 %): 25 resampled means beyond each end of the interval, below which an
+        end is one or two extreme resamples (one resample gives an interval of a single mean).
     :param seed: the bootstrap's seed.
     :param store: the score store ``a`` and ``b`` are experiments of: a ``ScoreStore``, a
         SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
@@ -200,14 +222,11 @@ def compare_experiments(
         items or scores that ``a`` has (``b`` failed on or could not score an item ``a``
         scored); they are listed either way.
     """
-    result_a, source_a = experiment_result(a, store)
-    result_b, source_b = experiment_result(b, store)
     if not 0 < level < 1:
         raise EvalDagError("INVALID_COMPARE_OPTION", f"level must lie in (0, 1), got {level!r}")
-    if not isinstance(resamples, int) or resamples < 1:
-        raise EvalDagError(
-            "INVALID_COMPARE_OPTION", f"resamples must be an integer >= 1, got {resamples!r}"
-        )
+    _require_resamples(resamples, level)
+    result_a, source_a = experiment_result(a, store)
+    result_b, source_b = experiment_result(b, store)
     # Paired by the run fields whatever each run's data called them (run_evals(columns=...)).
     items_a, items_b = result_a.canonical_items(), result_b.canonical_items()
     fields = {column: field for field, column in {**result_b.columns, **result_a.columns}.items()}
@@ -217,6 +236,7 @@ def compare_experiments(
     missing_scorers = [sid for sid in roles if sid not in roles_b]
     roles.update({sid: role for sid, role in roles_b.items() if sid not in roles})
     _require_known_ids(roles, directions, threshold)
+    _require_no_gates(roles, directions, threshold)
     inferred = {**_directions(result_b), **_directions(result_a)}
     chosen = {sid: (directions or {}).get(sid, inferred.get(sid, "higher")) for sid in roles}
     comparisons, deltas, lost_scores = [], [], {}
@@ -241,6 +261,7 @@ def compare_experiments(
             lost_scores[sid] = [key for key in keys_a if key in lost_keys]
         paired = both.dropna()
         paired["delta"] = paired["b"] - paired["a"]
+        newly_failed = _newly_failed(paired, keys_a) if role == "gate" else []
         comparisons.append(
             _scorer_comparison(
                 sid,
@@ -251,6 +272,7 @@ def compare_experiments(
                 direction=chosen[sid],
                 threshold=_threshold(threshold, sid),
                 pass_score=pass_score,
+                newly_failed=newly_failed,
                 interval=bootstrap_interval(
                     paired["delta"].to_numpy(), level=level, resamples=resamples, seed=seed
                 ),
@@ -291,6 +313,7 @@ def _scorer_comparison(
     direction: Direction,
     threshold: float,
     pass_score: float,
+    newly_failed: list[str],
     interval: ConfidenceInterval | None,
 ) -> ScorerComparison:
     """One scorer's stats on both sides, its paired deltas and what they say."""
@@ -315,7 +338,7 @@ def _scorer_comparison(
                 else ("no clear change")
             )
         # Mastra's rule: a delta beyond the threshold, the worse way.
-        regressed = change == "worse" and delta * sign < -threshold
+        regressed = bool(newly_failed) or (change == "worse" and delta * sign < -threshold)
     return ScorerComparison(
         scorer_id=sid,
         role=role,
@@ -330,8 +353,15 @@ def _scorer_comparison(
         paired_delta=float(deltas.mean()) if len(deltas) else None,
         interval=interval,
         change=change,
+        newly_failed=newly_failed,
         regressed=regressed,
     )
+
+
+def _newly_failed(paired: pd.DataFrame, keys_a: pd.Series) -> list[str]:
+    """The keys of the paired items that passed the gate in A and fail it in B, in A's order."""
+    fell = paired.index[(paired["a"] >= GATE_PASS_SCORE) & (paired["b"] < GATE_PASS_SCORE)]
+    return keys_a[keys_a.isin(fell)].tolist()
 
 
 def _stats(scores: pd.Series, pass_score: float) -> ScorerStats:
@@ -375,6 +405,37 @@ def _require_known_ids(
                 f"gates are {list(roles)}",
                 details={"option": option, "ids": unknown},
             )
+
+
+def _require_no_gates(
+    roles: Mapping[str, str],
+    directions: Mapping[str, Direction] | None,
+    threshold: float | Mapping[str, float],
+) -> None:
+    """A gate's items pass at a score of 1, and one that newly fails regresses it: neither a
+    direction nor a threshold of its own means anything, so naming a gate is a mistake."""
+    for option, given in (("directions", directions), ("threshold", threshold)):
+        gates = [sid for sid in given if roles[sid] == "gate"] if isinstance(given, Mapping) else []
+        if gates:
+            raise EvalDagError(
+                "INVALID_COMPARE_OPTION",
+                f"{option} names the gates {gates}: a gate's items pass at a score of 1, and "
+                "an item that passed in A and fails in B regresses it whatever its direction or "
+                f"threshold; leave the gates out of {option} (it is for scorers' averages)",
+                details={"option": option, "ids": gates},
+            )
+
+
+def _require_resamples(resamples: int, level: float) -> None:
+    minimum = minimum_resamples(level)
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < minimum:
+        raise EvalDagError(
+            "INVALID_COMPARE_OPTION",
+            f"resamples (--resamples) must be an integer of at least {minimum:,} for a "
+            f"{level * 100:g} % interval (25 resampled means beyond each end), got {resamples!r}; "
+            f"give {minimum} or more (the default is {RESAMPLES:,})",
+            details={"option": "resamples", "minimum": minimum},
+        )
 
 
 def pairing_key(items_a: pd.DataFrame, items_b: pd.DataFrame, key: str | None) -> str:
