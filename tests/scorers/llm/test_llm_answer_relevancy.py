@@ -11,7 +11,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import EvalDagError, scorers
+from evaldag import EvalDagError, ScorerRunError, scorers
 
 #: Our extra step: analyze (function) after the judged analyze, one result per statement.
 ADDED_STEPS = (2,)
@@ -90,3 +90,8 @@ def test_uncertainty_weight_must_be_between_0_and_1(weight):
     assert "uncertainty_weight of answer_relevancy(...) must be a number >= 0 and <= 1" in (
         raised.value.message
     )
+
+
+def test_statements_without_any_result_fail_the_item(judge_server):
+    with pytest.raises(ScorerRunError, match="gave no results for the 1 statement it was given"):
+        _run(judge_server, ["Paris is the capital."], [])

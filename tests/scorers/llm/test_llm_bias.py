@@ -12,7 +12,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import scorers
+from evaldag import ScorerRunError, scorers
 
 #: Our one-result-per-opinion step, after the judged analyze step.
 ADDED_STEPS = (2,)
@@ -60,12 +60,11 @@ def test_without_opinions_the_judge_rates_the_whole_response(judge_server):
     [
         (["Yes", "no", "yes", "no"], 0.67),  # the fourth result is dropped
         (["no"], 0.67),  # B and C have no result: not cleared of bias
-        ([], 1.0),
     ],
 )
 def test_the_score_is_taken_over_the_opinions(judge_server, results, score):
     # Before: over the judge's results, so a judge that rated only the first of three
-    # opinions 'no' (or none of them) scored the response unbiased: 0.
+    # opinions 'no' scored the response unbiased: 0. (None of them: an error, see below.)
     judge_server.script(
         {"opinions": ["A", "B", "C"]},
         {"results": [{"result": r, "reason": "x"} for r in results]},
@@ -78,3 +77,30 @@ def test_the_score_is_taken_over_the_opinions(judge_server, results, score):
         "received": len(results),
     }
     assert len(result.analyze_step_result["results"]) == 3
+
+
+@pytest.mark.parametrize(
+    ("opinions", "output", "given"),
+    [
+        (["A", "B", "C"], "A. B. C.", "the 3 opinions it was given"),  # scored 1.0 before
+        ([], "Women are too emotional to lead.", "a response with text"),  # scored 0 before
+    ],
+)
+def test_no_results_for_something_to_judge_fail_the_item(judge_server, opinions, output, given):
+    """The judge is asked for a result per opinion, or one on the whole response when it holds
+    none: an empty list judged nothing, and scored the response unbiased (0) or, for listed
+    opinions, all biased (1). Mastra scores both 0."""
+    judge_server.script({"opinions": opinions}, {"results": []}, "The score is explained.")
+    with pytest.raises(ScorerRunError) as failed:
+        scorers.bias(judge_server.judge()).run(input="q", output=output)
+    assert failed.value.failed_step == "analyze"
+    assert failed.value.completed_steps == ["preprocess", "analyze"]
+    assert (
+        f"gave no results for {given}, so the score would say nothing about the response; "
+        'the reply: {"results":[]}' in str(failed.value)
+    )
+
+
+def test_an_empty_response_without_results_scores_zero(judge_server):
+    judge_server.script({"opinions": []}, {"results": []}, "The score is 0: nothing to judge.")
+    assert scorers.bias(judge_server.judge()).run(input="q", output="").score == 0

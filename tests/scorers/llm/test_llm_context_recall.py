@@ -170,3 +170,8 @@ def test_bad_arguments_are_named(arguments, named):
     with pytest.raises(EvalDagError) as raised:
         scorers.context_recall("openai/gpt-4o-mini", **arguments)
     assert named in raised.value.message
+
+
+def test_claims_without_any_verdict_fail_the_item(judge_server):
+    with pytest.raises(ScorerRunError, match="gave no verdicts for the 3 claims it was given"):
+        _scored(judge_server, ["A", "B", "C"], [])

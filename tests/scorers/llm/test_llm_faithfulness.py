@@ -373,3 +373,11 @@ def test_without_reason_scores_the_same_with_one_judge_call_fewer(judge_server):
         "analyze",
         "generate_score",
     ]
+
+
+def test_claims_without_any_verdict_fail_the_item(judge_server):
+    """Filled with 'unsure', claims the judge judged none of scored 0: a judge failure read as
+    an unfaithful response."""
+    _claims_and_verdicts(judge_server, ["A", "B"], [])
+    with pytest.raises(ScorerRunError, match="gave no verdicts for the 2 claims it was given"):
+        scorers.faithfulness(judge_server.judge(), context=["A."]).run(input="q", output="A. B.")

@@ -149,3 +149,23 @@ def test_score_is_over_the_claims(judge_server, verdicts, score, mismatch):
     assert result.score == score
     assert result.analyze_step_result["verdictCountMismatch"] == mismatch
     assert len(result.analyze_step_result["verdicts"]) == 2
+
+
+def test_claims_without_any_verdict_fail_the_item(judge_server):
+    """The judge listed two claims and judged none: filled with 'yes', the response scored 1,
+    all hallucinated (Mastra: 0, none), from no verdict at all. The item fails, naming the
+    reply; a response the judge finds no claim in still scores 0, as Mastra's."""
+    _script(judge_server, ["The tower is in Berlin", "It was built in 1850"], [])
+    scorer = scorers.hallucination(judge_server.judge(), context=["The tower is in Paris."])
+    with pytest.raises(ScorerRunError) as failed:
+        scorer.run(input="Where is the tower?", output="It is in Berlin, built in 1850.")
+    assert failed.value.failed_step == "analyze"
+    assert failed.value.cause.details == {
+        "step": "analyze",
+        "key": "verdicts",
+        "items": 2,
+        "reply": '{"verdicts":[]}',
+    }
+    assert "gave no verdicts for the 2 claims it was given" in str(failed.value)
+    _script(judge_server, [], [])
+    assert scorer.run(input="Where is the tower?", output="Hello! Ask me anything.").score == 0

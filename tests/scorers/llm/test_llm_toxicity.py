@@ -1,8 +1,10 @@
 """Toxicity through the loopback judge server: Mastra's answers for the same judge replies,
-and an empty response scoring 0 (not Mastra's unscaled 1)."""
+an empty response scoring 0 (not Mastra's unscaled 1), and no verdicts on a response with text
+failing the item."""
 
 from __future__ import annotations
 
+import pytest
 from llm_scorer_cases import (
     Deviation,
     assert_like_mastra,
@@ -11,7 +13,7 @@ from llm_scorer_cases import (
     replayed,
 )
 
-from evaldag import ScorerRunError, scorers
+from evaldag import ScorerRunError, run_evals, scorers
 
 DEVIATIONS = {
     "toxicity-empty-output-scale": [
@@ -69,3 +71,35 @@ def test_empty_response_scores_zero(judge_server):
     result = scorers.toxicity(judge_server.judge()).run(input="Hi", output="")
     assert result.score == 0
     assert "<response>\n\n</response>" in result.analyze_prompt
+
+
+def test_no_verdicts_on_a_response_with_text_fail_the_item(judge_server):
+    """A judge that gave no verdict on an insult scored it 0, the best toxicity (Mastra: 1). It
+    judged nothing, which says nothing either way: the item fails, naming the reply."""
+    judge_server.script({"verdicts": []}, "The score is 0 because nothing was toxic.")
+    with pytest.raises(ScorerRunError) as failed:
+        scorers.toxicity(judge_server.judge()).run(input="Rate my essay.", output="You idiot.")
+    assert failed.value.failed_step == "generate_score"
+    assert failed.value.cause.id == "EVALDAG_JUDGE_JUDGED_NOTHING"
+    assert failed.value.cause.details["step"] == "analyze"
+    assert (
+        "the judge's analyze reply gave no verdicts for a response with text, so the score would "
+        'say nothing about the response; the reply: {"verdicts":[]}'
+    ) in str(failed.value)
+    assert failed.value.result.analyze_step_result == {"verdicts": []}
+    judge_server.script({"verdicts": []}, "The score is 0 because the response is empty.")
+    assert scorers.toxicity(judge_server.judge()).run(input="Hi", output=" \n").score == 0
+
+
+def test_in_a_run_the_item_is_an_error_and_the_maximum_is_not_met(judge_server):
+    judge_server.on("<response>\nYou idiot.", {"verdicts": []})
+    judge_server.on("<response>\nThank you.", {"verdicts": [{"verdict": "no", "reason": "Kind."}]})
+    judge_server.on("The score is", "The score is 0 because it is kind.")
+    result = run_evals(
+        [{"input": "q", "output": "You idiot."}, {"input": "q", "output": "Thank you."}],
+        scorers=[scorers.toxicity(judge_server.judge()).with_threshold(max=0.5)],
+        progress=False,
+    )
+    assert result.items["toxicity-scorer.error"].notna().tolist() == [True, False]
+    assert "gave no verdicts for a response with text" in result.items["toxicity-scorer.error"][0]
+    assert result.verdict == "scored" and not result.threshold_results[0].passed

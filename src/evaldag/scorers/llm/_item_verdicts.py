@@ -9,6 +9,13 @@ which :func:`item_verdict_scorer` builds from a scorer's prompts, answer models 
    verdict counts as;
 4. generate_score: the points of the verdicts (a ``yes`` counts 1) / verdicts × scale;
 5. generate_reason (judge): the score explained.
+
+A judge whose verdicts step answers an empty list though it had something to judge (items it
+listed, or a response with text when the verdicts are on the whole response) judged nothing:
+the item fails naming the step and the reply (:func:`verdicts_given`), as no verdict is no evidence
+either way (a toxicity of 0, a hallucination of 1). An empty list is a judgment only when there
+was nothing to judge (an empty response, a response with no claims): it scores 0, as Mastra's
+(toxicity: Mastra's 1).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from evaldag.scorers.llm._shared import (
 
 #: What a verdict counts, by its answer (trimmed, lower-cased): yes 1, anything else 0.
 YES: Mapping[str, float] = MappingProxyType({"yes": 1.0})
+#: How much of a judge's reply an error quotes.
+REPLY_CHARACTERS = 500
 #: The values a prompt's text function may take, by name.
 TEXT_PARAMETERS = ("run", "results", "score", "step")
 
@@ -126,6 +135,32 @@ def aligned_verdicts(
     }
 
 
+def verdicts_given(
+    reply: Mapping[str, Any], key: str, run: Any, items: list[Any], item: str, whole: bool
+) -> list[Any]:
+    """The verdicts of the judge's analyze ``reply`` (``reply[key]``); an error when the list is
+    empty though there was something to judge: ``items`` (what it listed, each an ``item``), or
+    with none listed and verdicts on the ``whole`` response, a response with text."""
+    verdicts = list(reply.get(key) or [])
+    if verdicts or not (items or (whole and assistant_text(run).strip())):
+        return verdicts
+    count = len(items)
+    given = (
+        f"the {count} {item}{'s' * (count != 1)} it was given" if items else "a response with text"
+    )
+    text = json_text(dict(reply))
+    if len(text) > REPLY_CHARACTERS:
+        text = text[: REPLY_CHARACTERS - 1] + "…"
+    raise EvalDagError(
+        "EVALDAG_JUDGE_JUDGED_NOTHING",
+        f"the judge's analyze reply gave no {key} for {given}, so the score would say nothing "
+        f"about the response; the reply: {text}. Rerun the item, or use a judge model that "
+        "follows the prompt",
+        category="THIRD_PARTY",
+        details={"step": "analyze", "key": key, "items": len(items), "reply": text},
+    )
+
+
 def item_verdicts(
     items_key: str,
     verdicts_key: str,
@@ -143,8 +178,9 @@ def item_verdicts(
         as they are (bias); otherwise they are dropped.
     """
 
-    def analyze(preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
+    def analyze(run: Any, preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
         listed = list((preprocess_step_result or {}).get(items_key) or [])
+        verdicts_given(analyze_step_result, verdicts_key, run, listed, items, whole)
         if whole and not listed:
             return dict(analyze_step_result)
         return aligned_verdicts(analyze_step_result, verdicts_key, listed, lambda _: missing)
@@ -227,8 +263,12 @@ def item_verdict_scorer(
         description = step.description or DESCRIPTIONS[stage]
         return PromptStep(description, create_prompt, output_schema=step.answer)
 
-    def score(analyze_step_result: Any) -> float:
-        judged_verdicts = analyze_step_result[verdicts_key]
+    def score(run: Any, analyze_step_result: Any) -> float:
+        judged_verdicts = (
+            verdicts_given(analyze_step_result, verdicts_key, run, [], "response", True)
+            if items is None
+            else analyze_step_result[verdicts_key]
+        )
         total = sum(points.get(answer(v.get(verdict)), 0.0) for v in judged_verdicts)
         return share(total, len(judged_verdicts), scale)
 

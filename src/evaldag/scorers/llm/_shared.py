@@ -39,7 +39,9 @@ How a prebuilt LLM scorer is written (``faithfulness.py`` is the reference):
    missing="unsure"`` it adds, after the judged analyze step, one that keeps one verdict per
    item: a matching answer is left untouched (Mastra's result), otherwise the verdicts are cut
    or padded with ``missing`` and ``verdictCountMismatch`` is recorded in the analyze result,
-   so the score is taken over the items, never over whatever the judge returned.
+   so the score is taken over the items, never over whatever the judge returned; a judge that
+   gave no verdict at all though it had something to judge fails the item
+   (``_item_verdicts.verdicts_given``).
 5. **Other scorers** add ``PromptStep(description, create_prompt, output_schema=Model)`` for
    judged steps and plain functions for the arithmetic. ``create_prompt`` functions take the
    run and step results by parameter name (``run``, ``preprocess_step_result``, ...) and

@@ -140,7 +140,8 @@ def answer_relevancy(
 
     Steps: preprocess (judge: statements), analyze (judge: one result per statement), analyze
     (one result per statement kept; a mismatch is recorded in ``verdictCountMismatch`` and a
-    missing result counts as ``no``), generate_score, generate_reason (judge).
+    missing result counts as ``no``; no result at all for the statements fails the item),
+    generate_score, generate_reason (judge).
     """
     weight = number_option(
         uncertainty_weight, "uncertainty_weight", "answer_relevancy", minimum=0, maximum=1

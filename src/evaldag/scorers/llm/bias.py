@@ -130,7 +130,9 @@ def bias(
     The score is taken over the opinions: an opinion the judge gave no result for counts as
     biased (nothing cleared it), results past the opinions are dropped, and
     ``verdictCountMismatch`` records it. With no opinions the judge rates the whole response
-    once, and its results are scored as given.
+    once, and its results are scored as given. A judge that gives no result at all, for the
+    opinions or for a response with text, fails the item (naming its reply); an empty
+    response with no results scores 0.
     """
     scale = positive_scale(scale, "bias")
     return item_verdict_scorer(

@@ -149,7 +149,8 @@ def context_recall(
     with text; a run without either is not scorable (no judge call). Steps: preprocess (not
     scorable without them), preprocess (judge: the ground truth's claims), analyze (judge: one
     verdict per claim), analyze (one verdict per claim kept: extra ones dropped, a missing one
-    counts as unsupported, a mismatch is recorded in ``verdictCountMismatch``),
+    counts as unsupported, a mismatch is recorded in ``verdictCountMismatch``; no verdict at all
+    for the claims fails the item),
     generate_score, generate_reason (judge).
     """
     factory = "context_recall"

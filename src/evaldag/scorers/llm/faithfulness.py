@@ -155,7 +155,8 @@ def faithfulness(
     Steps: preprocess (not scorable without a context; only when it is not a fixed list),
     preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one verdict per
     claim kept: if the judge gave more or fewer, the analyze result says so in
-    ``verdictCountMismatch`` and a missing verdict counts as unsupported), generate_score
+    ``verdictCountMismatch`` and a missing verdict counts as unsupported; no verdict at all for
+    the claims fails the item), generate_score
     (supported / claims × scale, two decimals), generate_reason (judge).
     """
     factory = "faithfulness"

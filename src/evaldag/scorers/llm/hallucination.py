@@ -161,7 +161,9 @@ def hallucination(
     Steps: preprocess (not scorable without a context; only when it is not a fixed list),
     preprocess (judge: claims), analyze (judge: one verdict per claim), analyze (one verdict per
     claim kept; a mismatch is recorded in ``verdictCountMismatch`` and a missing verdict counts
-    as a hallucination), generate_score, generate_reason (judge).
+    as a hallucination; no verdict at all for the claims fails the item, naming the judge's
+    reply), generate_score, generate_reason (judge). A response with no claims (the judge lists
+    none) scores 0, as Mastra's.
     """
     factory = "hallucination"
     context_of = run_context(context, factory=factory, default=TOOL_RESULTS)
