@@ -45,6 +45,11 @@ _CARRIERS = (
     "llm.output_messages.",
     "tool.name",
     "pydantic_ai.all_messages",
+    # The AI SDK's own spans (ai.generateText.doGenerate, ai.toolCall), which evaldag does not
+    # read: they must be refused, not read as spans without calls.
+    "ai.prompt.messages",
+    "ai.response.toolCalls",
+    "ai.toolCall.",
 )
 #: GenAI message events, by the role of the message they record.
 _EVENT_ROLES = {
@@ -151,6 +156,13 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
             "is named as a GenAI tool run ('execute_tool <tool>') but has neither "
             "gen_ai.operation.name nor gen_ai.tool.name (were its attributes dropped on the "
             "way, by a collector's filter?): reading it as no tool call could pass a gate wrongly",
+        )
+    if attributes.get("traceloop.span.kind") == "tool":
+        raise unreadable(
+            span.where(),
+            "is a tool run as OpenLLMetry's @tool records it (traceloop.span.kind 'tool'), which "
+            "evaldag does not read: reading it as no tool call could pass a gate wrongly; record "
+            "tool runs as execute_tool spans (OpenTelemetry GenAI) or OpenInference TOOL spans",
         )
     if operation not in _QUIET_OPERATIONS and kind not in _QUIET_KINDS:
         carrier = next((k for k in attributes if k.startswith(_CARRIERS)), None)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from evaldag._reader import read_conversation, read_transcript
-from evaldag._traces.conventions import NOTHING, ModelCall, Reading, ToolRun, reading
+from evaldag._traces.conventions import NOTHING, AgentRun, ModelCall, Reading, ToolRun, reading
 from evaldag._traces.otlp import unreadable
 from evaldag._traces.spans import LogEvent, Span
 from evaldag._traces.trajectory import as_record, span_tree
@@ -72,6 +72,15 @@ def _otel_item(
     read = reading(spans, events)
     read.calls.sort(key=lambda call: call.span.start_ns)
     read.tools.sort(key=lambda tool: tool.span.start_ns)
+    if not read.calls and not read.tools and not any(_holds_messages(a) for a in read.agents):
+        raise unreadable(
+            root.where(),
+            f"is an item's root, and none of its {len(spans)} span(s) is a model call, a tool "
+            "run or an agent run with messages that evaldag reads (docs/traces.md#conventions): "
+            "the item would hold no conversation and no tool call, and 'did_not_call' would pass "
+            "whatever the app did. Choose roots that hold an agent's spans (root=, --root), or "
+            "record them with an instrumentation evaldag reads",
+        )
     messages, where, earlier = _conversation(read, root)
     if not messages and read.calls and content_required:
         raise unreadable(
@@ -130,6 +139,10 @@ def _conversation(read: Reading, root: Span) -> tuple[list[Any], str, int]:
         given = agent.input or []
         return [*given, *(agent.output or ())], agent.where, len(given)
     return [], root.where(), 0
+
+
+def _holds_messages(agent: AgentRun) -> bool:
+    return bool(agent.all_messages or agent.input or agent.output)
 
 
 def _history_end(messages: list[Any], history: int) -> int:

@@ -1,0 +1,95 @@
+"""Closed world: a trace whose spans may carry a tool call that evaldag does not read is an error
+naming the span, never an item without tool calls that every "must not call" gate passes.
+The spans are recorded by the real OpenTelemetry SDK, with the attributes each instrumentation
+sets, and read as the OTLP protobuf its exporter sends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from evaldag import EvalDagError, checks, read_traces
+
+
+def _trace(tmp_path: Path, root: str, children: dict[str, dict[str, Any]]) -> Path:
+    """One trace: a ``root`` span and its children (span name → attributes), as OTLP protobuf."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("app")
+    with tracer.start_as_current_span(root):
+        for name, attributes in children.items():
+            with tracer.start_as_current_span(name, attributes=attributes):
+                pass
+    path = tmp_path / "spans.pb"
+    path.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    return path
+
+
+def _refused(path: Path, *named: str) -> None:
+    for content in ("required", "optional"):
+        with pytest.raises(EvalDagError) as raised:
+            read_traces(path, content=content)
+        assert raised.value.id == "EVALDAG_INVALID_TRACE"
+        assert all(text in raised.value.message for text in named), raised.value.message
+
+
+def test_a_trace_with_no_span_evaldag_reads_is_an_error(tmp_path):
+    """Spans of a convention evaldag does not know, with no attribute it recognises (a custom
+    instrumentation): read as an item with no messages and no calls, did_not_call passed."""
+    path = _trace(
+        tmp_path,
+        "handle_request",
+        {"agent.step": {"step.tool": "delete_db"}, "db.query": {"db.statement": "DROP TABLE x"}},
+    )
+    _refused(path, "'handle_request'", "none of its 3 span(s) is a model call, a tool run")
+
+
+def test_the_ai_sdks_tool_and_model_spans_are_refused(tmp_path):
+    """The AI SDK records tool runs as ai.toolCall spans and model calls as
+    ai.generateText.doGenerate spans: neither was read, and a trace of an agent that deleted
+    the database passed did_not_call('delete_db')."""
+    tool = {
+        "operation.name": "ai.toolCall",
+        "ai.operationId": "ai.toolCall",
+        "ai.toolCall.name": "delete_db",
+        "ai.toolCall.id": "call-1",
+        "ai.toolCall.args": "{}",
+    }
+    _refused(_trace(tmp_path, "ai.generateText", {"ai.toolCall": tool}), "ai.toolCall.name")
+    model = {
+        "operation.name": "ai.generateText.doGenerate",
+        "gen_ai.system": "openai.chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "ai.prompt.messages": '[{"role":"user","content":[{"type":"text","text":"Clean up"}]}]',
+        "ai.response.toolCalls": '[{"toolCallId":"call-1","toolName":"delete_db","args":"{}"}]',
+    }
+    path = _trace(tmp_path, "ai.generateText", {"ai.generateText.doGenerate": model})
+    _refused(path, "'ai.generateText.doGenerate'", "ai.prompt.messages")
+
+
+def test_an_openllmetry_tool_span_is_refused_beside_model_calls_it_reads(tmp_path):
+    """OpenLLMetry's @tool span beside a model call without content (content='optional' scores
+    the tool runs alone): the tool run was not read, so the item had no tool call."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
+    tool = {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": "delete_db",
+        "traceloop.entity.input": '{"args": [], "kwargs": {}}',
+    }
+    path = _trace(tmp_path, "agent", {"chat gpt-4o-mini": chat, "delete_db.tool": tool})
+    _refused(path, "'delete_db.tool'", "traceloop.span.kind 'tool'")
+
+
+def test_tool_spans_without_model_calls_are_the_items_calls(tmp_path):
+    """No model-call span, tool spans evaldag reads: the calls are the item's output."""
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "delete_db"}
+    item = read_traces(_trace(tmp_path, "agent", {"execute_tool delete_db": tool})).iloc[0]
+    run = {"input": item["input"], "output": item["output"]}
+    assert checks.did_not_call("delete_db").run(**run).score == 0
