@@ -434,3 +434,41 @@ def test_too_few_resamples_for_the_interval_are_refused(capsys):
     assert compare_experiments(a, b, level=0.99, resamples=5000).scorers[0].interval
     assert main(["compare", "a.parquet", "b.parquet", "--resamples", "1"]) == 3
     assert "resamples (--resamples) must be" in capsys.readouterr().err
+
+
+def _conversations(failing):
+    """Four conversations of two turns; the first turn's gate fails where the answer to "hi"
+    says 'bad' (in the conversations numbered in ``failing``)."""
+    from evaldag import checks
+
+    data = [
+        {
+            "id": f"c{k}",
+            "turns": [{"input": f"hi {k}", "gates": [checks.excludes("bad")]}, {"input": "bye"}],
+        }
+        for k in range(4)
+    ]
+
+    def target(input):
+        return "bad" if input.startswith("hi") and int(input[3:]) in failing else "fine"
+
+    scorer = create_scorer("s").generate_score(lambda: 1.0)
+    return run_evals(data, target=target, scorers=[scorer], progress=False)
+
+
+def test_a_turns_gate_newly_failing_is_a_regression(tmp_path, capsys):
+    """Gates on a conversation's turns were not compared at all: B failing the first turn's
+    gate on two conversations (its verdict 'failed') compared clean against A, exit 0."""
+    a, b = _conversations(set()), _conversations({1, 3})
+    assert (a.verdict, b.verdict) == ("passed", "failed")
+    comparison = compare_experiments(a, b)
+    turn_gate = comparison.scorers[-1]
+    assert (turn_gate.scorer_id, turn_gate.role) == ("turn0.check-excludes", "gate")
+    assert turn_gate.newly_failed == ["c1", "c3"] and turn_gate.paired == 4
+    assert comparison.regressions == ["turn0.check-excludes"] and not comparison.passed
+    assert compare_experiments(b, a).passed
+    paths = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", b))]
+    assert main(["compare", *paths]) == 1
+    assert "  turn0.check-excludes: 2 items: c1, c3\n" in capsys.readouterr().out
+    with pytest.raises(EvalDagError, match=r"names the gates \['turn0.check-excludes'\]"):
+        compare_experiments(a, b, threshold={"turn0.check-excludes": 0.5})

@@ -11,7 +11,8 @@ A gate is no average: it holds for every item or fails. An item that passed a ga
 (``ScorerComparison.newly_failed``), whatever the interval and the threshold say: the interval
 asks whether an average moved beyond sampling noise, and a gate's item that newly fails is no
 sample, it is the regression itself (four items newly failing and one newly passing gave an
-interval holding 0: "no clear change").
+interval holding 0: "no clear change"). The gates of conversations' turns are gates too, each
+turn's apart (``turn<N>.<id>``, as the pytest plugin names them), paired by their item's key.
 
 A candidate that lacks scorers, gates or items the baseline has, or lost scores the baseline
 has (an item it failed on or could not score: unpaired, it would drop out of the deltas, so
@@ -45,6 +46,7 @@ from evaldag._results.item_columns import has_scorer, item_states, scorer_ids
 from evaldag.errors import EvalDagError
 
 Direction = Literal["higher", "lower"]
+Role = Literal["scorer", "gate"]
 Change = Literal["worse", "better", "no clear change", "added", "removed"]
 #: Mastra's pass mark of an item in ``computeScorerStats``.
 PASS_SCORE = 0.5
@@ -232,22 +234,33 @@ def compare_experiments(
     fields = {column: field for field, column in {**result_b.columns, **result_a.columns}.items()}
     item_key = pairing_key(items_a, items_b, None if key is None else fields.get(key, key))
     keys_a, keys_b = item_keys(items_a, item_key), item_keys(items_b, item_key)
-    roles, roles_b = _roles(result_a), _roles(result_b)
+    # A conversation's turn gates are gates too, each turn's apart: turn<N>.<id>, as in tests.
+    turn_gates_a, turn_gates_b = _turn_gates(result_a, keys_a), _turn_gates(result_b, keys_b)
+    gate: Role = "gate"
+    roles = {**_roles(result_a), **dict.fromkeys(turn_gates_a, gate)}
+    roles_b = {**_roles(result_b), **dict.fromkeys(turn_gates_b, gate)}
     missing_scorers = [sid for sid in roles if sid not in roles_b]
     roles.update({sid: role for sid, role in roles_b.items() if sid not in roles})
     _require_known_ids(roles, directions, threshold)
     _require_no_gates(roles, directions, threshold)
     inferred = {**_directions(result_b), **_directions(result_a)}
     chosen = {sid: (directions or {}).get(sid, inferred.get(sid, "higher")) for sid in roles}
-    comparisons, deltas, lost_scores = [], [], {}
-    for sid, role in roles.items():
+    for sid in roles:
         if chosen[sid] not in ("higher", "lower"):
             raise EvalDagError(
                 "INVALID_COMPARE_OPTION",
                 f"directions['{sid}'] must be 'higher' or 'lower', got {chosen[sid]!r}",
             )
-        scores_a = _keyed_scores(result_a.items, sid, keys_a)
-        scores_b = _keyed_scores(result_b.items, sid, keys_b)
+    keyed = {
+        sid: (
+            turn_gates_a.get(sid, _keyed_scores(result_a.items, sid, keys_a)),
+            turn_gates_b.get(sid, _keyed_scores(result_b.items, sid, keys_b)),
+        )
+        for sid in roles
+    }
+    comparisons, deltas, lost_scores = [], [], {}
+    for sid, (scores_a, scores_b) in keyed.items():
+        role, direction = roles[sid], chosen[sid]
         both = (
             pd.DataFrame({"a": scores_a, "b": scores_b})
             if scores_a is not None and scores_b is not None
@@ -269,7 +282,7 @@ def compare_experiments(
                 scores_a,
                 scores_b,
                 paired["delta"],
-                direction=chosen[sid],
+                direction=direction,
                 threshold=_threshold(threshold, sid),
                 pass_score=pass_score,
                 newly_failed=newly_failed,
@@ -278,7 +291,7 @@ def compare_experiments(
                 ),
             )
         )
-        worse_first = paired["delta"] * (1 if chosen[sid] == "higher" else -1)
+        worse_first = paired["delta"] * (1 if direction == "higher" else -1)
         deltas.append(paired.assign(scorer=sid).iloc[worse_first.argsort(kind="stable")])
     item_deltas = pd.concat(deltas).rename_axis("item").reset_index()
     return Comparison(
@@ -500,7 +513,30 @@ def _keyed_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series |
     return pd.Series(scores, index=keys.to_numpy()[ran], name=sid)
 
 
-def _roles(result: EvalResult) -> dict[str, Literal["scorer", "gate"]]:
+def _turn_gates(result: EvalResult, keys: pd.Series) -> dict[str, pd.Series]:
+    """Each turn gate's scores (``turn<N>.<id>``), by the key of the conversation item it is a
+    turn of; as ``_keyed_scores``, NaN where it failed or could not score."""
+    turns, gates = result.turns, {}
+    for turn in result.turn_results:
+        if turns is None:
+            if not turn.gate_results:
+                continue
+            raise EvalDagError(
+                "INVALID_COMPARE_OPTION",
+                f"experiment {result.experiment_id} has gates on turn {turn.index} of its "
+                "conversations but not their rows, so they cannot be compared item by item; "
+                "run it again with this version of evaldag",
+            )
+        rows = turns[turns["turn"] == turn.index].reset_index(drop=True)
+        of_items = pd.Series(keys.to_numpy()[rows["item"].to_numpy(dtype=int)])
+        for gate in turn.gate_results:
+            scores = _keyed_scores(rows, gate.id, of_items)
+            if scores is not None:
+                gates[f"turn{turn.index}.{gate.id}"] = scores
+    return gates
+
+
+def _roles(result: EvalResult) -> dict[str, Role]:
     """Scorer and gate ids in configuration order, from the definitions or the item columns."""
     if result.scorers:
         return {d["id"]: "gate" if d.get("role") == "gate" else "scorer" for d in result.scorers}
