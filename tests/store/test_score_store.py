@@ -16,8 +16,18 @@ import pytest
 import sqlalchemy as sa
 
 import evaldag
-from evaldag import EvalDagError, ScoreRow, SqlScoreStore, create_scorer, read_scores, run_evals
+from evaldag import (
+    EvalDagError,
+    ScoreRow,
+    SqlScoreStore,
+    UntrustworthyRunError,
+    checks,
+    create_scorer,
+    read_scores,
+    run_evals,
+)
 from evaldag._cli.main import main as cli
+from evaldag._results.eval_result import verdict_word
 from evaldag._store import schema
 
 MASTRA_FIELDS = [
@@ -565,6 +575,29 @@ def test_a_store_of_schema_version_1_gets_experiment_names(store_url):
     named = _named(store_url, "after the migration")
     with SqlScoreStore(store_url) as store:
         assert store.experiment_id("after the migration") == named.experiment_id
+
+
+def test_an_untrustworthy_run_is_never_listed_as_passed(store_url):
+    # Its gate passed: the store's verdict column said 'passed' for a run that raised
+    # UntrustworthyRunError, and store.experiments() listed it so.
+    broken = create_scorer("broken").generate_score(lambda run: 1 / 0)
+    gates = [checks.excludes("BAD")]
+    with pytest.raises(UntrustworthyRunError) as raised:
+        run_evals(DATA, scorers=[broken], gates=gates, store=store_url, progress=False)
+    untrusted = raised.value.result.experiment_id
+    fine = run_evals(DATA, scorers=[_length()], gates=gates, store=store_url, progress=False)
+    table = schema.experiments
+    with SqlScoreStore(store_url) as store:
+        assert store.experiments().verdict.tolist() == ["untrustworthy", "passed"]
+        with store._engine.begin() as connection:
+            column = dict(connection.execute(sa.select(table.c.id, table.c.verdict)).all())
+            assert column == {untrusted: "untrustworthy", fine.experiment_id: "passed"}
+            # as an evaldag before this one stored it: the gates' verdict, the mark in the record
+            connection.execute(table.update().values(verdict="passed"))
+        assert store.experiments().verdict.tolist() == ["untrustworthy", "passed"]
+        stored = store.result(untrusted)
+    assert stored.summary.untrustworthy == raised.value.message
+    assert verdict_word(stored) == "untrustworthy"
 
 
 def test_a_stores_password_is_not_shown_where_a_comparison_names_it():

@@ -22,9 +22,8 @@ from evaldag._report.summary import (
     scorer_summaries,
     turn_summaries,
     verdict_explanation,
-    verdict_word,
 )
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, verdict_word
 from evaldag._results.item_columns import first_not_scorable, has_scorer, item_states
 from evaldag._scorer.thresholds import ThresholdSpec
 

@@ -33,12 +33,11 @@ from evaldag._report.summary import (
     scorer_summaries,
     turn_summaries,
     verdict_explanation,
-    verdict_word,
 )
 from evaldag._report.svg import histogram_svg, stages_svg
 from evaldag._report.text import escaped, number_text
 from evaldag._report.trials import trials_section
-from evaldag._results.eval_result import EvalResult, ScorerUsage
+from evaldag._results.eval_result import EvalResult, ScorerUsage, verdict_word
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError
 

@@ -148,13 +148,6 @@ def requirement_text(requirement: ThresholdSpec | None, role: str) -> str:
     return threshold_text(requirement)
 
 
-def verdict_word(result: EvalResult) -> str | None:
-    """The verdict as shown: ``untrustworthy`` for a run whose verdict cannot be trusted (it
-    measured nothing: ``summary.untrustworthy``), else ``passed``, ``scored``, ``failed``, or
-    None for no verdict."""
-    return "untrustworthy" if result.summary.untrustworthy else result.verdict
-
-
 def verdict_explanation(result: EvalResult) -> str:
     """One line saying why the verdict is what it is (turns' gates and thresholds included),
     or why it cannot be trusted."""

@@ -380,6 +380,13 @@ class EvalResult(BaseModel):
     __str__ = __repr__
 
 
+def verdict_word(result: EvalResult) -> str | None:
+    """The verdict as shown and stored: ``untrustworthy`` for a run whose verdict cannot be
+    trusted (it measured nothing: ``summary.untrustworthy``), else ``passed``, ``scored``,
+    ``failed``, or None for no verdict."""
+    return "untrustworthy" if result.summary.untrustworthy else result.verdict
+
+
 def result_metadata(result: EvalResult) -> dict[str, Any]:
     """Everything of ``result`` but its items, as a results file keeps it."""
     return {

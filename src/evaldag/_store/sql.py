@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from evaldag._judge.databases import WRITE, database_engine, database_problem
 from evaldag._judge.redaction import url_secrets, url_without_credentials
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, verdict_word
 from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
 from evaldag._store.results import experiment_record, result_from_rows, result_rows
@@ -112,7 +112,7 @@ class SqlScoreStore:
             "id": result.experiment_id,
             "name": result.name,
             "created_at": now,
-            "verdict": result.verdict,
+            "verdict": verdict_word(result),
             "total_items": result.summary.total_items,
             "record": experiment_record(result),
         }
@@ -166,13 +166,16 @@ class SqlScoreStore:
 
     def experiments(self, name: str | None = None) -> pd.DataFrame:
         """The stored ``run_evals`` runs, oldest first: id, name, created_at, verdict,
-        total_items.
+        total_items. The verdict is ``passed``, ``scored``, ``failed``, None (no gates or
+        thresholds) or ``untrustworthy``: the run measured nothing (``summary.untrustworthy``),
+        whatever its gates said.
 
         :param name: only the runs of this name (``run_evals(name=...)``).
         """
         table = schema.experiments
+        verdict = _stored_verdict(self.url.get_backend_name())
         query = sa.select(
-            table.c.id, table.c.name, table.c.created_at, table.c.verdict, table.c.total_items
+            table.c.id, table.c.name, table.c.created_at, verdict, table.c.total_items
         ).order_by(table.c.created_at, table.c.id)
         if name is not None:
             query = query.where(table.c.name == name)
@@ -275,6 +278,19 @@ def _url(location: str | os.PathLike[str]) -> sa.URL:
             details={"store": text},
         )
     return sa.URL.create("sqlite", database=str(path.resolve()))
+
+
+def _stored_verdict(dialect: str) -> sa.ColumnElement[Any]:
+    """The verdict column, ``untrustworthy`` wherever the run's record says its verdict cannot
+    be trusted: a run an older evaldag stored kept its gates' verdict (``passed``) there."""
+    record = schema.experiments.c.record
+    mark = (
+        sa.func.jsonb_extract_path_text(record, "result", "summary", "untrustworthy")
+        if dialect == "postgresql"
+        else sa.func.json_extract(record, "$.result.summary.untrustworthy")
+    )
+    verdict = schema.experiments.c.verdict
+    return sa.case((mark.is_not(None), "untrustworthy"), else_=verdict).label(verdict.name)
 
 
 def _upsert(connection: sa.Connection, records: list[dict[str, Any]]) -> None:
