@@ -16,6 +16,7 @@ _EXPORTS = {
     "ScorerRunError": "evaldag.errors",
     "UntrustworthyRunError": "evaldag.errors",
     "ResultNotSavedError": "evaldag.errors",
+    "OnItemCompleteError": "evaldag.errors",
     "ScorerRun": "evaldag._scorer.run",
     "ScorerResult": "evaldag._results.scorer_result",
     "JudgeExecution": "evaldag._judge.records",
@@ -113,6 +114,7 @@ if TYPE_CHECKING:
     from evaldag._traces.table import read_traces
     from evaldag.errors import (
         EvalDagError,
+        OnItemCompleteError,
         ResultNotSavedError,
         ScorerRunError,
         UntrustworthyRunError,

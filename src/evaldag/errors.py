@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from evaldag._compat.js import camel
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evaldag._results.eval_result import EvalResult
     from evaldag._results.scorer_result import ScorerResult
 
@@ -141,6 +143,34 @@ class UntrustworthyRunError(EvalDagError):
     ) -> None:
         super().__init__("EVALDAG_RUN_UNTRUSTWORTHY", message, category="USER", details=details)
         self.result = result
+
+
+class OnItemCompleteError(EvalDagError):
+    """``run_evals``' ``on_item_complete`` raised (``cause``): the run stopped there, as Mastra's
+    does, without a verdict. ``item`` is the label of the item it was called for; ``items`` holds
+    every item scored before the run stopped (that item's batch whole), as a result's ``items``
+    would; a ``checkpoint`` (or ``out`` a directory) keeps them too, for a rerun to score only
+    the rest."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        item: Any,
+        items: pd.DataFrame,
+        cause: BaseException,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            "EVALDAG_ON_ITEM_COMPLETE_FAILED",
+            message,
+            domain="EVAL",
+            category="USER",
+            details=details,
+            cause=cause,
+        )
+        self.item = item
+        self.items = items
 
 
 class ResultNotSavedError(EvalDagError):

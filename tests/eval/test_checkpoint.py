@@ -12,7 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaldag import EvalDagError, EvalResult, PromptStep, create_scorer, run_evals
+from evaldag import (
+    EvalDagError,
+    EvalResult,
+    OnItemCompleteError,
+    PromptStep,
+    create_scorer,
+    run_evals,
+)
 
 SCRIPT = textwrap.dedent(
     """
@@ -295,7 +302,7 @@ def test_a_run_checkpointed_on_one_transport_resumes_on_the_other(tmp_path, judg
     data = pd.DataFrame({"input": [str(i) for i in range(8)], "output": ["o"] * 8})
     checkpoint = tmp_path / "run.parquet"
     options = {"batch_size": 4, "checkpoint": checkpoint, "progress": False}
-    with pytest.raises(_Stopped):
+    with pytest.raises(OnItemCompleteError):
         run_evals(
             data, scorers=[scorer("http")], on_item_complete=stop_after_the_first_batch, **options
         )
@@ -341,3 +348,45 @@ def test_a_disk_that_fills_mid_run_loses_no_item(full_disk):
     assert raised.value.result.items["s.score"].tolist() == [i / 10 for i in range(6)]
     saved = sorted(p.name for p in (full_disk / "run.parquet.partial").glob("batch-*"))
     assert saved == ["batch-000000000000.parquet"]
+
+
+def test_a_failing_on_item_complete_names_the_item_and_keeps_what_was_scored(tmp_path):
+    # The callback's own KeyError came out of run_evals naming no item, and the items scored
+    # were on nothing unless a checkpoint held them.
+    ids = [f"i{n}" for n in range(10)]
+    data = pd.DataFrame({"id": ids, "input": ids, "output": ["x" * n for n in range(10)]})
+    scored = []
+    counting = create_scorer("length").generate_score(
+        lambda run: scored.append(run.input) or len(run.output) / 10
+    )
+
+    def broken(item, output, scorer_results):
+        if item["id"] == "i6":
+            raise KeyError("no such dashboard")
+
+    checkpoint, out = tmp_path / "run.parquet", tmp_path / "results.parquet"
+    options = {"scorers": [counting], "batch_size": 4, "progress": False}
+    with pytest.raises(OnItemCompleteError) as raised:
+        run_evals(data, on_item_complete=broken, checkpoint=checkpoint, out=out, **options)
+    error = raised.value
+    assert error.message.startswith(
+        "on_item_complete raised KeyError: 'no such dashboard' on item 6 (id 'i6'). The run "
+        f"stopped there, without a verdict; the 8 items scored so far are kept in "
+        f"checkpoint='{checkpoint}' and on this error (error.items)"
+    )
+    assert "run again with the same checkpoint: it scores only the rest" in error.message
+    assert isinstance(error.cause, KeyError) and error.item == 6
+    assert error.details == {"item": "6", "scoredItems": 8, "kept": f"checkpoint='{checkpoint}'"}
+    assert error.items["id"].tolist() == ids[:8]  # the item's batch whole
+    assert error.items["length.score"].tolist() == [n / 10 for n in range(8)]
+    assert not out.exists()  # a partial run has no verdict to write, as on_error="raise"
+    scored.clear()
+    resumed = run_evals(data, checkpoint=checkpoint, out=out, **options)
+    assert scored == ids[8:]  # only the rest
+    assert resumed.items["length.score"].tolist() == [n / 10 for n in range(10)]
+    with pytest.raises(OnItemCompleteError) as unkept:  # no checkpoint: on the error alone
+        run_evals(data, on_item_complete=broken, **options)
+    assert "are kept on this error (error.items)" in unkept.value.message
+    assert "with checkpoint='run.parquet', a run stopped so resumes" in unkept.value.message
+    kept = ["id", "length.score"]  # (each run its own run ids)
+    assert unkept.value.items[kept].equals(error.items[kept])

@@ -16,7 +16,7 @@ import pytest
 from judge_server import Reply
 
 import evaldag
-from evaldag import EvalDagError, EvalResult, ScorerRun, run_evals
+from evaldag import EvalDagError, EvalResult, OnItemCompleteError, ScorerRun, run_evals
 from evaldag._eval.eval_file import eval_definition
 
 HELPERS = """\
@@ -136,7 +136,7 @@ def _run(tmp_path, definition, *, target=False, stop=False, **options):
 
 
 def _interrupted(tmp_path, *, target=False, **changes) -> None:
-    with pytest.raises(_Stopped):
+    with pytest.raises(OnItemCompleteError):
         _run(tmp_path, _load(tmp_path, **changes), target=target, stop=True)
     assert list((tmp_path / "run.parquet.partial").glob("batch-*.parquet"))
 
@@ -303,7 +303,7 @@ def test_an_agent_with_other_instructions_is_refused(tmp_path, judge_server):
     scorer = evaldag.checks.includes("sunny")
     options = {"checkpoint": tmp_path / "run.parquet", "batch_size": 2, "progress": False}
     data = pd.DataFrame({"input": ["Paris?", "London?", "Rome?", "Oslo?"]})
-    with pytest.raises(_Stopped):
+    with pytest.raises(OnItemCompleteError):
         run_evals(
             data,
             gates=[scorer],
@@ -501,7 +501,7 @@ def test_a_workflow_whose_nodes_or_config_changed_is_refused(tmp_path, monkeypat
     options = {"checkpoint": tmp_path / "run.parquet", "batch_size": 2, "progress": False}
     data = pd.DataFrame({"input": ITEMS})
     gates = [evaldag.checks.matches(r"\S")]
-    with pytest.raises(_Stopped):
+    with pytest.raises(OnItemCompleteError):
         run_evals(
             data,
             gates=gates,

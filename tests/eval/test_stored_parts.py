@@ -11,7 +11,7 @@ from score_stores import emptied, store_contents
 from scorer_cases import length_scorer
 
 import evaldag
-from evaldag import EvalResult, checks, create_scorer, run_evals
+from evaldag import EvalResult, OnItemCompleteError, checks, create_scorer, run_evals
 from evaldag._store.sql import SqlScoreStore
 
 DATA = pd.DataFrame(
@@ -83,7 +83,9 @@ def test_a_resumed_run_saves_each_part_once_under_its_first_experiment_id(
     data, tmp_path, store_url
 ):
     out = tmp_path / "out"
-    with pytest.raises(_Stopped):  # stopped in the second batch, its part written and saved
+    with pytest.raises(
+        OnItemCompleteError
+    ):  # stopped in the second batch, its part written and saved
         run_evals(data, **_config(), out=out, store=store_url, on_item_complete=_stop_at("20"))
     stopped = store_contents(store_url)
     assert len(stopped["evaldag_scores"]) == 3 * 32 and stopped["evaldag_experiments"] == []

@@ -15,6 +15,7 @@ from scorer_cases import completions, length_scorer
 from evaldag import (
     EvalDagError,
     EvalResult,
+    OnItemCompleteError,
     PromptStep,
     checks,
     create_scorer,
@@ -297,9 +298,12 @@ def test_a_resumed_run_calls_back_the_items_of_the_parts_it_scores(inputs, tmp_p
         if item["input"] == "20":
             raise _Stopped
 
-    with pytest.raises(_Stopped):
+    with pytest.raises(OnItemCompleteError) as raised:
         run_evals(inputs, **CALLED, out=tmp_path / "out", on_item_complete=stop)
     assert first == [str(i) for i in range(21)]
+    assert raised.value.message.startswith("on_item_complete raised _Stopped on item 20.")
+    assert f"kept in out='{tmp_path / 'out'}' and on this error" in raised.value.message
+    assert raised.value.items.index.tolist() == list(range(32))  # the verdict's columns
     # the stopping batch's part and those run ahead of it (the target's calls overlap batches)
     written = pd.concat(pd.read_parquet(p) for p in (tmp_path / "out").glob("part-*.parquet"))
     taken = set(written["input"])

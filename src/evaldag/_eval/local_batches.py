@@ -20,7 +20,7 @@ from evaldag._cluster.batches import ClusterBatches
 from evaldag._engine.concurrency import RowSlots
 from evaldag._engine.targets import TargetFailure
 from evaldag._eval.batches import batches, row_batches
-from evaldag._eval.checkpoint import Checkpoint, SavedBatch
+from evaldag._eval.checkpoint import Checkpoint, ResultsDirectory, SavedBatch
 from evaldag._eval.progress import ProgressBar
 from evaldag._eval.rescoring import RESCORED, Rescoring, ordered_items
 from evaldag._eval.telemetry import RunTelemetry
@@ -28,7 +28,7 @@ from evaldag._eval.trials import TrialRuns
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._results.item_columns import ScorerColumns
 from evaldag._util.event_loop import run_sync
-from evaldag.errors import EvalDagError
+from evaldag.errors import EvalDagError, OnItemCompleteError
 
 
 def waits(plan: EvalPlan) -> bool:
@@ -133,7 +133,10 @@ def scored_items(
                     telemetry.batch_scored(batch.rows, values)
                 if on_item_complete is not None and RESCORED not in values:
                     completed = completed_items(batch.rows, values, plan, inputs["data_columns"])
-                    called_back(on_item_complete, completed)
+                    kept = None if checkpoint_error else kept_in(checkpoint)
+                    called_back(
+                        on_item_complete, completed, items.index, [*item_batches, items], kept
+                    )
             item_batches.append(items)
             errors = int(items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(batch.rows), errors=errors)
@@ -145,6 +148,14 @@ def scored_items(
         turns=pd.concat(turn_batches, ignore_index=True) if turn_batches else None,
         checkpoint_error=checkpoint_error,
     )
+
+
+def kept_in(checkpoint: Checkpoint | None) -> str | None:
+    """The option whose files keep a run's finished batches, as a user gave it."""
+    if checkpoint is None:
+        return None
+    option = "out" if isinstance(checkpoint, ResultsDirectory) else "checkpoint"
+    return f"{option}='{checkpoint.path}'"
 
 
 def completed_items(
@@ -166,13 +177,53 @@ def completed_items(
 def called_back(
     on_item_complete: Callable[..., Any],
     completed: list[tuple[dict[str, Any], Any, dict[str, Any]]],
+    labels: pd.Index,
+    scored: list[pd.DataFrame],
+    kept: str | None,
 ) -> None:
     """``on_item_complete`` called with each item's arguments in turn (and awaited, when it is
-    async); what it raises stops the run."""
-    for arguments in completed:
-        answer = on_item_complete(*arguments)
-        if inspect.isawaitable(answer):
-            run_sync(_awaited(answer))
+    async). What it raises stops the run: an ``OnItemCompleteError`` naming the item (of
+    ``labels``, in the order of ``completed``) and carrying the items ``scored`` so far, this
+    batch's included.
+
+    :param kept: the option that keeps them on disk too (``checkpoint='run.parquet'``), if any.
+    """
+    for label, arguments in zip(labels, completed, strict=True):
+        try:
+            answer = on_item_complete(*arguments)
+            if inspect.isawaitable(answer):
+                run_sync(_awaited(answer))
+        except Exception as error:
+            raise _callback_error(error, label, arguments[0], pd.concat(scored), kept) from error
+
+
+def _raised(error: Exception) -> str:
+    """``KeyError: 'x'``, or the class alone for an error without text."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _callback_error(
+    error: Exception, label: Any, item: dict[str, Any], scored: pd.DataFrame, kept: str | None
+) -> OnItemCompleteError:
+    named = f"item {label}" + (f" (id {item['id']!r})" if item.get("id") is not None else "")
+    where = f"in {kept} and on this error" if kept else "on this error"
+    rerun = (
+        "run again with the same checkpoint: it scores only the rest (saved batches call no "
+        "on_item_complete)"
+        if kept
+        else "run again (with checkpoint='run.parquet', a run stopped so resumes where it stopped)"
+    )
+    return OnItemCompleteError(
+        f"on_item_complete raised {_raised(error)} on {named}. "
+        f"The run stopped there, without a verdict; the {len(scored):,} items scored so far "
+        f"are kept {where} (error.items). Fix the callback (or catch what it raises inside it "
+        f"to let the run go on) and {rerun}",
+        item=label,
+        items=scored,
+        cause=error,
+        details={"item": str(label), "scoredItems": len(scored), "kept": kept},
+    )
 
 
 async def _awaited(value: Any) -> Any:

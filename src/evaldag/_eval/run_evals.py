@@ -143,7 +143,9 @@ def run_evals(
     :param concurrency: judge, async-step and target calls in flight at once.
     :param on_item_complete: ``f(item, target_result, scorer_results)`` after each item, batch
         by batch in dataset order (with streamed data too: the arguments come back with the
-        batch from where it was scored).
+        batch from where it was scored). What it raises stops the run as an
+        ``OnItemCompleteError`` naming the item and carrying the items scored so far (a
+        ``checkpoint`` keeps them too).
     :param on_error: ``"record"`` keeps a scorer's error in its item row and goes on;
         ``"raise"`` stops at the first scorer error, as Mastra does.
     :param progress: show progress: items done, rate and failed items (default: a bar on a

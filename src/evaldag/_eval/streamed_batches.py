@@ -35,6 +35,7 @@ from evaldag._eval.local_batches import (
     ScoredItems,
     called_back,
     completed_items,
+    kept_in,
     raise_first_failure,
     waits,
 )
@@ -197,7 +198,14 @@ def streamed_items(
             if stored is not None:
                 stored.save(number, batch.start)
             if on_item_complete is not None and got.completed is not None:
-                called_back(on_item_complete, got.completed)
+                kept = kept_in(settings.directory)
+                called_back(
+                    on_item_complete,
+                    got.completed,
+                    got.items.index,
+                    [*item_batches, got.items],
+                    kept,
+                )
             item_batches.append(got.items)
             errors = int(got.items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(got.items), errors=errors)
