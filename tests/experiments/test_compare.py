@@ -472,3 +472,16 @@ def test_a_turns_gate_newly_failing_is_a_regression(tmp_path, capsys):
     assert "  turn0.check-excludes: 2 items: c1, c3\n" in capsys.readouterr().out
     with pytest.raises(EvalDagError, match=r"names the gates \['turn0.check-excludes'\]"):
         compare_experiments(a, b, threshold={"turn0.check-excludes": 0.5})
+
+
+def test_a_delta_beside_the_threshold_never_reads_as_within_it(tmp_path, capsys):
+    # Shown with two decimals, a drop of 0.0504 against a threshold of 0.05 read
+    # '-0.05 ... 0.05 regression'.
+    a = _result([0.9, 0.9, 0.9, 0.9])
+    b = _result([0.8496, 0.8496, 0.8596, 0.8396])
+    files = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", b))]
+    assert main(["compare", *files, "--threshold", "0.05"]) == 1
+    out = capsys.readouterr().out
+    stats, deltas = [line.split() for line in out.splitlines() if line.startswith("  s ")][:2]
+    assert stats[-4:] == ["-0.0504", "higher", "0.05", "regression"]
+    assert deltas[-4:] == ["-0.0504", "[-0.06,", "-0.04]", "REGRESSED"]

@@ -369,3 +369,52 @@ def test_the_turns_gates_and_thresholds_are_in_the_summary_and_where_it_failed(t
             "  turn 1: polite  1 of 2 items below 1.00: c1 (0.00)",
             "  turn 1: half    2 of 2 items below 0.80: c1 (0.50), c2 (0.50)",
         ]
+
+
+def test_a_figure_beside_its_requirement_never_reads_as_meeting_it(tmp_path, capsys):
+    # Shown with two decimals, an average of 0.999 beside a gate read '1.00 ... = 1.00 FAILED',
+    # 0.8496 beside a threshold of 0.85 '0.85 >= 0.85 MISSED', and a bound of 0.205 '0.20'.
+    eval_file = tmp_path / "eval.py"
+    eval_file.write_text(
+        "from evaldag import create_scorer\n"
+        "near = create_scorer('near').generate_score(lambda run: 0.8496)\n"
+        "ranged = create_scorer('ranged').generate_score(lambda run: 0.8004)\n"
+        "scorers = [near.with_threshold(0.85), ranged.with_threshold(min=0.205, max=0.8)]\n"
+        "gates = [create_scorer('almost').generate_score(lambda run: 0.999)]\n"
+    )
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in ITEMS[:3]))
+    out, report = tmp_path / "results.parquet", tmp_path / "report.html"
+    assert main(["run", str(eval_file), "--data", str(data), "--out", str(out)]) == 2
+    lines = capsys.readouterr().out.splitlines()
+    table = lines[lines.index("eval.py on items.jsonl: 3 items") + 2 :]
+    rows = {line.split()[0]: " ".join(line.split()[2:]) for line in table[: table.index("")]}
+    assert rows == {
+        "id": "average 95% interval scored not scorable errors required result",
+        "near": "0.8496 [0.8496, 0.8496] 3 0 0 >= 0.85 MISSED",
+        "ranged": "0.8004 [0.8004, 0.8004] 3 0 0 0.205 to 0.80 MISSED",
+        "almost": "0.999 [0.999, 0.999] 3 0 0 = 1.00 FAILED",
+    }
+    failed = lines.index(f"where it failed ({ITEMS_BY_ID}; worst first):")
+    assert lines[failed + 1 : failed + 4] == [
+        "  almost  3 of 3 items below 1.00: case-01 (0.999), case-02 (0.999), case-03 (0.999)",
+        "  near    3 of 3 items below 0.85: case-01 (0.8496), case-02 (0.8496), case-03 (0.8496)",
+        (
+            "  ranged  3 of 3 items outside 0.205 to 0.80: case-01 (0.8004), case-02 (0.8004), "
+            "case-03 (0.8004)"
+        ),
+    ]
+    assert main(["report", str(out), "--out", str(report)]) == 0
+    page = report.read_text()
+    for average, required in (
+        ("0.8496", "≥ 0.85"),
+        ("0.8004", "0.205 to 0.80"),
+        ("0.999", "= 1.00"),
+    ):
+        assert f'<div class="scorer-mean">{average}<span>required {required}</span>' in page
+        assert f'<td class="num">{average}</td><td class="num">[{average}, {average}]</td>' in page
+        assert f"mean {average}</text>" in page
+    assert 'title="almost">almost 0.999</span>' in page  # an item's chip, beside its gate
+
+
+ITEMS_BY_ID = "items named by the data's 'id' column"

@@ -38,3 +38,26 @@ def test_a_result_that_cannot_be_trusted_passes_no_verdict_assertion(tmp_path):
         )
     with pytest.raises(EvalAssertionError, match="cannot be trusted"):
         passes_thresholds(result)
+
+
+def test_a_failure_line_never_shows_the_figure_on_its_requirement():
+    # With four significant digits, a gate of 0.99996 read 'score 1, required at least 1'.
+    data = pd.DataFrame({"id": ["a", "b"], "input": ["a", "b"], "output": ["x", "y"]})
+    result = run_evals(
+        data,
+        scorers=[create_scorer("near").generate_score(lambda run: 0.8496).with_threshold(0.85)],
+        gates=[create_scorer("almost").generate_score(lambda run: 0.99996)],
+        progress=False,
+    )
+    with pytest.raises(EvalAssertionError) as raised:
+        assert_evals(result)
+    assert raised.value.failures == [
+        (
+            "gate 'almost' failed: score 0.99996, required at least 1.00; worst items: "
+            "a (0.99996), b (0.99996)"
+        ),
+        (
+            "threshold of 'near' missed: average 0.8496, required >= 0.85; worst items: "
+            "a (0.8496), b (0.8496)"
+        ),
+    ]

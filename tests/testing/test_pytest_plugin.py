@@ -46,11 +46,11 @@ def test_an_eval_file_is_one_test_per_gate_and_threshold(pytester):
             "eval_support.py::threshold[[]completeness-scorer[]] FAILED*",
             # a failing threshold reads like a failing assertion, naming the worst items
             (
-                "AssertionError: gate 'has-days' failed: score 0.5, required at least 1; "
+                "AssertionError: gate 'has-days' failed: score 0.50, required at least 1.00; "
                 "worst items: b (0.00)"
             ),
             (
-                "AssertionError: threshold of 'completeness-scorer' missed: average 0.125, "
+                "AssertionError: threshold of 'completeness-scorer' missed: average 0.12, "
                 "required >= 0.90; worst items: b (0.00), a (0.25)"
             ),
             "evaldag: results of 1 eval file(s) in *.evaldag/pytest",
@@ -92,7 +92,7 @@ def test_the_eval_runs_once_for_all_its_tests(pytester):
     done.stdout.fnmatch_lines(
         [
             (
-                "AssertionError: threshold of 's' missed: average 1, required >= 0.50, and the "
+                "AssertionError: threshold of 's' missed: average 1.00, required >= 0.50, and the "
                 "scorer failed on 1 item(s); worst items: q1 (error)"
             )
         ]
@@ -290,9 +290,9 @@ def _failures(result: EvalResult) -> list[str]:
 
 def test_assert_evals_says_each_failure_on_a_line(result):
     assert _failures(result) == [
-        "gate 'g' failed: score 0.5, required at least 1; worst items: y (0.00)",
+        "gate 'g' failed: score 0.50, required at least 1.00; worst items: y (0.00)",
         (
-            "threshold of 'agent.half' missed: average 0.5, required >= 0.80; worst items: "
+            "threshold of 'agent.half' missed: average 0.50, required >= 0.80; worst items: "
             "x (0.50), y (0.50)"
         ),
     ]
@@ -380,9 +380,9 @@ def test_assertions_and_matchers_see_the_turns_gates_and_thresholds():
     result = _turn_result()
     assert result.verdict == "failed" and not result.gate_results
     assert _failures(result) == [
-        "turn 1: gate 'polite' failed: score 0, required at least 1; worst items: c1 (0.00)",
+        "turn 1: gate 'polite' failed: score 0.00, required at least 1.00; worst items: c1 (0.00)",
         (
-            "turn 1: threshold of 'half' missed: average 0.5, required >= 0.80; "
+            "turn 1: threshold of 'half' missed: average 0.50, required >= 0.80; "
             "worst items: c1 (0.50)"
         ),
     ]

@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text
+
 if TYPE_CHECKING:
     from evaldag._experiments.compare import Comparison, ScorerComparison
 
@@ -141,8 +143,13 @@ def _percent(share: float) -> str:
     return f"{share:.1%}"
 
 
-def _signed(number: float | None) -> str:
-    return "-" if number is None else f"{number:+.2f}"
+def _signed(number: float | None, against: ThresholdSpec) -> str:
+    return "-" if number is None else figure_text(number, against, signed=True)
+
+
+def _allowed(s: ScorerComparison) -> ThresholdSpec:
+    """How far a delta may go either way before Mastra's rule calls it a regression."""
+    return {"min": -s.threshold, "max": s.threshold}
 
 
 def _stats_table(comparison: Comparison) -> list[str]:
@@ -178,9 +185,9 @@ def _stats_table(comparison: Comparison) -> list[str]:
                 s.role,
                 *sides[0],
                 *sides[1],
-                _signed(s.delta),
+                _signed(s.delta, _allowed(s)),
                 s.direction,
-                f"{s.threshold:.2f}",
+                figure_text(s.threshold, s.threshold),
                 "regression" if beyond else "-" if s.delta is None else "ok",
             )
         )
@@ -203,8 +210,10 @@ def _deltas_table(comparison: Comparison) -> list[str]:
                 str(s.paired),
                 str(s.worse),
                 str(s.better),
-                _signed(s.paired_delta),
-                f"[{s.interval.low:+.2f}, {s.interval.high:+.2f}]" if s.interval else "-",
+                _signed(s.paired_delta, _allowed(s)),
+                f"[{_signed(s.interval.low, 0.0)}, {_signed(s.interval.high, 0.0)}]"
+                if s.interval
+                else "-",
                 "REGRESSED" if s.regressed else _change_words(s),
             )
         )
@@ -222,7 +231,7 @@ def _deltas_table(comparison: Comparison) -> list[str]:
 
 def _change_words(s: ScorerComparison) -> str:
     if s.change == "worse":
-        return f"worse, within the threshold {s.threshold:.2f}"
+        return f"worse, within the threshold {figure_text(s.threshold, s.threshold)}"
     if s.change in ("added", "removed"):
         return f"only in {'B' if s.change == 'added' else 'A'}"
     return s.change

@@ -7,7 +7,6 @@ import pandas as pd
 
 from evaldag._cli.trials import trial_lines
 from evaldag._report.failing import (
-    bounds,
     failing_items,
     ids_source,
     item_ids,
@@ -25,7 +24,7 @@ from evaldag._report.summary import (
 )
 from evaldag._results.eval_result import EvalResult, verdict_word
 from evaldag._results.item_columns import first_not_scorable, has_scorer, item_states
-from evaldag._scorer.thresholds import ThresholdSpec
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text, threshold_bounds
 
 #: How many of a gate's or threshold's failing items are named; the rest are counted.
 NAMED_ITEMS = 5
@@ -43,8 +42,8 @@ def summary_table(result: EvalResult, title: str) -> str:
             (
                 s.id,
                 s.role,
-                "-" if s.mean is None else f"{s.mean:.2f}",
-                "-" if s.interval is None else str(s.interval),
+                "-" if s.mean is None else figure_text(s.mean, s.requirement),
+                "-" if s.interval is None else s.interval.text(s.requirement),
                 str(s.scored),
                 str(s.not_scorable),
                 str(s.errors),
@@ -127,18 +126,19 @@ def _failing_text(
 ) -> str:
     """``3 of 10 items below 1.00 or in error: q7 (error), q2 (0.00), q9 (0.50)``."""
     named = [
-        f"{ids[label]} ({shortfall_text(items, sid, label)})" for label in labels[:NAMED_ITEMS]
+        f"{ids[label]} ({shortfall_text(items, sid, label, requirement)})"
+        for label in labels[:NAMED_ITEMS]
     ]
     more = len(labels) - len(named)
     if more:
         named.append(f"and {more} more")
-    low, high = bounds(requirement)
+    low, high = (None if b is None else figure_text(b, b) for b in threshold_bounds(requirement))
     short = (
-        f"outside {low:.2f} to {high:.2f}"
+        f"outside {low} to {high}"
         if low is not None and high is not None
-        else f"below {low:.2f}"
+        else f"below {low}"
         if low is not None
-        else f"above {high:.2f}"
+        else f"above {high}"
     )
     in_error = " or in error" if item_states(items, sid).failed[labels].any() else ""
     count = f"{len(labels)} of {len(items):,} items"

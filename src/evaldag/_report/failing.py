@@ -10,7 +10,7 @@ import pandas as pd
 
 from evaldag._results.eval_result import EvalResult, GateResult, ThresholdResult
 from evaldag._results.item_columns import ScorerColumns, item_states
-from evaldag._scorer.thresholds import ThresholdSpec
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text, threshold_bounds
 
 #: The column that names items. Mastra's dataset items and most eval sets (the demo's too) use
 #: it; other common columns (``name``, ``question``) need not be unique, so they are not used.
@@ -90,18 +90,13 @@ def ids_source(items: pd.DataFrame) -> str:
     return "the data's index label"
 
 
-def bounds(requirement: ThresholdSpec) -> tuple[float | None, float | None]:
-    """The lowest and highest average ``requirement`` allows (a number is a minimum)."""
-    if isinstance(requirement, dict):
-        return requirement.get("min"), requirement.get("max")
-    return float(requirement), None
-
-
 def scorer_scale(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> float:
     """The top of the scorer's scale: 1, unless its bounds or scores go higher."""
     # A result does not record a scorer's max_score; its scores and bounds lie within it.
     scores = item_states(items, scorer_id).scores.dropna()
-    return max(1.0, *(b for b in bounds(requirement) if b is not None), *scores.nlargest(1))
+    return max(
+        1.0, *(b for b in threshold_bounds(requirement) if b is not None), *scores.nlargest(1)
+    )
 
 
 def requirement_gaps(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpec) -> pd.Series:
@@ -114,7 +109,7 @@ def requirement_gaps(items: pd.DataFrame, scorer_id: str, requirement: Threshold
     """
     states = item_states(items, scorer_id)
     score = states.counted_scores
-    low, high = bounds(requirement)
+    low, high = threshold_bounds(requirement)
     below = low - score if low is not None else None
     above = score - high if high is not None else None
     if below is not None and above is not None:
@@ -131,9 +126,12 @@ def failing_items(items: pd.DataFrame, scorer_id: str, requirement: ThresholdSpe
     return gaps[gaps > 0].sort_values(ascending=False, kind="stable")
 
 
-def shortfall_text(items: pd.DataFrame, scorer_id: str, label: Any) -> str:
-    """What a failing item scored, as its line names it: ``error``, or its score (``0.50``)."""
+def shortfall_text(
+    items: pd.DataFrame, scorer_id: str, label: Any, requirement: ThresholdSpec
+) -> str:
+    """What a failing item scored, as its line names it: ``error``, or its score (``0.50``;
+    never on or across ``requirement``, which it misses: ``0.999`` below 1.0)."""
     columns = ScorerColumns(scorer_id)
     if pd.notna(items.at[label, columns.error]):
         return "error"
-    return f"{items.at[label, columns.score]:.2f}"
+    return figure_text(items.at[label, columns.score], requirement)

@@ -170,6 +170,12 @@ def _requirement(summary: ScorerSummary) -> str:
     return text.replace(">=", "≥").replace("<=", "≤")
 
 
+def _interval(summary: ScorerSummary) -> str:
+    """The interval of the average, beside its requirement; ``–`` for none."""
+    interval = summary.interval
+    return "–" if interval is None else interval.text(summary.requirement)
+
+
 def _status(summary: ScorerSummary) -> str:
     word = outcome_word(summary)
     if not word:
@@ -185,8 +191,8 @@ def _requirements_section(summaries: list[ScorerSummary]) -> str:
     else:
         lines = "".join(
             f"<tr><td><code>{escaped(s.id)}</code></td><td>{s.role}</td>"
-            f'<td class="num">{number_text(s.mean)}</td>'
-            f'<td class="num">{escaped(str(s.interval or "–"))}</td>'
+            f'<td class="num">{number_text(s.mean, against=s.requirement)}</td>'
+            f'<td class="num">{escaped(_interval(s))}</td>'
             f'<td class="num">{escaped(_requirement(s))}</td>'
             f'<td class="num">{s.scored}</td><td class="num">{s.not_scorable}</td>'
             f'<td class="num">{s.errors}</td><td>{_status(s)}</td></tr>'
@@ -224,7 +230,7 @@ def _scorer_card(summary: ScorerSummary) -> str:
     if summary.errors:
         counts += f" · {summary.errors} errors"
     if summary.interval is not None:
-        counts += f" · 95 % interval {summary.interval}"
+        counts += f" · 95 % interval {_interval(summary)}"
     badge = '<span class="tag tag-llm">LLM judge</span>' if summary.has_judge else ""
     if summary.role == "gate":
         badge += '<span class="tag tag-gate">gate</span>'
@@ -232,7 +238,7 @@ def _scorer_card(summary: ScorerSummary) -> str:
     return (
         f'<article class="scorer"><div class="scorer-head"><div><h3>{escaped(summary.name)}</h3>'
         f"<code>{escaped(summary.id)}</code> {badge}</div>"
-        f'<div class="scorer-mean">{number_text(summary.mean)}'
+        f'<div class="scorer-mean">{number_text(summary.mean, against=summary.requirement)}'
         f"<span>{'required ' + escaped(requirement) if requirement else 'average'}</span>"
         "</div></div>"
         f"{histogram_svg(summary)}"

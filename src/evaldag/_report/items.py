@@ -150,7 +150,7 @@ def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
     tone = score_tone(score) if gap is None or math.isnan(gap) else "bad" if gap > 0 else "good"
     return (
         f'<span class="chip chip-{tone}" title="{escaped(sid)}">{escaped(short_id(sid))} '
-        f"{number_text(score)}</span>"
+        f"{number_text(score, against=summary.requirement)}</span>"
     )
 
 
@@ -195,7 +195,7 @@ def _scorer_detail(row: pd.Series, summary: ScorerSummary) -> str:
             f"<pre>{escaped(_pretty(steps))}</pre></details>"
         )
     lines.append(_judge_records(_decoded(row.get(columns.judge))))
-    score_text = number_text(_score(row, sid))
+    score_text = number_text(_score(row, sid), against=summary.requirement)
     return (
         f'<div class="scorer-detail"><div class="scorer-detail-head"><code>{escaped(sid)}</code>'
         f'<span class="score">{score_text}</span></div>{"".join(lines)}</div>'

@@ -6,8 +6,9 @@ import math
 from typing import Any
 
 from evaldag._report.summary import ScorerSummary, scorer_definitions
-from evaldag._report.text import escaped, short_id
+from evaldag._report.text import escaped, number_text, short_id
 from evaldag._results.eval_result import EvalResult
+from evaldag._scorer.thresholds import threshold_bounds
 
 _BINS = 10
 
@@ -65,7 +66,8 @@ def histogram_svg(summary: ScorerSummary) -> str:
         parts.append(
             f'<line class="mean" x1="{mean_x:.1f}" x2="{mean_x:.1f}" y1="{top - 4}" '
             f'y2="{axis_y}"/><text class="mean-label" x="{mean_x:.1f}" y="{top - 7}" '
-            f'text-anchor="{anchor}">mean {summary.mean:.2f}</text>'
+            f'text-anchor="{anchor}">mean {number_text(summary.mean, against=summary.requirement)}'
+            "</text>"
         )
     if not scores:
         parts.append(
@@ -82,10 +84,7 @@ def _requirement_bands(
     # A gate's only passing score is 1.0: shading everything else says nothing.
     if requirement is None or summary.role == "gate":
         return []
-    if isinstance(requirement, dict):
-        bounds = (requirement.get("min"), requirement.get("max"))
-    else:
-        bounds = (requirement, None)
+    bounds = threshold_bounds(requirement)
     bands = []
     if bounds[0] is not None and bounds[0] > low:
         bands.append((low, bounds[0]))

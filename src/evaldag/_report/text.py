@@ -4,17 +4,20 @@ import html
 import math
 from typing import Any
 
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text
+
 
 def escaped(text: Any) -> str:
     """``text`` as HTML text, quotes included."""
     return html.escape(str(text), quote=True)
 
 
-def number_text(value: float | None, digits: int = 2) -> str:
-    """``value`` with ``digits`` decimals, ``–`` for None and NaN."""
+def number_text(value: float | None, digits: int = 2, against: ThresholdSpec | None = None) -> str:
+    """``value`` with ``digits`` decimals (more beside a threshold ``against``, as
+    ``figure_text`` shows it), ``–`` for None and NaN."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    return f"{value:.{digits}f}"
+    return figure_text(value, against, digits=digits)
 
 
 def short_id(sid: str) -> str:

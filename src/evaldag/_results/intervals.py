@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text
+
 #: Resamples of an interval, and the seed of its generator.
 RESAMPLES = 10_000
 SEED = 0
@@ -41,8 +43,13 @@ class ConfidenceInterval(BaseModel):
         """Whether ``value`` lies outside the interval."""
         return value < self.low or value > self.high
 
+    def text(self, against: ThresholdSpec | None = None) -> str:
+        """``[0.71, 0.93]``; each end on its side of each bound of ``against`` (the threshold
+        the interval is shown beside), as ``figure_text`` shows it."""
+        return f"[{figure_text(self.low, against)}, {figure_text(self.high, against)}]"
+
     def __str__(self) -> str:
-        return f"[{self.low:.2f}, {self.high:.2f}]"
+        return self.text()
 
 
 def minimum_resamples(level: float) -> int:

@@ -125,10 +125,37 @@ def threshold_passed(average: float, threshold: ThresholdSpec) -> bool:
 
 
 def threshold_text(threshold: ThresholdSpec) -> str:
-    """``>= 0.70``, ``<= 0.30`` or ``0.20 to 0.80``."""
+    """``>= 0.70``, ``<= 0.30`` or ``0.20 to 0.80``: each bound exactly (``>= 0.855``)."""
+    low, high = (None if b is None else figure_text(b, b) for b in threshold_bounds(threshold))
+    if low is not None and high is not None:
+        return f"{low} to {high}"
+    return f">= {low}" if low is not None else f"<= {high}"
+
+
+def threshold_bounds(threshold: ThresholdSpec) -> tuple[float | None, float | None]:
+    """The lowest and highest average ``threshold`` allows (a number is a minimum)."""
     if isinstance(threshold, dict):
-        low, high = threshold.get("min"), threshold.get("max")
-        if low is not None and high is not None:
-            return f"{low:.2f} to {high:.2f}"
-        return f">= {low:.2f}" if low is not None else f"<= {high:.2f}"
-    return f">= {threshold:.2f}"
+        return threshold.get("min"), threshold.get("max")
+    return float(threshold), None
+
+
+def figure_text(
+    value: float, against: ThresholdSpec | None = None, *, digits: int = 2, signed: bool = False
+) -> str:
+    """``value`` with ``digits`` decimals, or with as many more as it takes to show it on the
+    side of each bound of ``against`` (the threshold it is shown beside) where it lies: beside a
+    threshold of 1.0, 0.999 reads ``0.999``, never ``1.00``; beside itself, a value reads
+    exactly. ``signed``: with its sign (``+0.05``)."""
+    value = float(value)  # a NumPy number compares to a NumPy bool
+    marks = [] if against is None else [b for b in threshold_bounds(against) if b is not None]
+    sign = "+" if signed else ""
+    if math.isfinite(value):
+        for places in range(digits, 18):
+            text = f"{value:{sign}.{places}f}"
+            if all(_side(float(text), mark) == _side(value, mark) for mark in marks):
+                return text
+    return f"{value:{sign}}"  # nan, inf
+
+
+def _side(value: float, mark: float) -> int:
+    return (value > mark) - (value < mark)

@@ -9,7 +9,7 @@ import pandas as pd
 from evaldag._report.failing import Requirement, failing_items, item_ids, shortfall_text
 from evaldag._results.eval_result import GateResult
 from evaldag._results.item_columns import has_scorer
-from evaldag._scorer.thresholds import ThresholdSpec, threshold_text
+from evaldag._scorer.thresholds import ThresholdSpec, figure_text, threshold_text
 
 if TYPE_CHECKING:
     from evaldag._results.eval_result import EvalResult
@@ -46,15 +46,16 @@ def failure(result: EvalResult, requirement: Requirement, min_pass_rate: float =
             return None
         required: ThresholdSpec = min_pass_rate
         line = (
-            f"gate {outcome.id!r} failed: score {outcome.score:.4g}, required at least "
-            f"{min_pass_rate:g}"
+            f"gate {outcome.id!r} failed: score {figure_text(outcome.score, min_pass_rate)}, "
+            f"required at least {figure_text(min_pass_rate, min_pass_rate)}"
         )
     else:
         if outcome.passed:
             return None
         required = outcome.threshold
         line = (
-            f"threshold of {outcome.id!r} missed: average {outcome.average_score:.4g}, "
+            f"threshold of {outcome.id!r} missed: average "
+            f"{figure_text(outcome.average_score, outcome.threshold)}, "
             f"required {threshold_text(outcome.threshold)}"
         )
         if outcome.errors:
@@ -68,7 +69,9 @@ def _why(items: pd.DataFrame, sid: str, requirement: ThresholdSpec, reason: str 
     if has_scorer(items, sid):
         short = failing_items(items, sid, requirement).index
         ids = item_ids(items)
-        named = [f"{ids[n]} ({shortfall_text(items, sid, n)})" for n in short[:NAMED_ITEMS]]
+        named = [
+            f"{ids[n]} ({shortfall_text(items, sid, n, requirement)})" for n in short[:NAMED_ITEMS]
+        ]
         if len(short) > NAMED_ITEMS:
             named[-1] += f" and {len(short) - NAMED_ITEMS} more"
         if named:
