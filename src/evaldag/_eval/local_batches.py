@@ -117,6 +117,7 @@ def scored_items(
     try:
         for batch in scored:
             items: pd.DataFrame = batch.items  # a saved batch's; an executed one's below
+            completed = None
             if batch.values is not None:
                 values = batch.values
                 if on_error == "raise":
@@ -133,11 +134,10 @@ def scored_items(
                     telemetry.batch_scored(batch.rows, values)
                 if on_item_complete is not None and RESCORED not in values:
                     completed = completed_items(batch.rows, values, plan, inputs["data_columns"])
-                    kept = None if checkpoint_error else kept_in(checkpoint)
-                    called_back(
-                        on_item_complete, completed, items.index, [*item_batches, items], kept
-                    )
             item_batches.append(items)
+            if on_item_complete is not None and completed is not None:
+                kept = None if checkpoint_error else kept_in(checkpoint)
+                called_back(on_item_complete, completed, items.index, item_batches, kept)
             errors = int(items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(batch.rows), errors=errors)
     finally:
@@ -183,8 +183,8 @@ def called_back(
 ) -> None:
     """``on_item_complete`` called with each item's arguments in turn (and awaited, when it is
     async). What it raises stops the run: an ``OnItemCompleteError`` naming the item (of
-    ``labels``, in the order of ``completed``) and carrying the items ``scored`` so far, this
-    batch's included.
+    ``labels``, in the order of ``completed``) and carrying the batches of items ``scored`` so
+    far (this one's last), joined only then.
 
     :param kept: the option that keeps them on disk too (``checkpoint='run.parquet'``), if any.
     """

@@ -197,16 +197,10 @@ def streamed_items(
             number, batch = handed.rows
             if stored is not None:
                 stored.save(number, batch.start)
+            item_batches.append(got.items)
             if on_item_complete is not None and got.completed is not None:
                 kept = kept_in(settings.directory)
-                called_back(
-                    on_item_complete,
-                    got.completed,
-                    got.items.index,
-                    [*item_batches, got.items],
-                    kept,
-                )
-            item_batches.append(got.items)
+                called_back(on_item_complete, got.completed, got.items.index, item_batches, kept)
             errors = int(got.items[error_columns].notna().any(axis=1).sum())
             bar.advance(len(got.items), errors=errors)
     finally:
