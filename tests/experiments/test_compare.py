@@ -485,3 +485,31 @@ def test_a_delta_beside_the_threshold_never_reads_as_within_it(tmp_path, capsys)
     stats, deltas = [line.split() for line in out.splitlines() if line.startswith("  s ")][:2]
     assert stats[-4:] == ["-0.0504", "higher", "0.05", "regression"]
     assert deltas[-4:] == ["-0.0504", "[-0.06,", "-0.04]", "REGRESSED"]
+
+
+def test_a_run_that_measured_nothing_passes_no_comparison(tmp_path, capsys):
+    # A baseline whose scorer failed on every item has no scores for a candidate to fall below:
+    # 'evaldag compare' said 'no regression' and exited 0, whatever the candidate scored.
+    store = str(tmp_path / "scores.db")
+    data = pd.DataFrame({"input": ["a", "b", "c"], "output": ["x", "y", "z"]})
+    with pytest.raises(UntrustworthyRunError) as raised:
+        run_evals(
+            data,
+            scorers=[create_scorer("s").generate_score(lambda run: 1 / 0)],
+            store=store,
+            name="broken",
+            progress=False,
+        )
+    why = raised.value.message
+    low = create_scorer("s").generate_score(lambda run: 0.1)
+    run_evals(data, scorers=[low], store=store, name="candidate", progress=False)
+    for a, b, side in (("broken", "candidate", "A"), ("candidate", "broken", "B")):
+        comparison = compare_experiments(a, b, store=store, allow_missing=True)
+        assert not comparison.passed
+        assert main(["compare", a, b, "--store", store, "--allow-missing"]) == 1
+        out = capsys.readouterr().out
+        assert (
+            f"UNTRUSTWORTHY: {side} measured nothing, so nothing can be compared with it: {why}"
+            in out
+        )
+    assert compare_experiments("broken", "candidate", store=store).a.untrustworthy == why

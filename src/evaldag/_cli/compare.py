@@ -28,7 +28,7 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
     compare = commands.add_parser(
         "compare",
         help="compare two runs: per-scorer stats and paired per-item deltas; exit 1 on a "
-        "regression or when B lacks scorers, items or scores of A",
+        "regression, when B lacks scorers, items or scores of A, or when a run measured nothing",
         description="Compare experiment B with experiment A (results files written by "
         "'evaldag run --out' or 'evaldag demo', or runs saved in a score store): Mastra's "
         "per-scorer stats (error rate, pass rate, average, delta), then the items of both "
@@ -37,7 +37,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         "worse by more than the threshold, when an item that passed a gate in A fails it in B "
         "(whatever the interval and the threshold), or when B lacks scorers, gates or items that "
         "A has, or scores A has (B failed on or could not score the item) (unless "
-        "--allow-missing), else 0.",
+        "--allow-missing), or when either run measured nothing (its verdict untrustworthy: a "
+        "scorer or the target failed on every item), else 0.",
     )
     compare.add_argument(
         "a",
@@ -93,7 +94,8 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
 
 
 def compare_command(args: argparse.Namespace) -> int:
-    """Print the comparison; exit 1 on a regression or when B lacks what A has."""
+    """Print the comparison; exit 1 on a regression, when B lacks what A has or when either
+    run measured nothing."""
     from evaldag._experiments.compare import compare_experiments
 
     comparison = compare_experiments(
@@ -360,6 +362,12 @@ def _conclusion(comparison: Comparison) -> list[str]:
             "for A; rerun B on all of A's items with all of A's scorers, or give "
             "--allow-missing to compare only what both have"
         )
+    for side, info in (("A", comparison.a), ("B", comparison.b)):
+        if info.untrustworthy is not None:
+            lines.append(
+                f"UNTRUSTWORTHY: {side} measured nothing, so nothing can be compared with it: "
+                f"{info.untrustworthy}; fix the run and compare again"
+            )
     return lines
 
 

@@ -58,7 +58,8 @@ exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold mi
 2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
 'demo' and 'report' exit 0 once their files are written, whatever the verdict, 'serve' once stopped;
-'compare' exits 1 on a regression or when B lacks scorers, items or scores of A, else 0."""
+'compare' exits 1 on a regression, when B lacks scorers, items or scores of A or when a run
+measured nothing, else 0."""
 
 
 class _Parser(argparse.ArgumentParser):

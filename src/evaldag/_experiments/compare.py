@@ -110,6 +110,11 @@ class ExperimentInfo(BaseModel):
     experiment_id: str | None
     name: str | None = Field(default=None, description="The run's name, if it was given one.")
     items: int
+    untrustworthy: str | None = Field(
+        default=None,
+        description="Why the run's verdict cannot be trusted (its summary.untrustworthy: it "
+        "measured nothing), when it cannot: no comparison with it passes.",
+    )
 
 
 class Comparison(BaseModel):
@@ -156,9 +161,11 @@ class Comparison(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """Whether B holds up against A: nothing regressed and, unless ``allow_missing``, B
-        has every scorer, gate and item A has."""
-        return not self.regressions and (self.allow_missing or not self.incomplete)
+        """Whether B holds up against A: both runs measured something (neither is
+        untrustworthy), nothing regressed and, unless ``allow_missing``, B has every scorer,
+        gate and item A has."""
+        trusted = self.a.untrustworthy is None and self.b.untrustworthy is None
+        return trusted and not self.regressions and (self.allow_missing or not self.incomplete)
 
 
 def experiment_result(
@@ -312,7 +319,11 @@ def compare_experiments(
 
 def _info(result: EvalResult, source: str) -> ExperimentInfo:
     return ExperimentInfo(
-        source=source, experiment_id=result.experiment_id, name=result.name, items=len(result.items)
+        source=source,
+        experiment_id=result.experiment_id,
+        name=result.name,
+        items=len(result.items),
+        untrustworthy=result.summary.untrustworthy,
     )
 
 
