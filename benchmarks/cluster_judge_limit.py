@@ -7,8 +7,8 @@ call), or with ``--judge scripted`` the tests' scripted aiohttp server (``tests/
 0.25-0.27 ms a call, each request parsed and kept, and on the 2 cores it shares with the run it
 held a call 51.7-52.5 ms for 50). It runs in a process of its own, as a provider does: in this
 one (``--judge-in-process``) every pass of this process's garbage collector over the results it
-holds stopped it too (up to 1.2 s each at 100,000 items). Runs per executor, one scorer with one prompt step, ``max_concurrency`` for the
-whole cluster:
+holds stopped it too (up to 1.2 s each at 100,000 items). Runs per executor, one scorer with
+one prompt step, ``max_concurrency`` for the whole cluster:
 
 - ``limit``: every reply a score: the most calls in flight at once (must never pass
   ``max_concurrency``) and the share of the ideal throughput the limit allows
