@@ -248,8 +248,8 @@ def judged(judging: Judging, max_concurrency: int) -> Any:
 def _run(executor: Any, args: argparse.Namespace, storm: float, tail: float) -> dict[str, Any]:
     items = [{"input": f"q{n}", "output": "a"} for n in range(args.items)]
     judging = Judging(args, storm, tail)
-    started = time.perf_counter()
     with Sampled(judging) as sampled:
+        started = time.perf_counter()  # the run alone, not the readings of its processes
         result = run_evals(
             items,
             scorers=[judged(judging, args.max_concurrency)],
@@ -258,7 +258,7 @@ def _run(executor: Any, args: argparse.Namespace, storm: float, tail: float) -> 
             cache=False,
             progress=False,
         )
-    seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started
     in_flight, requests = judging.figures["max_in_flight"], judging.figures["requests"]
     latency = (1 - tail) * args.latency + tail * args.tail_latency
     ideal = args.items * latency / args.max_concurrency
