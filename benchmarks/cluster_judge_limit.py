@@ -349,10 +349,11 @@ def main() -> None:
     load = os.getloadavg()[0]
     start, end = markers("cluster")
     where = "in a thread of the client" if args.judge_in_process else "in a process of its own"
+    where = f"the {args.judge} judge, {where}"
     setting = (
         f"{args.items:,} items x 1 LLM scorer, fake judge at {args.latency * 1000:g} ms, "
         f"`max_concurrency` {args.max_concurrency} for the whole cluster of 2 worker processes "
-        f"(the judge {where}); "
+        f"({where}); "
         f"storm: {args.storm:.0%} of replies are 429 (Retry-After 0.05 s); tail: {args.tail:.0%} "
         f"take {args.tail_latency:g} s. "
         f"{datetime.now(UTC):%Y-%m-%d}, load average {load:.1f} on the shared 2-core machine."
