@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evaldag._reader import checked_transcript
+from evaldag._reader.said import said_texts
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._traces.matching import SpanQuery, checked_query, matching_spans
 from evaldag.errors import EvalDagError
@@ -482,24 +483,8 @@ def _assistant_text(run: Any, separator: str) -> str:
 
 
 def _everything_said(run: Any) -> str:
-    """Every text of the assistant messages, each once per message, joined by a space: a
-    message's content string, legacy ``content.content`` and each of its text parts."""
-    said: list[str] = []
-    for message in run_messages(_output(run), "assistant"):
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            said.append(content)
-            continue
-        found = [content.get("content"), content.get("text")] if isinstance(content, dict) else []
-        parts = content.get("parts") if isinstance(content, dict) else content
-        for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, dict) and part.get("type") == "text":
-                found.append(part.get("text"))
-        texts = [text for text in found if isinstance(text, str) and text]
-        said.extend(dict.fromkeys(texts))  # each once, in order
-    return " ".join(said)
+    """Every text of the assistant messages (``said_texts``), joined by a space."""
+    return " ".join(said_texts(run_messages(_output(run), "assistant")))
 
 
 def _folded(output: str, target: str, ignore_case: bool) -> tuple[str, str]:

@@ -36,6 +36,7 @@ from evaldag.scorers.llm._shared import (
     answer,
     assistant_text,
     awaited,
+    everything_said,
     json_text,
     numbered,
     share,
@@ -136,13 +137,19 @@ def aligned_verdicts(
 
 
 def verdicts_given(
-    reply: Mapping[str, Any], key: str, run: Any, items: list[Any], item: str, whole: bool
+    reply: Mapping[str, Any],
+    key: str,
+    run: Any,
+    items: list[Any],
+    item: str,
+    whole: bool,
+    response: Callable[[Any], str] = assistant_text,
 ) -> list[Any]:
     """The verdicts of the judge's analyze ``reply`` (``reply[key]``); an error when the list is
     empty though there was something to judge: ``items`` (what it listed, each an ``item``), or
-    with none listed and verdicts on the ``whole`` response, a response with text."""
+    with none listed and verdicts on the ``whole`` response (``response(run)``), one with text."""
     verdicts = list(reply.get(key) or [])
-    if verdicts or not (items or (whole and assistant_text(run).strip())):
+    if verdicts or not (items or (whole and response(run).strip())):
         return verdicts
     count = len(items)
     given = (
@@ -167,6 +174,7 @@ def item_verdicts(
     missing: Mapping[str, Any],
     items: str,
     whole: bool = False,
+    response: Callable[[Any], str] = assistant_text,
 ) -> Callable[..., dict[str, Any]]:
     """An analyze function step for after a judged one: one verdict per preprocessed item.
 
@@ -176,11 +184,12 @@ def item_verdicts(
     :param items: what the items are, for the step's description, e.g. ``'claim'``.
     :param whole: whether, with no items, the judge's verdicts on the whole response are kept
         as they are (bias); otherwise they are dropped.
+    :param response: the response's text the judge read.
     """
 
     def analyze(run: Any, preprocess_step_result: Any, analyze_step_result: Any) -> dict[str, Any]:
         listed = list((preprocess_step_result or {}).get(items_key) or [])
-        verdicts_given(analyze_step_result, verdicts_key, run, listed, items, whole)
+        verdicts_given(analyze_step_result, verdicts_key, run, listed, items, whole, response)
         if whole and not listed:
             return dict(analyze_step_result)
         return aligned_verdicts(analyze_step_result, verdicts_key, listed, lambda _: missing)
@@ -206,7 +215,8 @@ def item_verdict_scorer(
     """``scorer`` with the item-verdict steps appended: items, verdicts, one verdict per item,
     score (the verdicts' points / verdicts × ``scale``, two decimals) and reason.
 
-    The prompts' placeholders ``$input`` and ``$output`` (the user's and the assistant's texts),
+    The prompts' placeholders ``$input`` and ``$output`` (the user's and the assistant's texts:
+    for a scorer whose lower scores are better, everything the assistant said in the run),
     ``$items`` and ``$item_count`` (the preprocessed items, numbered), ``$verdicts`` (the
     verdicts as JSON), ``$score`` and ``$scale`` are filled here; any other is a ``texts`` entry.
 
@@ -228,13 +238,15 @@ def item_verdict_scorer(
     """
     items_key = items.key if items is not None else None
     verdicts_key = verdicts.key
+    # A measure of what must not be said reads everything said; the others, the last answer.
+    response = everything_said if scorer.better == "lower" else assistant_text
 
     def listed(results: Any) -> list[str]:
         return results["preprocess_step_result"][items_key]
 
     sources: dict[str, Callable[..., Any]] = {
         "input": user_text,
-        "output": assistant_text,
+        "output": response,
         "items": lambda results: numbered(listed(results), "(none)"),
         "item_count": lambda results: str(len(listed(results))),
         "verdicts": lambda results: json_text(results["analyze_step_result"][verdicts_key]),
@@ -265,7 +277,7 @@ def item_verdict_scorer(
 
     def score(run: Any, analyze_step_result: Any) -> float:
         judged_verdicts = (
-            verdicts_given(analyze_step_result, verdicts_key, run, [], "response", True)
+            verdicts_given(analyze_step_result, verdicts_key, run, [], "response", True, response)
             if items is None
             else analyze_step_result[verdicts_key]
         )
@@ -281,7 +293,12 @@ def item_verdict_scorer(
         reason_missing = f"The judge gave no {verdict} for this {item}."
         scorer = scorer.analyze(
             item_verdicts(
-                items_key, verdicts_key, {verdict: missing, "reason": reason_missing}, item, whole
+                items_key,
+                verdicts_key,
+                {verdict: missing, "reason": reason_missing},
+                item,
+                whole,
+                response,
             )
         )
     return scorer.generate_score(score).generate_reason(judged(reason, "generate_reason"))

@@ -76,6 +76,7 @@ from pydantic.fields import FieldInfo
 from evaldag._compat.js import js_json, js_truthy, round_to_two_decimals
 from evaldag._judge.settings import Judge, as_judge
 from evaldag._reader import checked_input, checked_transcript, read_transcript
+from evaldag._reader.said import said_texts
 from evaldag._scorer.builder import create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag._scorer.scores import score_problem, score_value
@@ -223,6 +224,20 @@ def assistant_text(run: Any) -> str:
     read from its ``rawOutput``; a value no reader takes is an error, not an empty response for
     the judge."""
     return response_text(*_response(run.output))
+
+
+def everything_said(run: Any) -> str:
+    """Every text the assistant said in the run (``said_texts``), a paragraph each, a trajectory's
+    read from its ``rawOutput``: what the lower-is-better scorers judge, so that a toxic remark
+    before a tool call counts (Mastra judges the last text). A value no reader takes is an error,
+    as for :func:`assistant_text`."""
+    output, field = _response(run.output)
+    if isinstance(output, dict) and output.get("role") == "assistant":
+        output = [output]
+    if not isinstance(output, list | tuple):  # text, or a value that holds one answer at most
+        return response_text(output, field)
+    messages = run_messages(checked_transcript(output, "an LLM scorer", field), "assistant")
+    return "\n\n".join(said_texts(messages))
 
 
 def response_text(output: Any, field: str = "run.output") -> str:

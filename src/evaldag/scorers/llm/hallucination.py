@@ -5,7 +5,8 @@ of the response, then says of each whether it is a hallucination (``yes``: it co
 context or asserts what the context does not support) or not (``no``). Score = hallucinated
 claims / claims × scale; higher is worse. The context is ``context=`` (pieces, a data column or
 a function of the run) or, when that is None, the JSON of the run's tool results, as for
-faithfulness; a run without context is not scorable.
+faithfulness; a run without context is not scorable. The response is everything the assistant
+said in the run, where Mastra reads its last text.
 """
 
 from __future__ import annotations
