@@ -89,6 +89,10 @@ def _ids(cases):
     return [item["case"]["name"] for item in cases]
 
 
+#: Where evaldag answers differently on purpose (docs/differences-from-mastra.md), with what
+#: its preprocess result adds: strict mode counts the call cut off mid-stream (Mastra leaves it
+#: out, so an agent that also started another tool passed "only this tool").
+OUR_ANSWERS = {"tool-strict-single": (0, {"unfinishedTools": ["b"], "correctToolCalled": False})}
 SCORED = [item for item in CASES if item["expected"]["ok"]]
 FAILING = [item for item in CASES if not item["expected"]["ok"]]
 
@@ -114,10 +118,12 @@ def test_code_scorer_matches_mastra(item):
     assert [(camel(s["name"]), s["type"]) for s in scorer.get_steps()] == [
         (s["name"], s["type"]) for s in expected["scorer"]["steps"]
     ]
-    assert result.score == expected["score"]
+    ours = OUR_ANSWERS.get(case["name"])
+    assert result.score == (expected["score"] if ours is None else ours[0])
     assert result.reason == mastra.get("reason")
     assert result.analyze_step_result == mastra.get("analyzeStepResult")
-    assert _scrubbed(result.preprocess_step_result) == mastra["preprocessStepResult"]
+    found = {**mastra["preprocessStepResult"], **(ours[1] if ours else {})}
+    assert _scrubbed(result.preprocess_step_result) == found
 
 
 @pytest.mark.parametrize("item", FAILING, ids=_ids(FAILING))

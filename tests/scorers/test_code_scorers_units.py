@@ -722,3 +722,31 @@ def test_the_trajectory_blacklist_counts_a_forbidden_call_that_was_not_made():
     assert result.preprocess_step_result["blacklist"]["violatedTools"] == ["delete_db"]
     allowed = scorers.trajectory(defaults={"blacklisted_tools": ["drop_table"]})
     assert allowed.run(input="q", output=[waiting]).score == 1
+
+
+def test_strict_tool_call_accuracy_counts_a_call_that_was_not_made():
+    """Strict mode asks for the expected tool and no other: an agent that searched and then
+    asked to delete a database (waiting for approval) did not keep to it."""
+    from openai.types.responses import ResponseFunctionToolCall
+    from openai.types.responses.response_input_item import FunctionCallOutput
+    from openai.types.responses.response_output_item import McpApprovalRequest
+
+    searched = ResponseFunctionToolCall(
+        id="fc_1", call_id="call_1", name="search", arguments="{}", type="function_call",
+        status="completed",
+    )  # fmt: skip
+    found = FunctionCallOutput(call_id="call_1", output="3 results", type="function_call_output")
+    waiting = McpApprovalRequest(
+        id="mcpr_1", arguments="{}", name="delete_db", server_label="db",
+        type="mcp_approval_request",
+    )  # fmt: skip
+    output = [item.model_dump(mode="json") for item in (searched, found, waiting)]
+    strict = scorers.tool_call_accuracy(expected_tool="search", strict_mode=True)
+    result = strict.run(input="find it", output=output)
+    assert result.score == 0
+    assert result.preprocess_step_result["unfinishedTools"] == ["delete_db"]
+    assert result.preprocess_step_result["correctToolCalled"] is False
+    ordered = scorers.tool_call_accuracy(expected_tool_order=["search"], strict_mode=True)
+    assert ordered.run(input="find it", output=output).score == 0
+    loose = scorers.tool_call_accuracy(expected_tool="search")
+    assert loose.run(input="find it", output=output).score == 1

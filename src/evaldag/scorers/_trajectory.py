@@ -15,7 +15,7 @@ from typing import Any, Literal
 from evaldag._compat.js import MISSING, camel, js_json, round_to_two_decimals
 from evaldag._reader import described, is_messages
 from evaldag.errors import EvalDagError
-from evaldag.transcripts import extract_trajectory
+from evaldag.transcripts import CALL_STATES, extract_trajectory, tool_invocations
 
 Ordering = Literal["strict", "relaxed", "unordered"]
 
@@ -391,6 +391,20 @@ def check_trajectory_efficiency(
         "overDurationBudget": over_duration,
         "redundantCalls": redundant,
     }
+
+
+def unmade_calls(output: Any) -> list[str]:
+    """The tools an agent's messages asked for in calls that were not made (not in its
+    trajectory): waiting for approval, denied, cut off mid-stream."""
+    if not is_messages(output):
+        return []
+    return [
+        invocation["toolName"]
+        for invocation in tool_invocations(output)
+        if isinstance(invocation, dict)
+        and invocation.get("toolName")
+        and invocation.get("state") not in CALL_STATES
+    ]
 
 
 def check_trajectory_blacklist(

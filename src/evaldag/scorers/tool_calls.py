@@ -8,6 +8,7 @@ from typing import Any
 from evaldag._reader import checked_input_texts, checked_transcript
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag.errors import EvalDagError
+from evaldag.scorers._trajectory import unmade_calls
 from evaldag.transcripts import extract_tool_calls, run_messages
 
 
@@ -34,7 +35,10 @@ def tool_call_accuracy(
     """1 when the output's tool calls are right, else 0 (Mastra's code tool-call accuracy).
 
     :param expected_tool: the tool that must be called (in strict mode: the only call).
-    :param strict_mode: with ``expected_tool_order``, the calls must be exactly that list.
+    :param strict_mode: with ``expected_tool_order``, the calls must be exactly that list. A
+        call the model asked for that was not made (waiting for approval, denied, cut off
+        mid-stream: ``unfinishedTools``) is one more call then, so strict mode fails on it
+        (Mastra leaves it out).
     :param expected_tool_order: tools whose first calls must come in this order; when given,
         it decides the score instead of ``expected_tool``.
     """
@@ -68,10 +72,11 @@ def tool_call_accuracy(
             )
         calls = extract_tool_calls(run.output)
         actual = list(calls.tools)
+        unfinished = unmade_calls(run.output)
         if not expected_tool:
             correct_tool = False
         elif strict_mode:
-            correct_tool = actual == [expected_tool]
+            correct_tool = actual == [expected_tool] and not unfinished
         else:
             correct_tool = expected_tool in actual
         result: dict[str, Any] = {}
@@ -84,13 +89,19 @@ def tool_call_accuracy(
             hasToolCalls=bool(actual),
             correctToolCalled=correct_tool,
             toolCallInfos=[info.to_dict() for info in calls.tool_call_infos],
-            correctOrderCalled=_in_order(actual, order, strict_mode) if order is not None else None,
+            correctOrderCalled=(
+                _in_order(actual, order, strict_mode) and not (strict_mode and unfinished)
+                if order is not None
+                else None
+            ),
         )
+        if unfinished:
+            result["unfinishedTools"] = unfinished
         return result
 
     def accuracy(preprocess_step_result: dict[str, Any]) -> float:
         actual = preprocess_step_result["actualTools"]
-        if not actual:
+        if not actual or (strict_mode and preprocess_step_result.get("unfinishedTools")):
             return 0
         if order:
             return 1 if _in_order(actual, order, strict_mode) else 0

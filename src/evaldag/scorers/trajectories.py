@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaldag._compat.js import camel, js_number, js_truthy, math_round_2
-from evaldag._reader import is_messages
 from evaldag._scorer.builder import Scorer, create_scorer
 from evaldag._scorer.needs import DataNeed
 from evaldag.errors import EvalDagError
@@ -28,8 +27,8 @@ from evaldag.scorers._trajectory import (
     expected_step,
     known_expectation,
     trajectory_dict,
+    unmade_calls,
 )
-from evaldag.transcripts import CALL_STATES, tool_invocations
 
 _DEFAULT_WEIGHTS = {"accuracy": 0.4, "efficiency": 0.3, "toolFailures": 0.2, "blacklist": 0.1}
 _BUDGETS = ("maxSteps", "maxTotalTokens", "maxTotalDurationMs", "noRedundantCalls")
@@ -172,20 +171,6 @@ def _weighted(scores: list[tuple[float, float]]) -> float:
     for weight, value in scores:
         level += weight / total_weight * value
     return level
-
-
-def _unmade_calls(output: Any) -> list[str]:
-    """The tools an agent's messages asked for in calls that were not made (not in its
-    trajectory): waiting for approval, denied, cut off mid-stream."""
-    if not is_messages(output):
-        return []
-    return [
-        invocation["toolName"]
-        for invocation in tool_invocations(output)
-        if isinstance(invocation, dict)
-        and invocation.get("toolName")
-        and invocation.get("state") not in CALL_STATES
-    ]
 
 
 def _blacklist_violated(results: list[dict[str, Any]]) -> bool:
@@ -378,7 +363,7 @@ def trajectory(
     def dimensions(run: Any) -> dict[str, Any]:
         actual = trajectory_dict(run.output, "run.output")
         config = {**base, **known_expectation(run.expected_trajectory, "run.expected_trajectory")}
-        found, _ = _dimensions(actual, config, chosen, counted, _unmade_calls(run.output))
+        found, _ = _dimensions(actual, config, chosen, counted, unmade_calls(run.output))
         steps: Any = config.get("steps")
         nested = (
             _nested_results(trajectory_dict(steps)["steps"], actual["steps"], chosen, counted)
