@@ -196,6 +196,22 @@ def test_an_item_read_from_a_trace_links_to_its_span(spans):
     assert f"{link.context.span_id:016x}" == items["span_id"][0]
 
 
+def test_an_untrustworthy_runs_span_says_so(spans, judge_server):
+    """A run whose gate passed but whose scorer failed on every item raises; its span said no
+    verdict at all, so a trace's reader could not tell it from a run that asserted nothing."""
+    from judge_server import refused
+
+    from evaldag import UntrustworthyRunError
+
+    judge_server.on("Score this answer", refused(401))  # before the run's default reply
+    with pytest.raises(UntrustworthyRunError):
+        _run(judge_server, cache=False)  # no reply an earlier test cached
+    (run,) = _by_name(spans.get_finished_spans())["evaldag run nightly"]
+    assert run.attributes["evaldag.verdict"] == "untrustworthy"
+    assert run.attributes["evaldag.items"] == 3
+    assert run.status.status_code.name == "ERROR"
+
+
 def test_no_provider_is_no_tracer(monkeypatch):
     monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)  # the proxy: none set
     assert configured_tracer() is None

@@ -317,7 +317,8 @@ def run_evals(
             files=(out, checkpoint),
             items_in=None if stored is None else out,
         )
-        return traced_result(telemetry, require_trustworthy(saved, max_error_share))
+        # Its span says what it found, an untrustworthy run's too, before that raises.
+        return require_trustworthy(traced_result(telemetry, saved), max_error_share)
 
 
 def _stored_parts(

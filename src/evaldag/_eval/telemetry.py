@@ -29,7 +29,7 @@ import pandas as pd
 from evaldag._engine.step_clock import CLOCK, StepClock, Times
 from evaldag._graph.plan import EvalPlan, last_node
 from evaldag._judge.records import JudgeExecution
-from evaldag._results.eval_result import EvalResult
+from evaldag._results.eval_result import EvalResult, verdict_word
 from evaldag._scorer.steps import ScorerSpec
 from evaldag._version import __version__
 
@@ -135,8 +135,9 @@ class RunTelemetry:
         """The run's outcome on its span."""
         span = self.span
         span.set_attribute("evaldag.items", result.summary.total_items)
-        if result.verdict is not None:
-            span.set_attribute("evaldag.verdict", result.verdict)
+        verdict = verdict_word(result)
+        if verdict is not None:
+            span.set_attribute("evaldag.verdict", verdict)
         for scorer_id, average in result.scores.items():
             span.set_attribute(f"evaldag.score.{scorer_id}", average)
         total = result.usage.get("total")
