@@ -218,6 +218,17 @@ def test_a_rise_of_a_scorer_where_lower_is_better_is_a_regression(tmp_path, caps
         create_scorer("x", better="up")
 
 
+def test_the_pass_rate_of_a_scorer_where_lower_is_better_counts_the_low_scores():
+    """Mastra's pass is a score at or above 0.5: of a toxicity, a toxic item. A candidate that
+    made 5 of 6 answers toxic showed its pass rate rising from 0 % to 83 %."""
+    a = _result([0.1] * 6, better="lower")
+    b = _result([0.9] * 5 + [0.1], better="lower")
+    (comparison,) = compare_experiments(a, b).scorers
+    assert (comparison.a.pass_rate, comparison.b.pass_rate) == (1.0, pytest.approx(1 / 6))
+    higher = compare_experiments(_result([0.9] * 6), _result([0.1] * 5 + [0.9])).scorers[0]
+    assert (higher.a.pass_rate, higher.b.pass_rate) == (1.0, pytest.approx(1 / 6))
+
+
 def test_a_clear_drop_within_the_threshold_is_no_regression():
     a, b = _result([1.0] * 5), _result([0.9] * 5)
     (comparison,) = compare_experiments(a, b, threshold=0.2).scorers

@@ -195,7 +195,8 @@ def _stats_table(comparison: Comparison) -> list[str]:
         )
     title = (
         "Per scorer (Mastra's stats: err = items without a score, pass = scored items at "
-        f">= {comparison.pass_score:.2f}, delta = B avg - A avg, Mastra = its rule: a delta "
+        f">= {comparison.pass_score:.2f} (<= for dir lower), delta = B avg - A avg, Mastra = its "
+        "rule: a delta "
         "beyond the threshold the worse way is a regression):"
     )
     return [title, *text_table(rows, numeric=range(2, 11))]

@@ -64,7 +64,10 @@ class ScorerStats(BaseModel):
     items: int
     scored: int = Field(description="Items with a score (not failed, not 'not scorable').")
     error_rate: float = Field(description="Share of the items without a score, as Mastra's.")
-    pass_rate: float = Field(description="Share of the scored items at or above the pass mark.")
+    pass_rate: float = Field(
+        description="Share of the scored items at or above the pass mark (at or below it for a "
+        "scorer whose lower scores are better)."
+    )
     average: float = Field(description="Mean of the scores; 0 when there are none, as Mastra's.")
 
 
@@ -219,7 +222,8 @@ def compare_experiments(
         whose items pass at a score of 1.
     :param key: the data column that pairs items (default: ``id``, else ``input``, else the
         row position).
-    :param pass_score: an item passes at this score or above (Mastra's 0.5).
+    :param pass_score: an item passes at this score or above (Mastra's 0.5); at or below it for
+        a scorer whose lower scores are better.
     :param level: the intervals' confidence level.
     :param resamples: bootstrap resamples per interval; at least ``minimum_resamples(level)``
         (1,000 at 95 %): 25 resampled means beyond each end of the interval, below which an
@@ -341,8 +345,8 @@ def _scorer_comparison(
     interval: ConfidenceInterval | None,
 ) -> ScorerComparison:
     """One scorer's stats on both sides, its paired deltas and what they say."""
-    stats_a = None if scores_a is None else _stats(scores_a, pass_score)
-    stats_b = None if scores_b is None else _stats(scores_b, pass_score)
+    stats_a = None if scores_a is None else _stats(scores_a, pass_score, direction)
+    stats_b = None if scores_b is None else _stats(scores_b, pass_score, direction)
     sign = 1 if direction == "higher" else -1
     delta = None
     change: Change = "added" if stats_a is None else "removed"
@@ -388,14 +392,16 @@ def _newly_failed(paired: pd.DataFrame, keys_a: pd.Series) -> list[str]:
     return keys_a[keys_a.isin(fell)].tolist()
 
 
-def _stats(scores: pd.Series, pass_score: float) -> ScorerStats:
-    """Mastra's stats: no score is an error; a pass is a score at or above ``pass_score``."""
+def _stats(scores: pd.Series, pass_score: float, direction: Direction) -> ScorerStats:
+    """Mastra's stats: no score is an error; a pass is a score at or above ``pass_score``, or at
+    or below it when lower is better (Mastra's pass of a toxicity is a toxic item)."""
     scored = scores.dropna()
+    passing = scored >= pass_score if direction == "higher" else scored <= pass_score
     return ScorerStats(
         items=len(scores),
         scored=len(scored),
         error_rate=(len(scores) - len(scored)) / len(scores) if len(scores) else 0.0,
-        pass_rate=float((scored >= pass_score).mean()) if len(scored) else 0.0,
+        pass_rate=float(passing.mean()) if len(scored) else 0.0,
         average=float(scored.mean()) if len(scored) else 0.0,
     )
 
