@@ -197,6 +197,18 @@ def test_report_lists_items_in_that_order_with_direction_aware_chips():
     assert 'chip chip-good" title="hallucination">hallucination 0.00' in blocks["case-04"]
 
 
+def test_without_a_requirement_a_chip_of_a_lower_is_better_scorer_reads_that_way():
+    """A toxicity of 0.90 with no threshold showed a green chip: the tone read high as good."""
+    toxic = create_scorer("toxic", better="lower").generate_score(lambda run: CASES[run.input][0])
+    plain = create_scorer("plain").generate_score(lambda run: CASES[run.input][0])
+    page = report_html(run_evals(ITEMS, scorers=[toxic, plain], progress=False))
+    shown = re.findall(r'<span class="item-name">([^<]+)</span>', page)
+    blocks = dict(zip(shown, page.split('<details class="item"')[1:], strict=True))
+    assert 'chip chip-bad" title="toxic">toxic 0.90' in blocks["case-02"]
+    assert 'chip chip-good" title="toxic">toxic 0.00' in blocks["case-04"]
+    assert 'chip chip-good" title="plain">plain 0.90' in blocks["case-02"]
+
+
 def worst_first_ids(result) -> list[str]:
     return result.items.loc[worst_first(result.items, scorer_summaries(result)), "id"].tolist()
 

@@ -24,10 +24,11 @@ def conversations_section(result: EvalResult) -> str:
         return ""
     gates = {(t.index, g.id) for t in result.turn_results for g in t.gate_results}
     ids = scorer_ids(turns.columns)
+    lower = {d["id"] for d in result.scorers if d.get("better") == "lower"}
     threads = []
     for item, rows in turns.groupby("item", sort=False):
         chips = [
-            [_chip(row, sid, (row["turn"], sid) in gates) for sid in ids]
+            [_chip(row, sid, (row["turn"], sid) in gates, sid in lower) for sid in ids]
             for _, row in rows.iterrows()
         ]
         failed = sum("chip-bad" in chip for row_chips in chips for chip in row_chips)
@@ -65,7 +66,7 @@ def _thread(item: Any, rows: pd.DataFrame, chips: list[list[str]], *, opened: bo
     )
 
 
-def _chip(row: pd.Series, sid: str, gate: bool) -> str:
+def _chip(row: pd.Series, sid: str, gate: bool, lower_better: bool) -> str:
     columns = ScorerColumns(sid)
     error, score = row.get(columns.error), row.get(columns.score)
     if isinstance(error, str):
@@ -75,7 +76,8 @@ def _chip(row: pd.Series, sid: str, gate: bool) -> str:
         )
     if score is None or pd.isna(score):
         return ""
-    tone = ("good" if score >= 1 else "bad") if gate else score_tone(float(score))
+    better = "lower" if lower_better else "higher"
+    tone = ("good" if score >= 1 else "bad") if gate else score_tone(float(score), better)
     kind = "gate" if gate else "scorer"
     return (
         f'<span class="chip chip-{tone}" title="{escaped(sid)} ({kind})">'

@@ -102,10 +102,13 @@ def _gaps(items: pd.DataFrame, summaries: list[ScorerSummary]) -> pd.DataFrame:
     )
 
 
-def score_tone(score: float | None) -> str:
+def score_tone(score: float | None, better: str = "higher") -> str:
+    """How good ``score`` looks, on a 0-1 scale: the other way round for a scorer whose lower
+    scores are better (a toxicity of 0.9 is bad)."""
     if score is None or math.isnan(score):
         return "none"
-    return "bad" if score < 0.5 else "fair" if score < 0.8 else "good"
+    goodness = 1 - score if better == "lower" else score
+    return "bad" if goodness < 0.5 else "fair" if goodness < 0.8 else "good"
 
 
 def _item_block(
@@ -147,7 +150,8 @@ def _chip(row: pd.Series, summary: ScorerSummary, gap: float | None) -> str:
         )
     score = _score(row, sid)
     # Against a requirement, its direction decides: a high hallucination score is bad.
-    tone = score_tone(score) if gap is None or math.isnan(gap) else "bad" if gap > 0 else "good"
+    met = None if gap is None or math.isnan(gap) else gap <= 0
+    tone = score_tone(score, summary.better) if met is None else "good" if met else "bad"
     return (
         f'<span class="chip chip-{tone}" title="{escaped(sid)}">{escaped(short_id(sid))} '
         f"{number_text(score, against=summary.requirement)}</span>"

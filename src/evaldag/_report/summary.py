@@ -36,6 +36,7 @@ class ScorerSummary:
     scores: tuple[float, ...]
     has_judge: bool
     interval: ConfidenceInterval | None = None
+    better: str = "higher"  # which way its scores are better: 'higher', or 'lower'
 
 
 def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
@@ -74,6 +75,7 @@ def scorer_summaries(result: EvalResult) -> list[ScorerSummary]:
                 scores=tuple(valid),
                 has_judge=any(step.get("type") == "prompt" for step in definition["steps"]),
                 interval=result.summary.intervals.get(sid),
+                better=definition.get("better") or "higher",
             )
         )
     return summaries
