@@ -529,3 +529,22 @@ def test_a_pass_reducer_is_refused_beside_a_threshold_it_would_misread(
         reducer="pass_at_k(1)",
     )
     assert result.verdict == "passed" and result.scores == {"graded": 1.0}
+
+
+def test_a_pass_reducer_is_refused_for_a_scorer_whose_lower_scores_are_better(judge_server):
+    """A trial passes at the scorer's top score: of a toxicity, its worst. pass_at_k(1) over
+    trials that were all fully toxic gave each item a chance of passing of 1."""
+    judge_server.reply = {"score": 1.0}
+    toxic = create_scorer(
+        "toxic", judge=judge_server.judge(instructions="Grade."), better="lower"
+    ).generate_score(PromptStep("Grade", lambda run: f"Grade {run.output}"))
+    for reducer in ("pass_at_k(1)", {"toxic": pass_hat_k(2)}):
+        with pytest.raises(EvalDagError) as raised:
+            run_evals(_data(2), scorers=[toxic], trials=2, reducer=reducer)
+        assert raised.value.id == "INVALID_REDUCER"
+        assert "lower scores of 'toxic' are better" in raised.value.message
+    assert judge_server.requests == []
+    result = run_evals(
+        _data(2), scorers=[toxic.with_threshold(max=0.2)], trials=2, reducer={"toxic": "max"}
+    )
+    assert result.scores == {"toxic": 1.0} and result.verdict == "scored"

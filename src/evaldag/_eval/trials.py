@@ -133,6 +133,20 @@ def _check_threshold_of_chances(
     )
 
 
+def _no_chances_of(scorer: ScorerSpec, reducer: Reducer) -> EvalDagError:
+    """A pass reducer on a scorer whose lower scores are better: a trial passes at its top
+    score (or above a minimum), which for such a scorer is its worst."""
+    return EvalDagError(
+        "INVALID_REDUCER",
+        f"reducer={str(reducer)!r} makes each item's score of scorer '{scorer.id}' its chance "
+        f"of passing, a trial passing at {scorer.max_score:g}, its top score; but lower scores "
+        f"of '{scorer.id}' are better, so its worst trials would pass. Reduce '{scorer.id}' "
+        "with a score reducer ('max' keeps an item's worst trial; reducer={...} takes one per "
+        "scorer) and hold it to with_threshold(max=...)",
+        details={"field": "reducer", "scorerId": scorer.id, "reducer": str(reducer)},
+    )
+
+
 def with_trials(plan: EvalPlan, trials: Any, reducer: ReducerSetting) -> EvalPlan:
     """``plan`` with its trials (none for ``trials=1``), the settings checked."""
     count = checked_trials(trials)
@@ -153,6 +167,8 @@ def with_trials(plan: EvalPlan, trials: Any, reducer: ReducerSetting) -> EvalPla
     lines = {s.id: _pass_line(s, plan) for s in plan.all_scorers if s.id in reducers}
     for scorer in plan.all_scorers:
         chosen = reducers.get(scorer.id)
+        if chosen is not None and chosen.k and scorer.better == "lower":
+            raise _no_chances_of(scorer, chosen)
         if chosen is not None and chosen.k and scorer.id in plan.thresholds:
             _check_threshold_of_chances(scorer, plan.thresholds[scorer.id], chosen)
     return dataclasses.replace(plan, trials=TrialSettings(count, reducers, lines))
