@@ -7,6 +7,8 @@ messages; its ``tool-return`` parts answer their calls (``outcome`` ``failed``, 
 tool is that call's error. A response is one assistant message: text, thinking, tool calls and
 pydantic-ai's built-in tools (whose return failed by its ``outcome``, or by the provider's error
 record pydantic-ai keeps as its content). Parts that only change the run's settings are skipped.
+An output tool's call (a structured answer) is read as the answer's text when the transcript is
+finished (:mod:`evaldag._reader.output_tools`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from evaldag._reader.output_tools import STATUSES, read_output_calls
 from evaldag._reader.problems import brief, malformed
 
 #: States in which a call still waits for its result.
@@ -100,6 +101,8 @@ class Transcript:
     #: Whether a message differs from the one given (then a new list is returned).
     changed: bool = False
     _waiting: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    #: Calls answered with a status text of pydantic-ai's output tools, and the answers' paths.
+    _outputs: list[tuple[dict[str, Any], str]] = dataclasses.field(default_factory=list)
 
     def keep(self, message: Any, *, changed: bool = False) -> None:
         """A message in the shape readers take: as given, or (``changed``) as read."""
@@ -182,6 +185,8 @@ class Transcript:
         else:
             invocation["state"] = "result"
             invocation["result"] = result
+            if type(result) is str and result in STATUSES:
+                self._outputs.append((invocation, path))
         del self._waiting[invocation["toolCallId"]]
 
     def approval(self, approval_id: Any, path: str) -> dict[str, Any]:
@@ -217,9 +222,12 @@ class Transcript:
         return invocation
 
     def finished(self) -> list[Any]:
-        """The messages read; calls nobody answered stay in state ``call``."""
+        """The messages read; calls nobody answered stay in state ``call``, pydantic-ai's output
+        calls become text (:mod:`evaldag._reader.output_tools`)."""
         for invocation in self._waiting.values():
             invocation.pop("_unnamed", None)
+        if self._outputs:
+            read_output_calls(self.messages, self._outputs)
         return self.messages
 
 

@@ -1,0 +1,227 @@
+"""pydantic-ai's output tools: an Agent with a structured ``output_type`` answers through a tool
+call that pydantic-ai answers with a status text. That call is the assistant's answer (the checks
+and the LLM scorers read it), not a tool call. Every transcript is a real Agent run on a
+FunctionModel, written by pydantic-ai's own serializer (or its OpenTelemetry instrumentation)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import BaseModel
+
+from evaldag import ScorerRun, checks, read_traces
+from evaldag._reader.output_tools import FINAL_RESULT, RETRY_WINS, STATUSES, UNUSED
+from evaldag.transcripts import get_assistant_message, tool_invocations
+
+SECRET = {"text": "the secret is 42", "confidence": 0.9}
+
+
+class Answer(BaseModel):
+    text: str
+    confidence: float
+
+
+class Refusal(BaseModel):
+    reason: str
+
+
+def _run(responses: list[Any], output_type: Any, **agent: Any) -> Any:
+    """An Agent run whose model answers ``responses`` in turn (each a function of the tool
+    definitions the model is given)."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import FunctionModel
+
+    def model(messages: list[Any], info: Any) -> Any:
+        from pydantic_ai.messages import ModelResponse
+
+        done = sum(isinstance(message, ModelResponse) for message in messages)
+        return responses[done](info)
+
+    return Agent(FunctionModel(model), output_type=output_type, **agent)
+
+
+def _calls(*calls: tuple[str | None, dict[str, Any]]) -> Any:
+    """A response of tool calls; a ``None`` name is the first output tool's."""
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    def response(info: Any) -> Any:
+        return ModelResponse(
+            parts=[
+                ToolCallPart(name or info.output_tools[0].name, args, tool_call_id=f"c{k}")
+                for k, (name, args) in enumerate(calls)
+            ]
+        )
+
+    return response
+
+
+def _dumped(messages: list[Any]) -> list[Any]:
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+def _verdicts(output: Any, tool: str = "final_result") -> dict[str, float]:
+    run = {"input": "q", "output": output}
+    return {
+        "excludes": checks.excludes("secret").run(**run).score,
+        "includes": checks.includes("secret").run(**run).score,
+        "used_no_tools": checks.used_no_tools().run(**run).score,
+        "no_tool_errors": checks.no_tool_errors().run(**run).score,
+        "did_not_call": checks.did_not_call(tool).run(**run).score,
+    }
+
+
+ANSWERED = {
+    "excludes": 0.0, "includes": 1.0, "used_no_tools": 1.0, "no_tool_errors": 1.0,
+    "did_not_call": 1.0,
+}  # fmt: skip
+
+
+def test_the_status_texts_are_pydantic_ais():
+    """pinned: an upgrade of pydantic-ai that changes or adds an output status fails here."""
+    from pydantic_ai import _tool_execution
+
+    theirs = {
+        name: value
+        for name, value in vars(_tool_execution).items()
+        if name.startswith(("_FINAL_RESULT", "_OUTPUT_", "_RETRY_WINS")) and isinstance(value, str)
+    }
+    assert set(theirs.values()) == STATUSES
+    assert theirs["_FINAL_RESULT_PROCESSED"] == FINAL_RESULT
+    assert theirs["_RETRY_WINS"] == RETRY_WINS
+    assert FINAL_RESULT not in UNUSED
+
+
+@pytest.mark.parametrize(
+    ("output_type", "tool"),
+    [
+        (Answer, "final_result"),
+        ([Answer, Refusal], "final_result_Answer"),
+        ("ToolOutput", "answer"),
+    ],
+)
+def test_a_structured_answer_is_the_assistants_text(output_type, tool):
+    from pydantic_ai import ToolOutput
+
+    if output_type == "ToolOutput":
+        output_type = ToolOutput(Answer, name="answer")
+    agent = _run([_calls((None, SECRET))], output_type)
+    result = agent.run_sync("What is the secret?")
+    assert result.output == Answer(**SECRET)
+    messages = result.all_messages()
+    assert messages[1].parts[0].tool_name == tool
+    for output in (_dumped(messages)[1:], messages[1:]):
+        assert _verdicts(output, tool) == ANSWERED
+        read = ScorerRun(input="q", output=output).output
+        assert json.loads(get_assistant_message(read)) == SECRET
+        assert tool_invocations(read) == []
+
+
+def test_tools_before_the_answer_stay_calls():
+    agent = _run([_calls(("lookup", {"q": "x"})), _calls((None, SECRET))], Answer)
+
+    @agent.tool_plain
+    def lookup(q: str) -> str:
+        """Looks a thing up."""
+        return "found"
+
+    output = _dumped(agent.run_sync("q").all_messages())[1:]
+    assert _verdicts(output) == {**ANSWERED, "used_no_tools": 0.0}
+    assert [
+        i["toolName"] for i in tool_invocations(ScorerRun(input="q", output=output).output)
+    ] == ["lookup"]
+
+
+def test_an_output_call_pydantic_ai_did_not_use_is_text_before_the_answer():
+    """A second output call of the answering response is skipped ('Output tool not used - a
+    final result was already processed.'): the model wrote it, so ``excludes`` reads it; the
+    answer stays the first."""
+    agent = _run([_calls((None, {"text": "fine", "confidence": 1}), (None, SECRET))], Answer)
+    messages = agent.run_sync("q").all_messages()
+    assert messages[-1].parts[1].content in UNUSED
+    output = _dumped(messages)[1:]
+    assert _verdicts(output) == {**ANSWERED, "includes": 0.0}  # the answer does not say it
+    read = ScorerRun(input="q", output=output).output
+    assert json.loads(get_assistant_message(read)) == {"text": "fine", "confidence": 1}
+
+
+def test_an_output_set_aside_for_a_retry_is_text_and_the_retry_an_error():
+    from pydantic_ai import ModelRetry
+
+    agent = _run(
+        [_calls(("flaky", {}), (None, SECRET)), _calls((None, {"text": "ok", "confidence": 1}))],
+        Answer,
+    )
+    tries = []
+
+    @agent.tool_plain
+    def flaky() -> str:
+        """Fails once."""
+        tries.append(1)
+        if len(tries) == 1:
+            raise ModelRetry("again")
+        return "ok"
+
+    messages = agent.run_sync("q").all_messages()
+    assert RETRY_WINS in [getattr(part, "content", None) for part in messages[2].parts]
+    output = _dumped(messages)[1:]
+    read = ScorerRun(input="q", output=output).output
+    assert json.loads(get_assistant_message(read)) == {"text": "ok", "confidence": 1}
+    assert [i["toolName"] for i in tool_invocations(read)] == ["flaky"]
+    assert _verdicts(output) == {**ANSWERED, "used_no_tools": 0.0, "no_tool_errors": 0.0}
+
+
+def test_a_function_tool_returning_the_status_text_stays_a_call():
+    """A run that went on after the call is no final result, whatever its tool returned."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    agent = _run(
+        [_calls(("delete_db", {})), lambda info: ModelResponse(parts=[TextPart("Done.")])], str
+    )
+
+    @agent.tool_plain
+    def delete_db() -> str:
+        """Deletes the database."""
+        return FINAL_RESULT
+
+    output = _dumped(agent.run_sync("q").all_messages())[1:]
+    assert _verdicts(output, "delete_db")["did_not_call"] == 0.0
+    assert get_assistant_message(ScorerRun(input="q", output=output).output) == "Done."
+
+
+def test_every_run_of_a_history_answers():
+    agent = _run([_calls((None, SECRET)), _calls((None, {"text": "ok", "confidence": 1}))], Answer)
+    first = agent.run_sync("q")
+    messages = agent.run_sync("q2", message_history=first.all_messages()).all_messages()
+    read = ScorerRun(input="q", output=_dumped(messages)).output
+    assert tool_invocations(read) == []
+    answers = [m["content"]["parts"][-1]["text"] for m in read if m["role"] == "assistant"]
+    assert list(map(json.loads, answers)) == [SECRET, {"text": "ok", "confidence": 1}]
+
+
+def test_a_traced_structured_answer_is_the_assistants_text(tmp_path: Path):
+    """pydantic-ai's agent span records the run's GenAI messages, the status text with them."""
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    settings = InstrumentationSettings(tracer_provider=provider)
+    agent = _run(
+        [_calls((None, SECRET))], Answer, capabilities=[Instrumentation(settings=settings)]
+    )
+    agent.run_sync("What is the secret?")
+    path = tmp_path / "spans.pb"
+    path.write_bytes(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    (item,) = read_traces(path).to_dict("records")
+    assert _verdicts(item["output"]) == ANSWERED
+    assert json.loads(get_assistant_message(item["output"])) == SECRET
