@@ -524,3 +524,68 @@ def test_a_run_that_measured_nothing_passes_no_comparison(tmp_path, capsys):
             in out
         )
     assert compare_experiments("broken", "candidate", store=store).a.untrustworthy == why
+
+
+def _gate_errs(errors=(), unscorable=(), n=6):
+    """``n`` items with ids, scored 1 by ``s`` and passing the gate ``g``, which raises on the
+    items numbered in ``errors`` and cannot score those in ``unscorable``."""
+
+    def prepared(run):
+        return not_scorable("no answer to judge") if run.n in unscorable else None
+
+    def score(run):
+        if run.n in errors:
+            raise ValueError("boom")
+        return 1.0
+
+    gate = create_scorer("g", columns=("n",)).preprocess(prepared).generate_score(score)
+    data = pd.DataFrame({"id": [f"i{k}" for k in range(n)], "input": "q", "n": range(n)})
+    data["output"] = "a"
+    scorer = create_scorer("s").generate_score(lambda: 1.0)
+    return run_evals(data, scorers=[scorer], gates=[gate], progress=False)
+
+
+def test_an_item_a_gate_errs_on_in_b_newly_fails_it_even_allowing_missing(tmp_path, capsys):
+    """B's gate raised on an item that passed it in A: B's own verdict failed, yet the item
+    was only a lost score, and --allow-missing passed B, exit 0. A failed gate item scores 0,
+    as run_evals counts it; an item the gate could not score stays a lost score."""
+    a, errs, unscorable = _gate_errs(), _gate_errs(errors={2}), _gate_errs(unscorable={3})
+    assert (a.verdict, errs.verdict, unscorable.verdict) == ("passed", "failed", "passed")
+    for allow_missing in (False, True):
+        comparison = compare_experiments(a, errs, allow_missing=allow_missing)
+        gate = comparison.scorers[1]
+        assert gate.newly_failed == ["i2"] and gate.regressed and gate.paired == 6
+        assert comparison.regressions == ["g"] and not comparison.passed
+        assert comparison.lost_scores == {}
+    assert gate.b.average == errs.gate_results[0].score == pytest.approx(5 / 6)
+    allowed = compare_experiments(a, unscorable, allow_missing=True)
+    assert allowed.lost_scores == {"g": ["i3"]} and allowed.regressions == [] and allowed.passed
+    paths = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", errs))]
+    assert main(["compare", *paths, "--allow-missing"]) == 1
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == (
+        "REGRESSED: g (gate: 1 item that passed in A fail in B)"
+    )
+
+
+def test_a_turn_gate_erring_in_b_newly_fails_it():
+    """The check cannot read B's answer to the second conversation (a dict): an error, so the
+    turn's gate newly fails there."""
+    from evaldag import checks
+
+    data = [
+        {"id": f"c{k}", "turns": [{"input": f"hi {k}", "gates": [checks.includes("fine")]}]}
+        for k in range(3)
+    ]
+    scorer = create_scorer("s").generate_score(lambda: 1.0)
+    a = run_evals(data, target=lambda input: "fine", scorers=[scorer], progress=False)
+    b = run_evals(
+        data,
+        target=lambda input: {"answer": "fine"} if input == "hi 1" else "fine",
+        scorers=[scorer],
+        progress=False,
+    )
+    assert b.verdict == "failed"
+    (turn_gate,) = [
+        s for s in compare_experiments(a, b, allow_missing=True).scorers if s.role == "gate"
+    ]
+    assert turn_gate.newly_failed == ["c1"] and turn_gate.regressed

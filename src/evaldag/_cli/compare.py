@@ -1,9 +1,9 @@
 """``evaldag compare A B``: experiment B against experiment A, per scorer and item by item.
 
 Exits 1 when a scorer regressed (B is worse by its interval and by Mastra's threshold rule), when
-a gate regressed (an item that passed it in A fails it in B), or when B lacks scorers, gates,
-items or scores that A has (unless ``--allow-missing``), else 0; 3 on an error, as every
-command.
+a gate regressed (an item that passed it in A fails it in B, or the gate failed on it), or when
+B lacks scorers, gates, items or scores that A has (unless ``--allow-missing``), else 0; 3 on an
+error, as every command.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ def add_compare_command(commands: argparse._SubParsersAction) -> None:
         "paired and the mean of their deltas with a bootstrap confidence interval. B is worse "
         "only when that interval lies wholly on the worse side of 0; exit 1 when a scorer is "
         "worse by more than the threshold, when an item that passed a gate in A fails it in B "
-        "(whatever the interval and the threshold), or when B lacks scorers, gates or items that "
-        "A has, or scores A has (B failed on or could not score the item) (unless "
+        "(or the gate errs on it: a failed item scores 0, as in 'evaldag run'; whatever the "
+        "interval, the threshold and --allow-missing), or when B lacks scorers, gates or items "
+        "that A has, or scores A has (B failed on or could not score the item) (unless "
         "--allow-missing), or when either run measured nothing (its verdict untrustworthy: a "
         "scorer or the target failed on every item), else 0.",
     )

@@ -11,14 +11,18 @@ A gate is no average: it holds for every item or fails. An item that passed a ga
 (``ScorerComparison.newly_failed``), whatever the interval and the threshold say: the interval
 asks whether an average moved beyond sampling noise, and a gate's item that newly fails is no
 sample, it is the regression itself (four items newly failing and one newly passing gave an
-interval holding 0: "no clear change"). The gates of conversations' turns are gates too, each
-turn's apart (``turn<N>.<id>``, as the pytest plugin names them), paired by their item's key.
+interval holding 0: "no clear change"). An item a gate failed on (an error) scores 0, as
+``run_evals`` counts it: no pass, so an item that passed in A and errs in B newly fails the gate,
+``allow_missing`` or not (listed as a lost score only, it let a candidate whose own verdict
+failed pass). The gates of conversations' turns are gates too, each turn's apart
+(``turn<N>.<id>``, as the pytest plugin names them), paired by their item's key.
 
 A candidate that lacks scorers, gates or items the baseline has, or lost scores the baseline
-has (an item it failed on or could not score: unpaired, it would drop out of the deltas, so
-failing on the hard items would look like no change), is not a comparison of the same thing: its
-result says so (``missing_scorers``, ``missing_items``, ``lost_scores``) and does not pass unless
-``allow_missing``. Items only the candidate has are listed (``added_items``), not held against it.
+has (an item a scorer failed on, or a scorer or gate could not score: unpaired, it would drop out
+of the deltas, so failing on the hard items would look like no change), is not a comparison of
+the same thing: its result says so (``missing_scorers``, ``missing_items``, ``lost_scores``) and
+does not pass unless ``allow_missing``. Items only the candidate has are listed
+(``added_items``), not held against it.
 """
 
 from __future__ import annotations
@@ -62,7 +66,10 @@ class ScorerStats(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     items: int
-    scored: int = Field(description="Items with a score (not failed, not 'not scorable').")
+    scored: int = Field(
+        description="Items with a score (not failed, not 'not scorable'; a gate's failed item "
+        "scores 0, as run_evals counts it)."
+    )
     error_rate: float = Field(description="Share of the items without a score, as Mastra's.")
     pass_rate: float = Field(
         description="Share of the scored items at or above the pass mark (at or below it for a "
@@ -145,8 +152,9 @@ class Comparison(BaseModel):
     )
     lost_scores: dict[str, list[str]] = Field(
         default_factory=dict,
-        description="Scorer or gate id → keys of the items A scored and B has but failed on or "
-        "could not score, in A's order (not paired).",
+        description="Scorer or gate id → keys of the items A scored and B has but could not "
+        "score, or (a scorer, not a gate: a gate's failed item scores 0) failed on, in A's order "
+        "(not paired).",
     )
     allow_missing: bool = Field(
         default=False, description="Whether B may lack scorers and items of A and still pass."
@@ -232,8 +240,9 @@ def compare_experiments(
     :param store: the score store ``a`` and ``b`` are experiments of: a ``ScoreStore``, a
         SQLite file or a database URL (``run_evals(store=...)`` saves runs there).
     :param allow_missing: let ``b`` pass (``Comparison.passed``) while it lacks scorers, gates,
-        items or scores that ``a`` has (``b`` failed on or could not score an item ``a``
-        scored); they are listed either way.
+        items or scores that ``a`` has (``b`` could not score an item ``a`` scored, or a scorer
+        failed on it); they are listed either way. A gate's item that passed in ``a`` and that
+        ``b`` failed on is no missing score but a newly failed item, a regression either way.
     """
     if not 0 < level < 1:
         raise EvalDagError("INVALID_COMPARE_OPTION", f"level must lie in (0, 1), got {level!r}")
@@ -264,8 +273,8 @@ def compare_experiments(
             )
     keyed = {
         sid: (
-            turn_gates_a.get(sid, _keyed_scores(result_a.items, sid, keys_a)),
-            turn_gates_b.get(sid, _keyed_scores(result_b.items, sid, keys_b)),
+            turn_gates_a.get(sid, _keyed_scores(result_a.items, sid, keys_a, roles[sid])),
+            turn_gates_b.get(sid, _keyed_scores(result_b.items, sid, keys_b, roles[sid])),
         )
         for sid in roles
     }
@@ -518,21 +527,26 @@ def _key_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def _keyed_scores(items: pd.DataFrame, sid: str, keys: pd.Series) -> pd.Series | None:
-    """The scorer's score per item key; NaN where it failed or could not score; None when the
-    experiment has no such scorer. Items it skipped (a workflow node that did not run) are left
-    out, as Mastra writes no score for them."""
+def _keyed_scores(items: pd.DataFrame, sid: str, keys: pd.Series, role: Role) -> pd.Series | None:
+    """The scorer's score per item key; NaN where it could not score, and where it failed
+    unless it is a gate: a gate's failed item scores 0, as ``run_evals`` counts it (no pass, so
+    an item that passed in A and failed in B newly fails the gate); None when the experiment
+    has no such scorer. Items it skipped (a workflow node that did not run) are left out, as
+    Mastra writes no score for them."""
     if not has_scorer(items, sid):
         return None
     states = item_states(items, sid)
     ran = ~states.skipped.to_numpy()
-    scores = states.counted_scores.to_numpy()[ran]
+    counted = states.counted_scores
+    if role == "gate":
+        counted = counted.mask(states.failed, 0.0)
+    scores = counted.to_numpy()[ran]
     return pd.Series(scores, index=keys.to_numpy()[ran], name=sid)
 
 
 def _turn_gates(result: EvalResult, keys: pd.Series) -> dict[str, pd.Series]:
     """Each turn gate's scores (``turn<N>.<id>``), by the key of the conversation item it is a
-    turn of; as ``_keyed_scores``, NaN where it failed or could not score."""
+    turn of; as ``_keyed_scores``, 0 where it failed, NaN where it could not score."""
     turns, gates = result.turns, {}
     for turn in result.turn_results:
         if turns is None:
@@ -547,7 +561,7 @@ def _turn_gates(result: EvalResult, keys: pd.Series) -> dict[str, pd.Series]:
         rows = turns[turns["turn"] == turn.index].reset_index(drop=True)
         of_items = pd.Series(keys.to_numpy()[rows["item"].to_numpy(dtype=int)])
         for gate in turn.gate_results:
-            scores = _keyed_scores(rows, gate.id, of_items)
+            scores = _keyed_scores(rows, gate.id, of_items, "gate")
             if scores is not None:
                 gates[f"turn{turn.index}.{gate.id}"] = scores
     return gates
