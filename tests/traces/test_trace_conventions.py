@@ -93,3 +93,37 @@ def test_tool_spans_without_model_calls_are_the_items_calls(tmp_path):
     item = read_traces(_trace(tmp_path, "agent", {"execute_tool delete_db": tool})).iloc[0]
     run = {"input": item["input"], "output": item["output"]}
     assert checks.did_not_call("delete_db").run(**run).score == 0
+
+
+@pytest.mark.parametrize(
+    ("kind", "attributes"),
+    [
+        ("UNKNOWN", {"tool_call.function.name": "delete_db", "tool_call.id": "c1"}),
+        ("UNKNOWN", {"message.role": "assistant", "message.tool_calls.0.tool_call.id": "c1"}),
+        ("UNKNOWN", {"message.content": "Deleted the database.", "message.role": "assistant"}),
+        ("UNKNOWN", {"tool.id": "c1", "output.value": "deleted"}),
+        ("DECISION", {"tool_call.function.name": "delete_db"}),
+        (None, {"tool_call.function.name": "delete_db", "tool_call.function.arguments": "{}"}),
+    ],
+)
+def test_openinference_tool_calls_on_a_span_evaldag_does_not_read_are_refused(
+    tmp_path, kind, attributes
+):
+    """OpenInference's keys of a tool call (tool_call.*, tool.id) and of a message (message.*)
+    on an UNKNOWN span beside an LLM span evaldag reads: the span was read as nothing, and the
+    item passed did_not_call('delete_db')."""
+    from openinference.semconv.trace import SpanAttributes
+
+    llm = {
+        SpanAttributes.OPENINFERENCE_SPAN_KIND: "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Clean up",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "Done.",
+    }
+    if kind is not None:
+        attributes = {SpanAttributes.OPENINFERENCE_SPAN_KIND: kind, **attributes}
+    path = _trace(tmp_path, "agent", {"llm": llm, "step": attributes})
+    carrier = next(key for key in attributes if key != "message.role" and "kind" not in key)
+    shown = f"openinference.span.kind {kind!r}" if kind else "no gen_ai.operation.name"
+    _refused(path, "'step'", f"holds {carrier}", shown)

@@ -44,6 +44,14 @@ _CARRIERS = (
     "llm.input_messages.",
     "llm.output_messages.",
     "tool.name",
+    # OpenInference's keys of a tool call and a message, outside a message list: on a span it
+    # does not read (UNKNOWN, DECISION, no kind), a call that would go unscored.
+    "tool.id",
+    "tool_call.",
+    "message.tool_calls",
+    "message.tool_call_id",
+    "message.function_call_",
+    "message.content",
     "pydantic_ai.all_messages",
     # The AI SDK's own spans (ai.generateText.doGenerate, ai.toolCall), which evaldag does not
     # read: they must be refused, not read as spans without calls.
@@ -167,12 +175,17 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
     if operation not in _QUIET_OPERATIONS and kind not in _QUIET_KINDS:
         carrier = next((k for k in attributes if k.startswith(_CARRIERS)), None)
         if carrier is not None or _event_messages(span.events, logs):
-            what = operation or kind
+            what = (
+                f"operation {operation!r}"
+                if operation
+                else f"openinference.span.kind {kind!r}"
+                if kind
+                else "no gen_ai.operation.name nor openinference.span.kind"
+            )
             raise unreadable(
                 span.where(),
                 f"holds {carrier or 'GenAI message events'} but is no span evaldag reads "
-                f"({'operation ' + repr(what) if what else 'no gen_ai.operation.name nor '}"
-                f"{'' if what else 'openinference.span.kind'}): a model call (chat, "
+                f"({what}): a model call (chat, "
                 "text_completion, generate_content; LLM), a tool run (execute_tool; TOOL) or "
                 "an agent run (invoke_agent; AGENT, CHAIN)",
             )
