@@ -225,3 +225,38 @@ def test_a_traced_structured_answer_is_the_assistants_text(tmp_path: Path):
     (item,) = read_traces(path).to_dict("records")
     assert _verdicts(item["output"]) == ANSWERED
     assert json.loads(get_assistant_message(item["output"])) == SECRET
+
+
+def test_a_structured_answer_in_pydantic_ais_ui_messages_is_the_assistants_text():
+    """pydantic-ai's Vercel AI adapter writes the call and its status in one AI SDK UI part."""
+    from pydantic_ai.ui.vercel_ai import VercelAIAdapter
+
+    messages = _run([_calls((None, SECRET))], Answer).run_sync("q").all_messages()
+    ui = [
+        message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for message in VercelAIAdapter.dump_messages(messages)
+    ]
+    assert ui[1]["parts"][0]["output"] == FINAL_RESULT
+    assert _verdicts(ui[1:]) == ANSWERED
+    assert json.loads(get_assistant_message(ScorerRun(input="q", output=ui[1:]).output)) == SECRET
+
+
+def test_a_streamed_structured_answer_is_the_assistants_text():
+    import asyncio
+
+    from pydantic_ai import Agent
+    from pydantic_ai.models.function import DeltaToolCall, FunctionModel
+
+    async def stream(messages: list[Any], info: Any) -> Any:
+        name = info.output_tools[0].name
+        yield {0: DeltaToolCall(name=name, json_args=json.dumps(SECRET), tool_call_id="c1")}
+
+    agent = Agent(FunctionModel(stream_function=stream), output_type=Answer)
+
+    async def streamed() -> list[Any]:
+        async with agent.run_stream("q") as result:
+            await result.get_output()
+        return result.all_messages()
+
+    output = _dumped(asyncio.run(streamed()))[1:]
+    assert _verdicts(output) == ANSWERED

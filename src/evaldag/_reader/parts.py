@@ -203,6 +203,7 @@ def _ui_tool(part: Mapping[str, Any], path: str, at: Place, name: Any) -> Parts:
     }
     if state == "result":
         invocation["result"] = part.get("output")
+        at.transcript.answered(invocation, f"{path}.output")
     elif state in ("output-error", "output-denied") and part.get("errorText") is not None:
         invocation["errorText"] = part["errorText"]
     if part.get("rawInput") is not None:

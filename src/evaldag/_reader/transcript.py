@@ -185,9 +185,16 @@ class Transcript:
         else:
             invocation["state"] = "result"
             invocation["result"] = result
-            if type(result) is str and result in STATUSES:
-                self._outputs.append((invocation, path))
+            self.answered(invocation, path)
         del self._waiting[invocation["toolCallId"]]
+
+    def answered(self, invocation: dict[str, Any], path: str) -> None:
+        """A call's result, given at ``path`` (or in the call's own part, as AI SDK UI parts
+        give it): one of pydantic-ai's output statuses makes the call text when the transcript
+        is finished."""
+        result = invocation.get("result")
+        if type(result) is str and result in STATUSES:
+            self._outputs.append((invocation, path))
 
     def approval(self, approval_id: Any, path: str) -> dict[str, Any]:
         """The waiting call whose approval ``approval_id`` is (AI SDK 6 approvals)."""
