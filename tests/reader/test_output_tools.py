@@ -17,7 +17,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 
 from evaldag import ScorerRun, checks, read_traces
-from evaldag._reader.output_tools import FINAL_RESULT, RETRY_WINS, STATUSES, UNUSED
+from evaldag._reader.output_tools import (
+    FINAL_RESULT,
+    NOT_EXECUTED,
+    RETRY_WINS,
+    STATUSES,
+    UNUSED,
+)
 from evaldag.transcripts import get_assistant_message, tool_invocations
 
 SECRET = {"text": "the secret is 42", "confidence": 0.9}
@@ -98,6 +104,7 @@ def test_the_status_texts_are_pydantic_ais():
     assert theirs["_FINAL_RESULT_PROCESSED"] == FINAL_RESULT
     assert theirs["_RETRY_WINS"] == RETRY_WINS
     assert FINAL_RESULT not in UNUSED
+    assert _tool_execution._TOOL_SKIPPED_FINAL_ALREADY_PROCESSED == NOT_EXECUTED
 
 
 @pytest.mark.parametrize(
@@ -260,3 +267,24 @@ def test_a_streamed_structured_answer_is_the_assistants_text():
 
     output = _dumped(asyncio.run(streamed()))[1:]
     assert _verdicts(output) == ANSWERED
+
+
+def test_a_tool_pydantic_ai_skipped_beside_the_answer_is_a_call_not_run():
+    """end_strategy='early': a function tool called beside the final result is not run
+    ('Tool not executed - ...'), yet read as a call with that result, called_tool passed."""
+    agent = _run([_calls((None, SECRET), ("send_email", {}))], Answer, end_strategy="early")
+    sent = []
+
+    @agent.tool_plain
+    def send_email() -> str:
+        """Sends the email."""
+        sent.append(1)
+        return "sent"
+
+    output = _dumped(agent.run_sync("q").all_messages())[1:]
+    assert sent == []
+    run = {"input": "q", "output": output}
+    assert checks.called_tool("send_email").run(**run).score == 0.0
+    assert checks.did_not_call("send_email").run(**run).score == 0.0  # the model asked for it
+    (skipped,) = tool_invocations(ScorerRun(**run).output)
+    assert (skipped["state"], skipped["errorText"]) == ("output-denied", NOT_EXECUTED)

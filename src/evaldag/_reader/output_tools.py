@@ -13,7 +13,9 @@ message follows before the next user message), and only one per message. The out
 pydantic-ai did not use (``Output tool not used - ...``: another output won, or failed; and an
 output set aside for a function tool's retry) are text the model wrote, read as text parts in
 place, before the answer: the checks that read every text (``excludes``) read them, the answer
-stays the used one. Anywhere else these texts are a tool's result, as read.
+stays the used one. Anywhere else these texts are a tool's result, as read. A function tool's
+call that pydantic-ai skipped beside a final result is a call not run, as a denied one: the checks
+that forbid calls count it, ``called_tool`` does not.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ UNUSED = frozenset(
 )
 #: Every status text pydantic-ai answers an output call with.
 STATUSES = frozenset({FINAL_RESULT, RETRY_WINS, *UNUSED})
+#: The return of a function tool's call that pydantic-ai did not run, since the same response
+#: gave the final result (``end_strategy='early'``): a call not run (``output-denied``).
+NOT_EXECUTED = "Tool not executed - a final result was already processed."
 
 
 def read_output_calls(messages: list[Any], answered: list[tuple[dict[str, Any], str]]) -> None:

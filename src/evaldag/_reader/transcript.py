@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from evaldag._reader.output_tools import STATUSES, read_output_calls
+from evaldag._reader.output_tools import NOT_EXECUTED, STATUSES, read_output_calls
 from evaldag._reader.problems import brief, malformed
 
 #: States in which a call still waits for its result.
@@ -191,10 +191,13 @@ class Transcript:
     def answered(self, invocation: dict[str, Any], path: str) -> None:
         """A call's result, given at ``path`` (or in the call's own part, as AI SDK UI parts
         give it): one of pydantic-ai's output statuses makes the call text when the transcript
-        is finished."""
+        is finished; its status of a call it did not run makes the call a call not run."""
         result = invocation.get("result")
         if type(result) is str and result in STATUSES:
             self._outputs.append((invocation, path))
+        elif result == NOT_EXECUTED:
+            invocation["state"] = "output-denied"
+            invocation["errorText"] = invocation.pop("result")
 
     def approval(self, approval_id: Any, path: str) -> dict[str, Any]:
         """The waiting call whose approval ``approval_id`` is (AI SDK 6 approvals)."""
