@@ -74,9 +74,10 @@ def _read_message(
         )
     unused = [part for part in found if _result(part) != FINAL_RESULT]
     retried = any(
-        part.get("toolInvocation", {}).get("state") == "output-error"
+        isinstance(part, dict)
+        and isinstance(invocation := part.get("toolInvocation"), dict)
+        and invocation.get("state") == "output-error"
         for part in _parts(message)
-        if isinstance(part, dict)
     )
     ended = bool(finals) and _run_ended(messages, index)
     if ended:
@@ -88,12 +89,13 @@ def _read_message(
     for part in outputs:
         _as_text(part)
     if ended:
+        answer = finals[0]
         parts = message["content"]["parts"]
-        parts.remove(finals[0])
-        _as_text(finals[0])
-        parts.append(finals[0])
+        parts[:] = [part for part in parts if part is not answer]
+        _as_text(answer)
+        parts.append(answer)
         if isinstance(message["content"].get("content"), str):
-            message["content"]["content"] = finals[0]["text"]
+            message["content"]["content"] = answer["text"]
 
 
 def _parts(message: Any) -> list[Any]:
