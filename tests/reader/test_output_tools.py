@@ -288,3 +288,61 @@ def test_a_tool_pydantic_ai_skipped_beside_the_answer_is_a_call_not_run():
     assert checks.did_not_call("send_email").run(**run).score == 0.0  # the model asked for it
     (skipped,) = tool_invocations(ScorerRun(**run).output)
     assert (skipped["state"], skipped["errorText"]) == ("output-denied", NOT_EXECUTED)
+
+
+def _older(messages: list[Any]) -> list[Any]:
+    """The messages as pydantic-ai wrote a retried return before ToolReturnPart.outcome: a
+    RetryPromptPart, as the transcript fixtures' generator rewrites it."""
+    import dataclasses
+
+    from fixture_generators import generator
+    from pydantic_ai.messages import ModelRequest
+    from repo_paths import FIXTURES
+
+    older = generator(FIXTURES / "transcripts" / "generate_python.py")._retry_prompt
+    return [
+        dataclasses.replace(m, parts=list(map(older, m.parts)))
+        if isinstance(m, ModelRequest)
+        else m
+        for m in messages
+    ]
+
+
+@pytest.mark.parametrize("written", ["now", "older"])
+def test_an_output_pydantic_ai_asked_to_redo_is_text_not_a_tool_error(written):
+    """Structured output that failed validation: pydantic-ai asks the model to redo it (a
+    retried return of the output tool), and the model answers again. That was a failed call
+    of final_result: no_tool_errors and used_no_tools failed on a run that called no tool."""
+    draft = {"text": "a secret draft", "confidence": "high"}  # no number: invalid
+    agent = _run([_calls((None, draft)), _calls((None, {"text": "ok", "confidence": 1}))], Answer)
+    messages = agent.run_sync("q").all_messages()
+    assert [getattr(p, "outcome", None) for p in messages[2].parts] == ["retried"]
+    output = _dumped(messages if written == "now" else _older(messages))[1:]
+    assert _verdicts(output) == {**ANSWERED, "includes": 1.0}  # the draft was said
+    read = ScorerRun(input="q", output=output).output
+    assert json.loads(get_assistant_message(read)) == {"text": "ok", "confidence": 1}
+    assert tool_invocations(read) == []
+
+
+def test_a_failed_tool_of_an_earlier_run_named_as_a_later_runs_output_stays_an_error():
+    """pydantic-ai refuses a function tool named as an output tool in one agent, not across
+    the runs of a history: an earlier agent's failing 'final_result' tool is a tool error."""
+    from pydantic_ai import ToolFailed
+    from pydantic_ai.messages import ModelResponse, TextPart
+
+    first = _run(
+        [_calls(("final_result", {})), lambda info: ModelResponse(parts=[TextPart("Done.")])], str
+    )
+
+    @first.tool_plain
+    def final_result() -> str:
+        """Finishes the job."""
+        raise ToolFailed("could not")
+
+    history = first.run_sync("q").all_messages()
+    later = _run([_calls((None, SECRET))] * 3, Answer)  # after the history's two responses
+    messages = later.run_sync("q2", message_history=history).all_messages()
+    read = ScorerRun(input="q", output=_dumped(messages)).output
+    (failed,) = tool_invocations(read)
+    assert (failed["toolName"], failed["state"]) == ("final_result", "output-error")
+    assert json.loads(get_assistant_message(read)) == SECRET

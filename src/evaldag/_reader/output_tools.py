@@ -13,7 +13,10 @@ message follows before the next user message), and only one per message. The out
 pydantic-ai did not use (``Output tool not used - ...``: another output won, or failed; and an
 output set aside for a function tool's retry) are text the model wrote, read as text parts in
 place, before the answer: the checks that read every text (``excludes``) read them, the answer
-stays the used one. Anywhere else these texts are a tool's result, as read. A function tool's
+stays the used one. Anywhere else these texts are a tool's result, as read. An output call
+pydantic-ai asked the model to redo (its args failed validation: a failed call of the answer's
+tool, in the answer's run) is such text too, not a tool error: pydantic-ai refuses a function
+tool named as an output tool, so within a run the name tells them apart. A function tool's
 call that pydantic-ai skipped beside a final result is a call not run, as a denied one: the checks
 that forbid calls count it, ``called_tool`` does not.
 """
@@ -46,24 +49,36 @@ STATUSES = frozenset({FINAL_RESULT, RETRY_WINS, *UNUSED})
 NOT_EXECUTED = "Tool not executed - a final result was already processed."
 
 
-def read_output_calls(messages: list[Any], answered: list[tuple[dict[str, Any], str]]) -> None:
+def read_output_calls(
+    messages: list[Any],
+    answered: list[tuple[dict[str, Any], str]],
+    failed: list[dict[str, Any]],
+) -> None:
     """The output calls among ``answered`` (invocations answered with a status text, and the
-    answers' paths) read as text in ``messages``, where the rules above say they are outputs."""
+    answers' paths) read as text in ``messages``, where the rules above say they are outputs;
+    and the calls of ``failed`` (invocations that failed) that are output calls pydantic-ai
+    asked the model to redo: of the answer's tool, in its run (after the last user message)."""
     wanted = {id(invocation): path for invocation, path in answered}
+    redone = {id(invocation) for invocation in failed}
+    start = 0  # where the run of the message read starts
     for index, message in enumerate(messages):
-        parts = _parts(message)
-        found = [
-            part
-            for part in parts
-            if isinstance(part, dict) and id(part.get("toolInvocation")) in wanted
-        ]
-        if found:
-            _read_message(messages, index, found, wanted)
+        if isinstance(message, dict) and message.get("role") == "user":
+            start = index + 1
+        found = [part for part in _parts(message) if id(_invocation(part)) in wanted]
+        tool = _read_message(messages, index, found, wanted) if found else None
+        if tool is not None:
+            for earlier in messages[start : index + 1]:
+                for part in _parts(earlier):
+                    invocation = _invocation(part)
+                    if id(invocation) in redone and invocation["toolName"] == tool:
+                        _as_text(part)
 
 
 def _read_message(
     messages: list[Any], index: int, found: list[dict[str, Any]], paths: dict[int, str]
-) -> None:
+) -> str | None:
+    """The output calls of ``messages[index]`` read; the answer's tool, if the run ended
+    there."""
     message = messages[index]
     finals = [part for part in found if _result(part) == FINAL_RESULT]
     if len(finals) > 1:
@@ -74,8 +89,7 @@ def _read_message(
         )
     unused = [part for part in found if _result(part) != FINAL_RESULT]
     retried = any(
-        isinstance(part, dict)
-        and isinstance(invocation := part.get("toolInvocation"), dict)
+        isinstance(invocation := _invocation(part), dict)
         and invocation.get("state") == "output-error"
         for part in _parts(message)
     )
@@ -85,17 +99,24 @@ def _read_message(
     elif retried:  # a function tool's retry set the outputs aside
         outputs = [part for part in unused if _result(part) == RETRY_WINS]
     else:
-        return
+        return None
     for part in outputs:
         _as_text(part)
-    if ended:
-        answer = finals[0]
-        parts = message["content"]["parts"]
-        parts[:] = [part for part in parts if part is not answer]
-        _as_text(answer)
-        parts.append(answer)
-        if isinstance(message["content"].get("content"), str):
-            message["content"]["content"] = answer["text"]
+    if not ended:
+        return None
+    answer = finals[0]
+    tool: str = answer["toolInvocation"]["toolName"]
+    parts = message["content"]["parts"]
+    parts[:] = [part for part in parts if part is not answer]
+    _as_text(answer)
+    parts.append(answer)
+    if isinstance(message["content"].get("content"), str):
+        message["content"]["content"] = answer["text"]
+    return tool
+
+
+def _invocation(part: Any) -> Any:
+    return part.get("toolInvocation") if isinstance(part, dict) else None
 
 
 def _parts(message: Any) -> list[Any]:

@@ -103,6 +103,8 @@ class Transcript:
     _waiting: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     #: Calls answered with a status text of pydantic-ai's output tools, and the answers' paths.
     _outputs: list[tuple[dict[str, Any], str]] = dataclasses.field(default_factory=list)
+    #: Calls answered as failed (an output call pydantic-ai asked to redo may be among them).
+    _failed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def keep(self, message: Any, *, changed: bool = False) -> None:
         """A message in the shape readers take: as given, or (``changed``) as read."""
@@ -182,6 +184,7 @@ class Transcript:
         elif failed:
             invocation["state"] = "output-error"
             invocation["errorText"] = error_text(error if error is not None else result)
+            self._failed.append(invocation)
         else:
             invocation["state"] = "result"
             invocation["result"] = result
@@ -237,7 +240,7 @@ class Transcript:
         for invocation in self._waiting.values():
             invocation.pop("_unnamed", None)
         if self._outputs:
-            read_output_calls(self.messages, self._outputs)
+            read_output_calls(self.messages, self._outputs, self._failed)
         return self.messages
 
 
