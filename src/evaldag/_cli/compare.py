@@ -328,7 +328,7 @@ def _conclusion(comparison: Comparison) -> list[str]:
     if regressed:
         why = [
             f"{s.scorer_id} (gate: {_count(len(s.newly_failed), 'item', 'items')} that passed "
-            "in A fail in B)"
+            f"in A {'fails' if len(s.newly_failed) == 1 else 'fail'} in B)"
             if s.newly_failed
             else s.scorer_id
             for s in comparison.scorers
