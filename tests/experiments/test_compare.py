@@ -563,7 +563,7 @@ def test_an_item_a_gate_errs_on_in_b_newly_fails_it_even_allowing_missing(tmp_pa
     paths = [str(r.to_parquet(tmp_path / f"{n}.parquet")) for n, r in (("a", a), ("b", errs))]
     assert main(["compare", *paths, "--allow-missing"]) == 1
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == (
-        "REGRESSED: g (gate: 1 item that passed in A fail in B)"
+        "REGRESSED: g (gate: 1 item that passed in A fails in B)"
     )
 
 
