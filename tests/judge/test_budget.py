@@ -77,6 +77,33 @@ def test_a_budget_of_zero_calls_no_judge(judge_server):
     assert raised.value.result.summary.not_scorable == {"graded": 3}
 
 
+def test_items_the_budget_left_unjudged_fail_gates_and_thresholds(judge_server):
+    # The three judged items pass; the seven the budget left unjudged were not checked, so the
+    # gate and the threshold cannot pass on them (they passed on the three, verdict 'passed').
+    judge_server.reply = Reply({"score": 1}, usage=USAGE)
+    graded = _judged(judge_server)
+    budget = {"concurrency": 1, "budget_usd": 2.5 * _one_call_usd(), "progress": False}
+    result = run_evals(_items(10), scorers=[graded.with_threshold(0.9)], **budget)
+    assert result.summary.not_scorable == {"graded": 7}
+    assert result.scores == {"graded": 1.0}  # what was judged is kept
+    [threshold] = result.threshold_results
+    assert not threshold.passed and threshold.average_score == 1.0
+    assert threshold.reason.startswith("7 items were not judged: the run's judge budget")
+    assert "raise budget_usd=" in threshold.reason
+    assert result.verdict == "scored"
+    gated = run_evals(_items(10), gates=[graded], **budget)
+    [gate] = gated.gate_results
+    assert not gate.passed and gate.score == 1.0 and gate.reason.startswith("7 items were not")
+    assert gated.verdict == "failed"
+    conversations = [
+        {"id": f"c{n}", "turns": [{"input": f"hi {n}", "gates": [graded]}]} for n in range(5)
+    ]
+    turned = run_evals(conversations, target=lambda text: f"said {text}", **budget)
+    [turn_gate] = turned.turn_results[0].gate_results
+    assert not turn_gate.passed and turn_gate.reason.startswith("2 items were not judged")
+    assert turned.verdict == "failed"
+
+
 def test_code_steps_are_free(judge_server):
     code = create_scorer("code").generate_score(lambda run: 1.0)
     result = run_evals(_items(3), scorers=[code], budget_usd=0, progress=False)

@@ -176,7 +176,8 @@ def _parser() -> argparse.ArgumentParser:
         type=dollars,
         metavar="USD",
         help="stop judging once the judge calls have cost this much (litellm's prices); the "
-        "items not judged yet are not scorable, what was scored is kept",
+        "items not judged yet are not scorable and fail their scorer's gate or threshold; what "
+        "was scored is kept",
     )
     run.add_argument(
         "--step-timeout",

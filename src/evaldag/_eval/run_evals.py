@@ -199,7 +199,8 @@ def run_evals(
         returning a verdict, as it does when no scorer or gate could score any item.
     :param budget_usd: stop judging once the judge calls have cost this many US dollars
         (litellm's prices): items whose judge was not called yet are not scorable, with a
-        ``budget`` reason; what was scored is kept. Calls in flight finish.
+        ``budget`` reason, and fail their scorer's gate or threshold; what was scored is kept.
+        Calls in flight finish.
     :param step_timeout: seconds each scorer step (and ``prepare_run``) may take on one item,
         for scorers that set no ``step_timeout`` of their own; None for no limit. A step that
         overruns it is that item's error (the scorer's ``error`` column names the step and the

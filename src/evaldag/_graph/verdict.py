@@ -30,6 +30,7 @@ from hamilton.function_modifiers import (
 
 from evaldag._compat.js import js_total
 from evaldag._graph.plan import EvalPlan
+from evaldag._judge.budget import BUDGET_REASON
 from evaldag._results.eval_result import (
     EvalResult,
     GateResult,
@@ -41,7 +42,7 @@ from evaldag._results.eval_result import (
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
-from evaldag._results.item_columns import ScorerColumns, item_states
+from evaldag._results.item_columns import ScorerColumns, item_states, not_scorable_reason
 from evaldag._results.trials import TrialSettings, trial_spread
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 from evaldag._targets.agent import unused_tools_warnings
@@ -68,6 +69,7 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
     values = states.valid_scores.tolist()
     if errors_score_zero:
         values += [0.0] * failed
+    reasons = items.loc[states.not_scorable, ScorerColumns(scorer_id).not_scorable]
     return ScoreAverage(
         scorer_id=scorer_id,
         # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average
@@ -75,6 +77,7 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
         mean=js_total(values) / len(values) if values else None,
         scored=len(values),
         not_scorable=int(states.not_scorable.sum()),
+        unjudged=sum(not_scorable_reason(r).startswith(f"{BUDGET_REASON}:") for r in reasons),
         errors=failed,
         interval=bootstrap_interval(values),
     )
@@ -103,6 +106,19 @@ def _unscored(score_average: ScoreAverage) -> str | None:
     return f"no item could be scored ({', '.join(counts) or 'it ran on none'})"
 
 
+def _unjudged(score_average: ScoreAverage) -> str | None:
+    # An item the budget left unjudged was not checked: a gate or threshold over the rest
+    # passes on what was checked, not on the run.
+    count = score_average.unjudged
+    if not count:
+        return None
+    return (
+        f"{count} {'item was' if count == 1 else 'items were'} not judged: the run's judge "
+        "budget (budget_usd=) was spent before their judge was called; raise budget_usd= or "
+        "leave it out to check every item (with a checkpoint, run afresh: resume=False)"
+    )
+
+
 def _gates(plan: EvalPlan) -> parameterize:
     return parameterize(
         **{
@@ -116,11 +132,13 @@ def _gates(plan: EvalPlan) -> parameterize:
 @resolve(when=ResolveAt.CONFIG_AVAILABLE, decorate_with=_gates)
 def gate_result(score_average: ScoreAverage, gate_id: str) -> GateResult:
     """The gate passes when its average is at least 1.0 (exact comparison, no tolerance); a
-    gate that could score no item fails."""
+    gate that could score no item fails, and so does one the judge budget left items of
+    unjudged."""
     unscored, mean = _unscored(score_average), score_average.mean
     if unscored or mean is None:  # a mean is there when an item was scored
         return GateResult(id=gate_id, passed=False, score=0.0, reason=unscored)
-    return GateResult(id=gate_id, passed=mean >= 1.0, score=mean)
+    unjudged = _unjudged(score_average)
+    return GateResult(id=gate_id, passed=mean >= 1.0 and not unjudged, score=mean, reason=unjudged)
 
 
 def _gate_results(plan: EvalPlan) -> inject:
@@ -159,19 +177,19 @@ def threshold_result(
     score_average: ScoreAverage, scorer_id: str, threshold: ThresholdSpec
 ) -> ThresholdResult:
     """The scorer's average against its threshold; an item the scorer failed on fails it, and
-    so does having no item it could score."""
-    unscored = _unscored(score_average)
+    so does having no item it could score or items the judge budget left unjudged."""
+    unscored, unjudged = _unscored(score_average), _unjudged(score_average)
     mean = score_average.mean
     average_score = 0.0 if unscored or mean is None else mean
     return ThresholdResult(
         id=scorer_id,
-        passed=not unscored
+        passed=not (unscored or unjudged)
         and threshold_passed(average_score, threshold)
         and score_average.errors == 0,
         average_score=average_score,
         threshold=threshold,
         errors=score_average.errors,
-        reason=unscored,
+        reason=unscored or unjudged,
     )
 
 

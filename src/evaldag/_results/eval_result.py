@@ -82,6 +82,10 @@ class ScoreAverage(_Model):
     mean: float | None = Field(description="Mean of the numeric scores; None when there are none.")
     scored: int = Field(description="Items whose score entered the mean.")
     not_scorable: int = 0
+    unjudged: int = Field(
+        default=0,
+        description="Not-scorable items the judge budget left unjudged (budget_usd= spent).",
+    )
     errors: int = Field(default=0, description="Items where the scorer (or the target) failed.")
     interval: ConfidenceInterval | None = Field(
         default=None, description="Bootstrap interval of the mean; None below two scores."
