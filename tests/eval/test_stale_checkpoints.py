@@ -321,6 +321,35 @@ def test_an_agent_with_other_instructions_is_refused(tmp_path, judge_server):
     assert len(judge_server.requests) == asked + 2
 
 
+def test_a_judge_routed_by_another_header_value_is_refused(tmp_path, judge_server):
+    # A header can route a call to another deployment or model version: its value counts (as
+    # in the reply cache's key); a credential's counts by its presence only.
+    judge_server.reply = Reply({"score": 1})
+    options = {"checkpoint": tmp_path / "run.parquet", "batch_size": 2, "progress": False}
+    data = pd.DataFrame({"input": ["a", "b", "c", "d"], "output": ["1", "2", "3", "4"]})
+
+    def judged(route: str, key: str):
+        judge = judge_server.judge(
+            instructions="Grade it.", extra_headers={"X-Route": route, "X-Api-Key": key}
+        )
+        step = evaldag.PromptStep("Grade", lambda run: f"Grade: {run.output}")
+        return evaldag.create_scorer("graded", judge=judge).generate_score(step)
+
+    with pytest.raises(OnItemCompleteError):
+        run_evals(
+            data,
+            scorers=[judged("model-v1", "k1")],
+            on_item_complete=lambda item, *_: item["input"] == "b" and _raise(_Stopped),
+            **options,
+        )
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(data, scorers=[judged("model-v2", "k1")], **options)
+    assert raised.value.details["differences"] == ["scorer 'graded': its judge settings changed"]
+    asked = len(judge_server.requests)
+    assert run_evals(data, scorers=[judged("model-v1", "k2")], **options).scores == {"graded": 1}
+    assert len(judge_server.requests) == asked + 2  # a rotated key resumes: two items were saved
+
+
 def _raise(error: type[Exception]) -> None:
     raise error
 

@@ -7,6 +7,8 @@ only the fields the step sets win.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -287,16 +289,29 @@ _HOW_CALLED = frozenset(
 
 
 def reply_settings(judge: Judge | None) -> dict[str, Any] | None:
-    """The settings that decide a judge's replies: no keys, header values or URL credentials,
-    nor how calls travel (``http`` and ``litellm`` ask the same endpoint the same question, and
-    a lower ``max_concurrency`` after a storm of 429s asks it the same questions more slowly)."""
+    """The settings that decide a judge's replies: no keys or URL credentials, nor how calls
+    travel (``http`` and ``litellm`` ask the same endpoint the same question, and a lower
+    ``max_concurrency`` after a storm of 429s asks it the same questions more slowly).
+
+    Extra headers can route a call (another deployment, another model version), as the reply
+    cache's key counts them: each header counts by its name, and by a hash of its value unless
+    its name is a credential's (``Authorization``, ``X-Api-Key``: a rotated key is no change).
+    """
     if judge is None:
         return None
     settings = judge.model_dump(exclude_none=True)
     kept = {k: v for k, v in settings.items() if k not in _HOW_CALLED and not is_secret_setting(k)}
-    if isinstance(kept.get("extra_headers"), dict):
-        kept["extra_headers"] = sorted(kept["extra_headers"])
+    headers = judge.litellm_kwargs.get("extra_headers")  # a dump masks their values
+    if isinstance(headers, dict) and headers:
+        kept["extra_headers"] = {
+            str(name): None if is_secret_setting(str(name)) else _hashed(value)
+            for name, value in headers.items()
+        }
     return kept
+
+
+def _hashed(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, default=repr).encode()).hexdigest()
 
 
 def cache_location(setting: bool | str | os.PathLike[str] | None) -> Path | str | None:
