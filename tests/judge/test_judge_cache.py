@@ -5,6 +5,7 @@ import json
 import pytest
 from judge_server import (
     API_KEY,
+    Reply,
     judge_server_on_each_transport,  # noqa: F401 (tests run on both)
 )
 from pydantic import BaseModel
@@ -140,6 +141,28 @@ def test_failed_executions_are_not_cached(judge_server, tmp_path):
     assert len(judge_server.requests) == 3  # asked again, not replayed
     assert scorer.run(output="x").judge["generate_score"].executions[0].cache_hit is True
     assert len(judge_server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply("It is fine bec", finish_reason="length"), Reply("", finish_reason="content_filter")],
+)
+def test_a_reason_cut_short_or_refused_is_kept_but_not_cached(judge_server, tmp_path, reply):
+    # Before: the text was cached as any reply, and every later run replayed the cut or
+    # filtered reason instead of asking again.
+    judge_server.on("Score", {"score": 0.5})
+    judge_server.on("Explain", reply, "Fine.")
+    judge = judge_server.judge(instructions=INSTRUCTIONS, cache=tmp_path)
+    scorer = (
+        create_scorer("reasoned", judge=judge)
+        .generate_score(PromptStep("score", lambda run: f"Score {run.output}"))
+        .generate_reason(PromptStep("reason", lambda run: f"Explain {run.output}"))
+    )
+    first = scorer.run(output="x")
+    assert (first.score, first.reason) == (0.5, reply.text)  # nothing computed is lost
+    again = scorer.run(output="x")
+    assert (again.score, again.reason) == (0.5, "Fine.")
+    assert len(judge_server.requests) == 3  # the score from the cache, the reason asked again
 
 
 def test_api_keys_never_reach_the_cache_file(judge_server, tmp_path):

@@ -209,6 +209,12 @@ _CUT_SHORT = {
 }
 
 
+def stopped_early(finish_reason: str | None) -> bool:
+    """Whether the model says it stopped before its answer was complete (out of tokens, or its
+    provider's content filter)."""
+    return finish_reason in _CUT_SHORT
+
+
 def reply_json(text: str | None, finish_reason: str | None) -> Any:
     """The JSON value in a judge's reply (:func:`json_in_reply`), unless the model says it
     stopped before the end (finish reason ``length`` or ``content_filter``): the JSON there is

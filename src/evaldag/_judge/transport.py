@@ -41,6 +41,7 @@ from evaldag._judge.contracts import (
     response_format,
     schema_instructions,
     step_contract,
+    stopped_early,
 )
 from evaldag._judge.endpoints import Endpoint, judge_endpoint, rates
 from evaldag._judge.errors import CallFault, ExecutionFailure, JudgeCallError, JudgeError
@@ -171,6 +172,9 @@ async def _attempted(
         reply = await _reply(judge, endpoint, messages, response_format(style, contract), tally)
         text = reply.get("content")
         if contract.schema is None:
+            if not text or stopped_early(reply.get("finish_reason")):
+                # a reason cut short or refused is kept for this run, not replayed by the next
+                tally.pending = [(key, kept) for key, kept in tally.pending if kept is not reply]
             return text or ""
         try:
             return contract.stored(reply_json(text, reply.get("finish_reason")))
