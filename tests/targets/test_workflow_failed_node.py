@@ -98,9 +98,10 @@ def test_a_failure_at_the_first_node_leaves_only_the_path(judge_server):
         max_error_share=1,
     )
     items = result.items
-    # draft never ran: skipped, as Mastra skips a step that did not succeed; category failed.
+    # draft never ran: the item's error, as for the failed category (Mastra skips it silently).
     assert items["steps.draft.check-includes.score"].tolist()[1] == 1.0
-    assert items["steps.draft.check-includes.error"].isna().all()
+    assert items["steps.draft.check-includes.error"][0].startswith("target failed: node")
+    assert items["steps.draft.check-includes.failed_step"][0] == "target"
     assert pd.isna(items["steps.draft.check-includes.score"][0])
     assert items["steps.category.check-includes.error"][0].startswith("target failed: node")
     failed = next(t for t in trajectories if len(t["steps"]) == 1)
@@ -169,3 +170,37 @@ def test_a_final_node_returning_none_is_the_items_error_and_earlier_nodes_are_sc
     )
     assert result.items["workflow.check-excludes.failed_step"][0] == "target"
     assert result.items["steps.retrieved.passages.score"].tolist() == [1.0, 1.0]
+
+
+def test_a_step_the_failure_kept_from_running_fails_its_threshold():
+    """A step scorer of a node after the failure checked nothing on that item: its threshold
+    fails, where a skipped item would leave the run's only assertions passing on the others."""
+    result = run_evals(
+        [{"input": "good"}, {"input": "bad"}],
+        target=evaldag.workflow(_three_nodes(), ["reply"]),
+        scorers={"steps": {"reply": [checks.excludes("secret").with_threshold(1.0)]}},
+    )
+    items = result.items
+    assert items["steps.reply.check-excludes.error"].tolist()[1] == (
+        "target failed: node 'cleaned' failed: cannot clean"
+    )
+    assert result.summary.errors == {"steps.reply.check-excludes": 1}
+    assert not result.threshold_results[0].passed
+    assert result.verdict != "passed"
+
+
+def _three_nodes():
+    from hamilton import ad_hoc_utils
+
+    def cleaned(input: str) -> str:
+        if "bad" in input:
+            raise ValueError("cannot clean")
+        return input.strip()
+
+    def draft(cleaned: str) -> str:
+        return f"draft {cleaned}"
+
+    def reply(draft: str) -> str:
+        return f"{draft}!"
+
+    return ad_hoc_utils.create_temporary_module(cleaned, draft, reply, module_name="three_nodes")

@@ -132,13 +132,16 @@ def _scorer_frames(plan: EvalPlan) -> inject:
 def _fails_with_target(failure: TargetFailure | None, reads: str) -> bool:
     """Whether the target's failure on an item fails a scorer reading the runs ``reads``: every
     scorer, except, where a workflow failed at a node, its trajectory scorers and the step
-    scorers of the nodes that completed."""
+    scorers of the nodes that completed. The step scorers of the failed node and of the nodes
+    that never ran fail: a step the pipeline did not reach was not checked."""
     if failure is None:
         return False
     if failure.trajectory is None or reads == RUNS:
         return True
-    return any(
-        reads == step_runs_node(name) and step.status == "failed"
+    if not reads.startswith("steps."):
+        return False  # a trajectory scorer: the path up to the failure
+    return not any(
+        reads == step_runs_node(name) and step.status == "success"
         for name, step in failure.steps.items()
     )
 

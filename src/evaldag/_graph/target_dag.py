@@ -84,7 +84,7 @@ def _workflow_steps(plan: EvalPlan) -> parameterize:
 def step_runs(item_runs: pd.Series, target_runs: pd.Series, step: str) -> pd.Series:
     """Per item where the node completed (before a later node failed, too), a run of the
     node's inputs (a dict by parameter name) and its output; items where it did not run or
-    failed are left out, as Mastra skips them (``batch_items`` records the failure)."""
+    failed are left out (``batch_items`` records the target's failure for them)."""
     values, index = [], []
     for label, run in item_runs.items():
         ran = target_runs[label].steps.get(step)
