@@ -190,6 +190,45 @@ def _returned(produced: Any) -> Any:
     return produced
 
 
+def empty_answer(read: Any) -> str | None:
+    """Why a target's output, as read (a text, or messages in Mastra's shape), says nothing, if
+    it does: a blank text, no messages, or messages of which none is a reply with content (only
+    the user's, empty assistant messages). Every check for what an answer must not hold would
+    pass it. Other values are left to the scorers, which name what they cannot read."""
+    if isinstance(read, str):
+        return None if read.strip() else f"a blank text ({read!r})"
+    messages = [read] if isinstance(read, dict) and "role" in read else read
+    if not isinstance(messages, list):
+        return None
+    if not messages:
+        return "no messages"
+    if not all(isinstance(m, dict) and "role" in m for m in messages):
+        return None
+    if any(_replied(m) for m in messages):
+        return None
+    roles = ", ".join(str(m["role"]) for m in messages)
+    return f"no reply with content (messages of roles: {roles})"
+
+
+def no_answer(empty: str) -> str:
+    """The error of a target call whose answer says nothing (:func:`empty_answer`)."""
+    return (
+        f"the target returned {empty}: no answer to score, which every check for what an "
+        "answer must not hold would pass; return the reply (or raise when there is none)"
+    )
+
+
+def _replied(message: dict[str, Any]) -> bool:
+    if message["role"] in ("user", "system"):
+        return False
+    content = message.get("content")
+    parts = content.get("parts", ()) if isinstance(content, dict) else ()
+    return any(
+        not (isinstance(p, dict) and p.get("type") == "text" and not str(p.get("text", "")).strip())
+        for p in parts
+    )
+
+
 async def _with_threads(
     calls: Awaitable[list[TargetRun | TargetFailure]], threads: int
 ) -> list[TargetRun | TargetFailure]:
@@ -221,6 +260,8 @@ async def _conversation(
             )
             said = read_transcript(run_messages(turn_input, "user"), "input")
             answered = read_transcript(run_messages(produced, "assistant"), "output")
+            if empty := empty_answer(produced if isinstance(produced, str) else answered):
+                raise ValueError(no_answer(empty))
         except ConfigurationError:
             raise
         except Exception as error:

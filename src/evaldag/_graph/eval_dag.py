@@ -26,7 +26,7 @@ import pandas as pd
 from hamilton.function_modifiers import ResolveAt, config, group, inject, resolve, source, value
 
 from evaldag._engine.columns import TEXT
-from evaldag._engine.targets import TargetFailure, TargetRun
+from evaldag._engine.targets import TargetFailure, TargetRun, empty_answer, no_answer
 from evaldag._graph.plan import RUNS, EvalPlan, step_runs_node
 from evaldag._reader import python_data
 from evaldag._results.item_columns import SCORER_COLUMNS, ScorerColumns
@@ -63,11 +63,14 @@ def _read_output(run: TargetRun) -> Any:
     if run.turns:  # a conversation's: each turn's messages were read as the turn ended
         return run.output
     try:
-        return run_field("output", run.output)
+        read = run_field("output", run.output)
     except EvalDagError as error:
         return TargetFailure(
             f"the target returned an output evaldag cannot read: {error.message}", "EvalDagError"
         )
+    if empty := empty_answer(read):  # a workflow's nodes still ran: they are scored
+        return TargetFailure(no_answer(empty), "ValueError", run.steps, run.trajectory)
+    return read
 
 
 @config.when(has_target=True)
