@@ -18,8 +18,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evaldag._report.failing import requirements
-from evaldag._testing.failures import EvalAssertionError, failure, raise_failures
+import pandas as pd
+
+from evaldag._judge.budget import BUDGET_REASON
+from evaldag._report.failing import item_ids, requirements
+from evaldag._results.item_columns import (
+    ScorerColumns,
+    has_scorer,
+    item_states,
+    not_scorable_reason,
+)
+from evaldag._testing.failures import NAMED_ITEMS, EvalAssertionError, failure, raise_failures
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -64,19 +73,20 @@ def has_verdict(result: EvalResult, verdict: Verdict | None) -> None:
 
 
 def score_above(result: EvalResult, name: str, minimum: float) -> None:
-    """The average of scorer ``name`` is strictly above ``minimum``; ``name`` may be dotted
-    (``agent.faithfulness`` for a scorer of Mastra's agent config)."""
+    """The average of scorer ``name`` is strictly above ``minimum``, over every item: one the
+    scorer failed on, or the judge budget left unjudged, fails it, as it fails a threshold;
+    ``name`` may be dotted (``agent.faithfulness`` for a scorer of Mastra's agent config)."""
     score = _score(result, name)
-    if not score > minimum:
-        raise_failures([f"expected the score of {name!r} above {minimum}, got {score}"])
+    below = None if score > minimum else f"expected the score of {name!r} above {minimum}"
+    raise_failures([below and f"{below}, got {score}", *_unchecked(result, name)])
 
 
 def score_below(result: EvalResult, name: str, maximum: float) -> None:
-    """The average of scorer ``name`` is strictly below ``maximum`` (dotted names as
-    :func:`score_above`)."""
+    """The average of scorer ``name`` is strictly below ``maximum``, over every item (failed
+    and unjudged items and dotted names as :func:`score_above`)."""
     score = _score(result, name)
-    if not score < maximum:
-        raise_failures([f"expected the score of {name!r} below {maximum}, got {score}"])
+    above = None if score < maximum else f"expected the score of {name!r} below {maximum}"
+    raise_failures([above and f"{above}, got {score}", *_unchecked(result, name)])
 
 
 def passes_gates(result: EvalResult) -> None:
@@ -102,7 +112,37 @@ def _untrustworthy(result: EvalResult) -> str | None:
     return None if why is None else f"the run's verdict cannot be trusted: {why}"
 
 
+def _unchecked(result: EvalResult, name: str) -> list[str]:
+    """The lines of the items scorer ``name``'s average leaves out although they were to be
+    checked: those it failed on and those the judge budget left unjudged (not those it could
+    not score, which a threshold leaves out too)."""
+    items = result.items
+    if not has_scorer(items, name):
+        return []
+    states, ids = item_states(items, name), item_ids(items)
+    reasons = items[ScorerColumns(name).not_scorable].where(states.not_scorable)
+    unjudged = reasons.map(
+        lambda cell: pd.notna(cell) and not_scorable_reason(cell).startswith(f"{BUDGET_REASON}:")
+    ).astype(bool)
+    lines = []
+    for mask, what in (
+        (states.failed, "the scorer failed on"),
+        (unjudged, "the judge budget left unjudged"),
+    ):
+        labels = ids[mask].astype(str).tolist()
+        if labels:
+            named = ", ".join(labels[:NAMED_ITEMS]) + (
+                f" and {len(labels) - NAMED_ITEMS} more" if len(labels) > NAMED_ITEMS else ""
+            )
+            lines.append(
+                f"the score of {name!r} leaves out {len(labels)} of {len(items)} items {what} "
+                f"({named}): its average checked only the rest"
+            )
+    return lines
+
+
 def _score(result: EvalResult, name: str) -> float:
+    raise_failures([_untrustworthy(result)])
     if name not in result.scores:
         raise_failures(
             [f"no average score named {name!r}; the run's scores: {sorted(result.scores)}"]
