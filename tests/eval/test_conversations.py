@@ -233,6 +233,29 @@ def test_a_turn_entry_that_is_no_scorer_is_named():
         run_evals([{"turns": [{"input": "a", "gates": ["includes"]}]}], target=echo)
 
 
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"input": "a", "gates": [checks.excludes("a", id="never-a")]},
+        {"input": "a", "output": "a", "scorers": [checks.excludes("a").with_threshold(1)]},
+        {"turns": [{"input": "a"}], "gates": [checks.excludes("a", id="never-a")]},
+        {"input": "a", "scorers": [{"scorer": checks.excludes("a"), "threshold": 1}]},
+    ],
+)
+def test_an_items_own_gates_or_scorers_outside_its_turns_are_refused(item):
+    # They were an ignored data column: a run whose item gate failed every item passed.
+    key = "gates" if "gates" in item else "scorers"
+    with pytest.raises(EvalDagError) as raised:
+        run_evals([{"input": "b"}, item], target=echo, scorers=[checks.includes("turn")])
+    assert raised.value.id == "INVALID_DATA_ITEM"
+    assert raised.value.message.startswith(
+        f"Invalid data item at index 1: '{key}' holds scorers, which the run reads only in a "
+        f"conversation's turns (turns=[{{'input': ..., '{key}': [...]}}]); move them into a turn"
+    )
+    # a column of that name holding data is data
+    run_evals([{"input": "a", "gates": "AND"}], target=echo, scorers=[checks.includes("turn")])
+
+
 def test_conversations_need_a_target():
     with pytest.raises(EvalDagError, match="need a target"):
         run_evals([{"inputs": ["a"], "output": "x"}], scorers=[checks.includes("x")])

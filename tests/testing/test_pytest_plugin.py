@@ -403,3 +403,21 @@ def test_an_eval_files_turns_are_tests_of_their_own(pytester):
         "eval_turns.py::threshold[turn1.half]",
     ]
     assert any(line.startswith("AssertionError: turn 1: gate 'polite' failed") for line in lines)
+
+
+def test_an_eval_files_item_gates_outside_turns_fail_its_run(pytester):
+    # The data's own gates, without turns, were an ignored column: `run` passed, nothing checked.
+    pytester.makepyfile(
+        eval_item_gates="""
+        from evaldag import checks
+
+        def target(input, history=()):
+            return "sorry"
+
+        data = [{"id": "c1", "input": "hi", "gates": [checks.excludes("sorry", id="polite")]}]
+        scorers = [checks.includes("answer", id="answers")]
+        """
+    )
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(failed=1)
+    done.stdout.fnmatch_lines(["*Invalid data item at index 0: 'gates' holds scorers, *"])

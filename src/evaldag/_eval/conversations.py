@@ -18,6 +18,7 @@ import pandas as pd
 from evaldag._eval.scorer_configs import checked_gates, checked_ids, scorer_entries
 from evaldag._graph.plan import TurnSpec, TurnSpecs
 from evaldag._reader import looks_like_json
+from evaldag._scorer.builder import Scorer, ScorerWithThreshold
 from evaldag.errors import EvalDagError
 
 _TURN_KEYS = frozenset({"input", "gates", "scorers"})
@@ -80,6 +81,7 @@ def conversation_items(
     frame: pd.DataFrame, *, has_target: bool, workflow_target: bool
 ) -> tuple[pd.DataFrame, TurnSpecs]:
     """The data with its conversation items checked, and their turns by item label."""
+    _require_no_item_assertions(frame)
     columns = [c for c in ("inputs", "turns") if c in frame.columns]
     if not columns:
         return frame, {}
@@ -132,6 +134,31 @@ def conversation_items(
     checked["input"] = pd.Series(firsts, index=frame.index, dtype=object)
     checked["inputs"] = pd.Series(inputs, index=frame.index, dtype=object)
     return checked, specs
+
+
+def _require_no_item_assertions(frame: pd.DataFrame) -> None:
+    """Scorers in an item's own ``gates`` or ``scorers`` (beside its ``turns``, or without
+    any) would be data the run never reads, so a run of failing gates passed: an error."""
+
+    def is_scorer(entry: Any) -> bool:
+        if isinstance(entry, Mapping):
+            entry = entry.get("scorer")
+        return isinstance(entry, Scorer | ScorerWithThreshold)
+
+    for key in ("gates", "scorers"):
+        if key not in frame.columns:
+            continue
+        for label, value in frame[key].items():
+            entries = list(value) if _is_list(value) else [value]
+            if any(is_scorer(entry) for entry in entries):
+                raise _invalid(
+                    label,
+                    f"'{key}' holds scorers, which the run reads only in a conversation's turns "
+                    f"(turns=[{{'input': ..., '{key}': [...]}}]); move them into a turn, or give "
+                    f"them to every item ({key}= of run_evals, an eval file's module-level "
+                    f"{key})",
+                    key=key,
+                )
 
 
 def _require_one_role_per_id(specs: TurnSpecs) -> None:
