@@ -421,3 +421,17 @@ def test_an_eval_files_item_gates_outside_turns_fail_its_run(pytester):
     done = pytester.runpytest("-p", "no:cacheprovider")
     done.assert_outcomes(failed=1)
     done.stdout.fnmatch_lines(["*Invalid data item at index 0: 'gates' holds scorers, *"])
+
+
+def test_a_run_that_fails_before_writing_leaves_no_earlier_results_file(pytester):
+    # The file an earlier session wrote stayed: `evaldag report` after a run whose data had gone
+    # read the old 'passed'.
+    pytester.makepyfile(eval_kept=EVAL_FILE)
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1, failed=2)
+    results = pytester.path / ".evaldag" / "pytest" / "eval_kept.parquet"
+    assert results.is_file()
+    pytester.makepyfile(eval_kept=EVAL_FILE.replace("data = [", "data = 'gone.jsonl'\n_ = ["))
+    done = pytester.runpytest("-p", "no:cacheprovider")
+    done.assert_outcomes(failed=3)
+    done.stdout.fnmatch_lines(["*eval_kept.py defines data = 'gone.jsonl', which is neither*"])
+    assert not results.exists()

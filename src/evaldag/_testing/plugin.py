@@ -7,7 +7,7 @@ named ``turn<N>.<id>``, or one test (``run``) when it has neither; the eval runs
 first test runs, and its results are written to ``<--evaldag-out>/<its path>.parquet``, its path
 from the rootdir (``tests/a/eval_x.py`` gives ``tests/a/eval_x.parquet``: files of one name in
 two folders get two results files; the default folder ``.evaldag/pytest`` under the rootdir,
-rewritten each session). A failed gate or
+rewritten each session; a run that fails before writing leaves none). A failed gate or
 missed threshold fails its test like an assertion.
 
 Until it meets an eval file the plugin imports only pytest and the standard library, so test
@@ -194,8 +194,10 @@ class EvalFile(pytest.File):
         from evaldag._eval.run_evals import run_evals
 
         definition = self._definition
-        data = eval_data(definition)
         out = _results_path(self.config, self.path)
+        # An earlier session's file would stand for this run if it fails before writing one.
+        out.unlink(missing_ok=True)
+        data = eval_data(definition)
         result = run_evals(
             data,
             scorers=definition.scorers,
