@@ -49,6 +49,19 @@ def test_a_reply_of_tool_calls_only_is_an_answer():
     assert result.verdict == "passed"
 
 
+def test_a_mastra_message_whose_text_is_its_legacy_content_is_an_answer():
+    """Mastra's format-2 message keeps its text in ``content.content`` beside its parts; one
+    with no text part (an older stored message) says what that holds, as Mastra's text helpers
+    read it: an answer, not an empty one."""
+    legacy = [{"role": "assistant", "content": {"format": 2, "parts": [], "content": "fine"}}]
+    result = run_evals(DATA, gates=GATES, target=lambda input: legacy)
+    assert result.items["target_error"].isna().all()
+    assert result.verdict == "passed"
+    said_nothing = [{"role": "assistant", "content": {"format": 2, "parts": [], "content": " "}}]
+    blank = run_evals(DATA, gates=GATES, target=lambda input: "x" if input == "a" else said_nothing)
+    assert blank.items["target_error"].isna().tolist() == [True, False]
+
+
 def test_an_empty_turn_fails_its_conversation():
     def replies(input, history=()):
         return "" if input == "t2" else f"reply to {input}"

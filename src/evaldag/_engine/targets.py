@@ -219,13 +219,19 @@ def no_answer(empty: str) -> str:
 
 
 def _replied(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is a reply with content: a text that is not blank (its content
+    string, Mastra's legacy ``content.content`` or a text part), or any other part."""
     if message["role"] in ("user", "system"):
         return False
     content = message.get("content")
-    parts = content.get("parts", ()) if isinstance(content, dict) else ()
-    return any(
+    if isinstance(content, str):
+        return bool(content.strip())
+    if not isinstance(content, dict):
+        return False
+    texts = (content.get("content"), content.get("text"))
+    return any(isinstance(text, str) and text.strip() for text in texts) or any(
         not (isinstance(p, dict) and p.get("type") == "text" and not str(p.get("text", "")).strip())
-        for p in parts
+        for p in content.get("parts") or ()
     )
 
 
