@@ -107,25 +107,28 @@ def _workflow_result():
     )
 
 
-def test_a_step_that_did_not_run_is_skipped_not_failed():
+def test_a_step_the_failure_kept_from_running_failed_with_the_target():
+    # Mastra skips a step that did not run; a step the pipeline never reached was not checked,
+    # so its scorer fails with the target's error (584e43c), as the failed node's own does.
     result = _workflow_result()
     shout = item_states(result.items, "steps.shout.check-includes")
-    assert shout.skipped.tolist() == [False, True, False]
-    assert not shout.failed.any() and not shout.not_scorable.any()
+    assert shout.failed.tolist() == [False, True, False]
+    assert not shout.skipped.any() and not shout.not_scorable.any()
+    assert result.items["steps.shout.check-includes.failed_step"][1] == "target"
     category = item_states(result.items, "steps.category.check-includes")
     assert category.failed.tolist() == [False, True, False]  # the node that raised
-    assert "steps.shout.check-includes" not in result.summary.errors
-    assert result.scores["steps.shout.check-includes"] == 0.5
+    assert result.summary.errors["steps.shout.check-includes"] == 1
+    assert result.scores["steps.shout.check-includes"] == 0.5  # of the items it checked
 
 
-def test_compare_counts_only_the_items_a_scorer_ran_on():
-    # Mastra writes no score for a step that did not run; compare counted such an item as one
-    # without a score (an error) until the states were read in one place.
+def test_compare_counts_the_items_a_failed_pipeline_kept_a_step_from():
+    # Each is an item without a score (an error), as the failed node's own.
     result = _workflow_result()
     comparison = compare_experiments(result, result)
     stats = {s.scorer_id: s.a for s in comparison.scorers}
     shout = stats["steps.shout.check-includes"]
-    assert (shout.items, shout.scored, shout.error_rate) == (2, 2, 0.0)
+    assert (shout.items, shout.scored) == (3, 2)
+    assert shout.error_rate == pytest.approx(1 / 3)
     category = stats["steps.category.check-includes"]  # failed on b: a null score, as Mastra's
     assert (category.items, category.scored) == (3, 2)
     assert category.error_rate == pytest.approx(1 / 3)
