@@ -18,16 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from evaldag._judge.budget import BUDGET_REASON
 from evaldag._report.failing import item_ids, requirements
-from evaldag._results.item_columns import (
-    ScorerColumns,
-    has_scorer,
-    item_states,
-    not_scorable_reason,
-)
+from evaldag._results.item_columns import has_scorer, item_states, unjudged
 from evaldag._testing.failures import NAMED_ITEMS, EvalAssertionError, failure, raise_failures
 from evaldag.errors import EvalDagError
 
@@ -120,14 +112,10 @@ def _unchecked(result: EvalResult, name: str) -> list[str]:
     if not has_scorer(items, name):
         return []
     states, ids = item_states(items, name), item_ids(items)
-    reasons = items[ScorerColumns(name).not_scorable].where(states.not_scorable)
-    unjudged = reasons.map(
-        lambda cell: pd.notna(cell) and not_scorable_reason(cell).startswith(f"{BUDGET_REASON}:")
-    ).astype(bool)
     lines = []
     for mask, what in (
         (states.failed, "the scorer failed on"),
-        (unjudged, "the judge budget left unjudged"),
+        (unjudged(items, name, states), "the judge budget left unjudged"),
     ):
         labels = ids[mask].astype(str).tolist()
         if labels:

@@ -30,7 +30,6 @@ from hamilton.function_modifiers import (
 
 from evaldag._compat.js import js_total
 from evaldag._graph.plan import EvalPlan
-from evaldag._judge.budget import BUDGET_REASON
 from evaldag._results.eval_result import (
     EvalResult,
     GateResult,
@@ -42,7 +41,7 @@ from evaldag._results.eval_result import (
     Verdict,
 )
 from evaldag._results.intervals import bootstrap_interval
-from evaldag._results.item_columns import ScorerColumns, item_states, not_scorable_reason
+from evaldag._results.item_columns import ScorerColumns, item_states, unjudged
 from evaldag._results.trials import TrialSettings, trial_spread
 from evaldag._scorer.thresholds import ThresholdSpec, threshold_passed
 from evaldag._targets.agent import unused_tools_warnings
@@ -69,7 +68,6 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
     values = states.valid_scores.tolist()
     if errors_score_zero:
         values += [0.0] * failed
-    reasons = items.loc[states.not_scorable, ScorerColumns(scorer_id).not_scorable]
     return ScoreAverage(
         scorer_id=scorer_id,
         # Left-to-right addition, as Mastra's reduce does: threshold edges such as an average
@@ -77,7 +75,7 @@ def average(items: pd.DataFrame, scorer_id: str, errors_score_zero: bool) -> Sco
         mean=js_total(values) / len(values) if values else None,
         scored=len(values),
         not_scorable=int(states.not_scorable.sum()),
-        unjudged=sum(not_scorable_reason(r).startswith(f"{BUDGET_REASON}:") for r in reasons),
+        unjudged=int(unjudged(items, scorer_id, states).sum()),
         errors=failed,
         interval=bootstrap_interval(values),
     )

@@ -26,6 +26,8 @@ from typing import Any
 
 import pandas as pd
 
+from evaldag._judge.budget import BUDGET_REASON
+
 #: Columns a scorer adds to each item (``<scorer id>.score``, ...): ``score`` a float, the
 #: others text (JSON for nested values) or categories.
 SCORER_COLUMNS = (
@@ -143,6 +145,14 @@ def item_states(frame: pd.DataFrame, scorer_id: str) -> ItemStates:
         not_scorable=not_scorable,
         skipped=scores.isna() & ~failed & ~not_scorable,
     )
+
+
+def unjudged(items: pd.DataFrame, scorer_id: str, states: ItemStates) -> pd.Series:
+    """Which items the run's judge budget left unjudged (not scorable with a ``budget:``
+    reason): items ``scorer_id`` was to check, unlike those it could not score."""
+    reasons = items.loc[states.not_scorable, ScorerColumns(scorer_id).not_scorable]
+    cut = [not_scorable_reason(cell).startswith(f"{BUDGET_REASON}:") for cell in reasons]
+    return pd.Series(cut, index=reasons.index, dtype=bool).reindex(items.index, fill_value=False)
 
 
 def not_scorable_reason(cell: object) -> str:
