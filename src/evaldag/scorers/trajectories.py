@@ -9,7 +9,7 @@ overrides the scorer's own settings.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +186,7 @@ def _dimensions(
     config: dict[str, Any],
     weights: dict[str, float],
     counted: _Counted,
-    unmade_calls: list[str] | None = None,
+    unmade_calls: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[tuple[float, float]]]:
     """Each checked dimension's result, and the (weight, score) pairs that count.
 
@@ -221,7 +221,7 @@ def _dimensions(
             trajectory,
             blacklisted_tools=tools,
             blacklisted_sequences=sequences or [],
-            unmade_calls=unmade_calls or [],
+            unmade_calls=unmade_calls,
         )
     retries = config.get("maxRetriesPerTool")
     found["toolFailures"] = analyze_tool_failures(
