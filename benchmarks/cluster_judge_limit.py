@@ -119,13 +119,12 @@ def _judge_serving(
         while not conn.poll(SAMPLE_SECONDS):
             in_flight.append(server._in_flight)
         conn.recv()  # "stop"
+        requests = server.requests  # the lean judge's count, or the scripted one's list (a copy)
         conn.send(
             {
                 "in_flight": in_flight,
                 "max_in_flight": server.max_in_flight,
-                "requests": server.requests
-                if isinstance(server.requests, int)
-                else len(server.requests),
+                "requests": requests if isinstance(requests, int) else len(requests),
                 "cpu": cpu() - first,
                 "held": server.held_seconds,
             }
