@@ -113,6 +113,31 @@ def test_a_shared_value_whose_every_copy_died_is_shipped_again():
         assert shared.future() is not lost
 
 
+def test_a_batch_sent_while_the_cluster_has_no_worker_waits_for_one(monkeypatch):
+    """The workers all gone when a batch is sent (the backend has read that there is none):
+    the batch goes to whichever worker comes next, not to a named one (Dask refuses
+    ``allow_other_workers`` without ``workers``: the run failed with its ValueError)."""
+    import distributed
+
+    from evaldag._cluster import backends
+
+    monkeypatch.setattr(backends, "WORKERS_CHECK_SECONDS", 0.2)
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        backend = backends.DaskBackend(client)
+        cluster.scale(0)
+        deadline = time.monotonic() + 60
+        while backend._check_workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not backend._check_workers(), "the workers were not gone within 60 s"
+        cluster.scale(1)
+        assert backend.run(operator.add, 40, 2) == 42
+
+
 def test_a_coordinator_that_cannot_be_ended_loses_no_result(dask_client, monkeypatch, caplog):
     from evaldag._cluster.backends import DaskCoordinator
 

@@ -225,7 +225,7 @@ class DaskBackend:
                             *sent,
                             pure=False,
                             workers=None if worker is None else [worker],
-                            allow_other_workers=True,
+                            allow_other_workers=worker is not None,  # Dask refuses it alone
                         )
                     )
             except FutureCancelledError:
