@@ -10,6 +10,8 @@ nothing asserts how fast anything ran.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import json
 import threading
 import time
@@ -21,6 +23,7 @@ from judge_server import Reply
 from evaldag import EvalResult, PromptStep, ScorerRunError, create_scorer, run_evals
 from evaldag._cli.main import main
 from evaldag._scorer.fingerprint import scorer_fingerprint
+from evaldag._scorer.time_limits import DEFAULT_STEP_TIMEOUT, DEFAULT_TARGET_TIMEOUT
 from evaldag.errors import TimeLimitError
 
 LIMIT = 1.0
@@ -294,6 +297,49 @@ def test_the_cli_passes_its_limits_on(tmp_path):
     main(["run", str(eval_file), "--data", str(data), "--out", str(out), *limit])
     items = EvalResult.read_parquet(out).items
     assert items["limited.error"].notna().tolist() == [False, True, False]
+
+
+def test_a_run_is_bounded_unless_told_otherwise():
+    """Every wait has a bound: with no limit given, a step that never returned held its batch
+    forever. None lifts a limit."""
+    defaults = inspect.signature(run_evals).parameters
+    assert defaults["step_timeout"].default == DEFAULT_STEP_TIMEOUT == 600
+    assert defaults["target_timeout"].default == DEFAULT_TARGET_TIMEOUT == 1800
+
+
+def test_the_cli_bounds_a_run_by_default_and_none_lifts_it(tmp_path, monkeypatch):
+    running = importlib.import_module("evaldag._eval.run_evals")  # the module, not its function
+    given = []
+
+    def recorded(*args, **kwargs):
+        given.append((kwargs["step_timeout"], kwargs["target_timeout"]))
+        return run_evals(*args, **kwargs)
+
+    monkeypatch.setattr(running, "run_evals", recorded)
+    eval_file = tmp_path / "bounded.py"
+    eval_file.write_text(
+        "from evaldag import create_scorer\n"
+        "scorers = [create_scorer('one').generate_score(lambda run: 1.0)]\n"
+    )
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in DATA))
+    main(["run", str(eval_file), "--data", str(data)])
+    main(["run", str(eval_file), "--data", str(data), "--step-timeout", "none"])
+    main(["run", str(eval_file), "--data", str(data), "--target-timeout", "None"])
+    assert given == [(600, 1800), (None, 1800), (600, None)]
+
+
+def test_an_overrun_says_how_to_give_more_time(release):
+    def stuck(run):
+        if run.output == "hang":
+            release.wait()
+        return 1.0
+
+    scorer = create_scorer("stuck").generate_score(stuck)
+    error = run_evals(DATA, scorers=[scorer], step_timeout=LIMIT, progress=False).items[
+        "stuck.error"
+    ][1]
+    assert "if it needs longer, raise step_timeout (None: no limit)" in error
 
 
 def test_a_scorers_own_limit_holds_in_an_agent_config():

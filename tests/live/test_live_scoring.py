@@ -559,6 +559,35 @@ def test_scorer_errors_are_error_rows_and_not_scorable_runs_are_not_stored(tmp_p
     assert math.isnan(rows.loc["boom", "score"])
 
 
+def test_a_step_that_never_returns_is_an_error_row_and_scoring_goes_on(tmp_path, monkeypatch):
+    """Live scoring bounds each step by the default limit (cut here to 1 s): a step that never
+    returned held the worker, so no later call was scored and nothing said so."""
+    monkeypatch.setattr(live_worker, "DEFAULT_STEP_TIMEOUT", 1.0)
+    release = threading.Event()
+
+    def stuck(run):
+        if run.output == "hang":
+            release.wait()
+        return 1.0
+
+    scoring = live(
+        create_scorer("stuck").generate_score(stuck), store=tmp_path / "scores.db", batch_size=1
+    )
+    answer = scoring(lambda text: text)
+    try:
+        for text in ("before", "hang", "after"):
+            answer(text)
+        assert scoring.flush(timeout=30)
+        stats = scoring.stats()
+        rows = read_scores(tmp_path / "scores.db").set_index("output")
+    finally:
+        release.set()
+        scoring.close()
+    assert (stats.scored, stats.errors) == (2, 1)
+    assert rows.loc[["before", "after"], "score"].tolist() == [1.0, 1.0]
+    assert "took longer than step_timeout=1 s" in rows.loc["hang", "error"]
+
+
 def test_a_full_queue_drops_and_counts_without_blocking_the_app(tmp_path):
     release = threading.Event()
     slow = create_scorer("slow").generate_score(lambda run: release.wait(30) and 1.0)

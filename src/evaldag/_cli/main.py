@@ -34,7 +34,8 @@ from evaldag._cli.resume import (
 )
 from evaldag._cli.traces import add_trace_options, traced_items
 from evaldag._cli.trials import add_trial_options, trial_options
-from evaldag._cli.values import dollars, positive_int, seconds, share
+from evaldag._cli.values import dollars, positive_int, share, time_limit
+from evaldag._scorer.time_limits import DEFAULT_STEP_TIMEOUT, DEFAULT_TARGET_TIMEOUT
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
 
@@ -181,17 +182,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--step-timeout",
-        type=seconds,
+        type=time_limit,
+        default=DEFAULT_STEP_TIMEOUT,
         metavar="S",
         help="a scorer step that takes longer than S seconds on an item is that item's error, "
-        "and the run goes on (for scorers that set no step_timeout of their own)",
+        "and the run goes on (for scorers that set no step_timeout of their own; default "
+        "%(default)g, 'none' for no limit)",
     )
     run.add_argument(
         "--target-timeout",
-        type=seconds,
+        type=time_limit,
+        default=DEFAULT_TARGET_TIMEOUT,
         metavar="S",
-        help="a target call that takes longer than S seconds is that item's target error, and "
-        "the run goes on",
+        help="a target call (a turn) that takes longer than S seconds is that item's target "
+        "error, and the run goes on (default %(default)g, 'none' for no limit)",
     )
     run.add_argument(
         "--estimate",

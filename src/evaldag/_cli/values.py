@@ -35,5 +35,12 @@ def seconds(text: str) -> float:
     return _checked(text, float, lambda s: 0 < s < math.inf, "a positive number of seconds")
 
 
+def time_limit(text: str) -> float | None:
+    """Seconds, or ``none`` for no limit."""
+    if text.strip().lower() == "none":
+        return None
+    return seconds(text)
+
+
 def share(text: str) -> float:
     return _checked(text, float, lambda s: 0 <= s <= 1, "a number from 0 to 1")

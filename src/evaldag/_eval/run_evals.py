@@ -58,7 +58,11 @@ from evaldag._judge.settings import cache_location
 from evaldag._judge.transport import require_caches
 from evaldag._results.eval_result import EvalResult, checked_name
 from evaldag._scorer.builder import Scorer
-from evaldag._scorer.time_limits import checked_time_limit
+from evaldag._scorer.time_limits import (
+    DEFAULT_STEP_TIMEOUT,
+    DEFAULT_TARGET_TIMEOUT,
+    checked_time_limit,
+)
 from evaldag._util.gc_pause import heap_frozen
 from evaldag._util.lock_handover import quick_lock_handover
 from evaldag.errors import EvalDagError, ResultNotSavedError, error_message
@@ -109,8 +113,8 @@ def run_evals(
     cache: bool | str | os.PathLike[str] | None = None,
     max_error_share: float = 1.0,
     budget_usd: float | None = None,
-    step_timeout: float | None = None,
-    target_timeout: float | None = None,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+    target_timeout: float | None = DEFAULT_TARGET_TIMEOUT,
     trials: int = 1,
     reducer: ReducerSetting = "mean",
 ) -> EvalResult:
@@ -202,14 +206,16 @@ def run_evals(
         ``budget`` reason, and fail their scorer's gate or threshold; what was scored is kept.
         Calls in flight finish.
     :param step_timeout: seconds each scorer step (and ``prepare_run``) may take on one item,
-        for scorers that set no ``step_timeout`` of their own; None for no limit. A step that
+        for scorers that set no ``step_timeout`` of their own (default 600; None for no limit:
+        a step that never returns then holds the run forever). A step that
         overruns it is that item's error (the scorer's ``error`` column names the step and the
         limit, ``failed_step`` the step) and the run goes on. An async step is cancelled; a sync
         step cannot be stopped, so its thread runs on and its result is dropped. A prompt
         step's judge call is bounded by the judge's ``timeout`` per attempt instead.
     :param target_timeout: seconds each call of the target (each turn of a conversation) may
-        take; an item whose call overruns it has a ``target_error`` naming the limit, and the
-        run goes on. An async target is cancelled; a sync one's thread runs on.
+        take (default 1800; None for no limit); an item whose call overruns it has a
+        ``target_error`` naming the limit, and the run goes on. An async target is cancelled;
+        a sync one's thread runs on.
     :param trials: score each item this many times with every scorer that has a judge (a
         prompt step), each trial its own judge calls (the reply cache keys them by trial);
         scorers without one are deterministic and score once. The target runs once. Each

@@ -81,8 +81,10 @@ def scorer_states(
     *,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
+    step_timeout: float | None = None,
 ) -> list[RunState]:
-    """Run ``runs`` through ``scorer``'s nodes in ``dr``: the state each run ends in."""
+    """Run ``runs`` through ``scorer``'s nodes in ``dr``: the state each run ends in (a step
+    longer than the scorer's ``step_timeout``, else ``step_timeout``, ends in an error)."""
     node = last_node(scorer)
     # Hamilton's execution ends in a reference cycle (its traversal is a closure that calls
     # itself) holding the values it computed: given as computed values, and cleared once read,
@@ -92,6 +94,7 @@ def scorer_states(
         "runs": pd.Series(list(runs), dtype=object),
         "concurrency": concurrency,
         "judge_cache": judge_cache,
+        "step_timeout": step_timeout,
     }
     try:
         dr.graph.execute([dr.graph.nodes[node]], computed=computed, inputs={})

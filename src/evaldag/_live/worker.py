@@ -28,6 +28,7 @@ from evaldag._graph.drivers import scorer_states, scorers_driver
 from evaldag._reader import plain_data
 from evaldag._scorer.builder import Scorer
 from evaldag._scorer.run import ScorerRun, read_run, run_field
+from evaldag._scorer.time_limits import DEFAULT_STEP_TIMEOUT
 from evaldag._store.rows import ScoreRow
 from evaldag._store.stores import ScoreStore
 from evaldag._util.gc_pause import gc_paused
@@ -254,7 +255,8 @@ class Worker:
 
 class BatchScoring:
     """Scores batches of calls with the scorers and saves their rows: the work of either
-    worker, the thread or the process.
+    worker, the thread or the process. A step is bounded by its scorer's ``step_timeout``, else
+    :data:`DEFAULT_STEP_TIMEOUT` (a step that never returned stopped all scoring unseen).
 
     :param calls: turns a batch of messages into the calls to score (default: the messages
         are the calls); it must not raise.
@@ -329,7 +331,13 @@ class BatchScoring:
                 outcomes += [(s.id, call, error) for s in self.scorers]
         for scorer in self.scorers:
             if runs:
-                results = scorer_states(self._driver, scorer, runs, concurrency=self._concurrency)
+                results = scorer_states(
+                    self._driver,
+                    scorer,
+                    runs,
+                    concurrency=self._concurrency,
+                    step_timeout=DEFAULT_STEP_TIMEOUT,
+                )
                 outcomes += zip([scorer.id] * len(runs), readable, results, strict=True)
         return outcomes
 

@@ -9,6 +9,11 @@ from typing import Any
 
 from evaldag.errors import EvalDagError, TimeLimitError
 
+#: The run's limit on each scorer step of one item, unless it sets another (None: no limit).
+DEFAULT_STEP_TIMEOUT = 600.0
+#: The run's limit on each call of the target (each turn), unless it sets another.
+DEFAULT_TARGET_TIMEOUT = 1800.0
+
 
 def checked_time_limit(value: Any, field: str) -> float | None:
     """``value`` as seconds: a positive finite number, or None for no limit."""
@@ -39,7 +44,7 @@ def step_overrun(scorer_id: str, step: str, seconds: float, *, is_async: bool) -
     return TimeLimitError(
         "EVALDAG_STEP_TIMEOUT",
         f"step '{step}' of scorer '{scorer_id}' took longer than step_timeout={seconds:g} s "
-        f"{_stopped(is_async)}",
+        f"{_stopped(is_async)}; if it needs longer, raise step_timeout (None: no limit)",
         details={"scorerId": scorer_id, "step": step, "stepTimeout": seconds},
     )
 
@@ -48,7 +53,8 @@ def target_overrun(seconds: float, *, is_async: bool) -> TimeLimitError:
     """The error of an item whose target call took too long."""
     return TimeLimitError(
         "EVALDAG_TARGET_TIMEOUT",
-        f"the target took longer than target_timeout={seconds:g} s {_stopped(is_async)}",
+        f"the target took longer than target_timeout={seconds:g} s {_stopped(is_async)}; if it "
+        "needs longer, raise target_timeout (None: no limit)",
         domain="EVAL",
         details={"targetTimeout": seconds},
     )
