@@ -77,6 +77,26 @@ def test_an_empty_turn_fails_its_conversation():
     assert result.verdict == "failed"
 
 
+def test_a_failed_conversation_keeps_the_turns_before_the_failure():
+    from evaldag._engine.targets import TargetFailure, target_runs
+    from evaldag.transcripts import get_text_content
+
+    seen = []
+
+    def replies(input, history=(), thread_id=None):
+        seen.append(thread_id)
+        return "" if input == "t3" else f"reply to {input}"
+
+    (failure,) = target_runs(replies, ["t1"], [None], [["t1", "t2", "t3", "t4"]], 1)
+    assert isinstance(failure, TargetFailure)
+    assert failure.message.startswith("turn 3 of 4: the target returned a blank text")
+    assert [(t.input, [get_text_content(m) for m in t.output]) for t in failure.turns] == [
+        ("t1", ["reply to t1"]),
+        ("t2", ["reply to t2"]),
+    ]
+    assert failure.thread_id == seen[0] == seen[2]
+
+
 def test_a_workflow_whose_final_node_returns_a_blank_text_fails_the_item():
     def retrieved(input: str) -> list:
         return [f"a passage about {input}"]

@@ -134,7 +134,16 @@ def test_a_failing_turn_is_the_items_target_error():
         scorers=[checks.includes("ok")],
     )
     assert result.items["target_error"][0] == "RuntimeError: turn 2 of 3: lost the thread"
-    assert result.turns["item"].tolist() == [1]
+    assert result.items["output"][0] is None  # as a failed workflow's: its turns are in turns
+    turns = result.turns
+    assert turns[["item", "turn", "input"]].values.tolist() == [
+        [0, 0, "fine"],
+        [0, 1, "boom"],
+        [0, 2, "never"],
+        [1, 0, "fine"],
+    ]
+    assert [get_text_content(m) for m in turns["output"][0]] == ["ok"]  # said before it failed
+    assert turns["output"][1] is None and turns["output"][2] is None
 
 
 def test_a_turn_returning_none_is_the_items_target_error():
@@ -329,24 +338,86 @@ def test_the_report_counts_and_lists_the_turns_gates_and_thresholds():
     assert "<code>half</code>" in table and "<code>turn 0: check-includes</code>" in table
 
 
-def test_a_conversation_the_target_dropped_fails_its_turn_gates():
+def _failing_at(turn_input):
+    """A target that raises at the turn whose input is ``turn_input``; the threads it ran on."""
+    threads = []
+
     def target(input, history=(), thread_id=None):
-        if input == "boom":
+        threads.append(thread_id)
+        if input == turn_input:
             raise RuntimeError("crashed")
         return f"ok {input}"
 
-    def conversation(id, second):
-        gate = checks.includes("ok")
-        return {
-            "id": id,
-            "turns": [{"input": "a", "gates": [gate]}, {"input": second, "gates": [gate]}],
-        }
+    return target, threads
 
-    result = run_evals([conversation("good", "b"), conversation("bad", "boom")], target=target)
+
+def _conversation(id, *inputs):
+    """A conversation gated by ``includes('ok')`` at every turn, scored by ``length`` at its
+    last."""
+    turns = [{"input": i, "gates": [checks.includes("ok")]} for i in inputs]
+    turns[-1]["scorers"] = [create_scorer("length").generate_score(lambda run: 1.0)]
+    return {"id": id, "turns": turns}
+
+
+def test_a_conversation_keeps_the_turns_before_the_target_failed():
+    target, threads = _failing_at("boom")
+    result = run_evals(
+        [_conversation("good", "a", "b", "c"), _conversation("bad", "a", "boom", "c")],
+        target=target,
+        concurrency=1,
+    )
+    items = result.items
+    assert items["target_error"].tolist()[1] == "RuntimeError: turn 2 of 3: crashed"
+    assert result.summary.target_errors == 1
+    turns = result.turns.set_index(["id", "turn"])
+    bad = turns.loc["bad"]
+    # Turn 1 completed: its input, output, run and thread as in a conversation held to the end.
+    assert [get_text_content(m) for m in bad["output"][0]] == ["ok a"]
+    assert bad["run_id"].tolist() == [items["run_id"][1]] * 3
+    assert bad["thread_id"].tolist() == [threads[3]] * 3  # the thread the target got
+    assert bad["check-includes.score"][0] == 1.0
+    assert pd.isna(bad["check-includes.error"][0])
+    # Turn 2 failed, turn 3 was never reached: each of their gates and scorers fails, naming why.
+    why = "the target failed in this conversation: RuntimeError: turn 2 of 3: crashed"
+    assert bad["check-includes.error"].tolist()[1:] == [why, why]
+    assert bad["length.error"][2] == why
+    assert bad["check-includes.score"][1:].isna().all() and pd.isna(bad["length.score"][2])
+    assert bad["input"].tolist() == ["a", "boom", "c"] and bad["output"][1:].isna().all()
+    # The first turn's gate passed on both conversations; the later turns' gates fail the run.
+    gates = [[(g.passed, g.score) for g in t.gate_results] for t in result.turn_results]
+    assert gates == [[(True, 1.0)], [(False, 0.5)], [(False, 0.5)]]
+    assert [(t.id, t.errors) for t in result.turn_results[2].threshold_results] == []
+    assert result.turn_results[2].scores == {"length": 1.0}
+    assert result.verdict == "failed"
+
+
+def test_a_conversation_the_target_dropped_at_its_first_turn_fails_every_turn_gate():
+    target, _ = _failing_at("boom")
+    result = run_evals(
+        [_conversation("good", "a", "b"), _conversation("bad", "boom", "b")], target=target
+    )
     assert result.verdict == "failed"  # the good conversation alone passed the gates
     assert [g.passed for t in result.turn_results for g in t.gate_results] == [False, False]
     turns = result.turns
     assert turns["id"].tolist() == ["good", "good", "bad", "bad"]
     errors = turns["check-includes.error"].tolist()
-    assert errors[:2] == [None, None] or pd.isna(errors[:2]).all()
+    assert pd.isna(errors[:2]).all()
     assert all("the target failed in this conversation: RuntimeError" in e for e in errors[2:])
+
+
+def test_a_failed_conversations_turns_survive_parquet(tmp_path):
+    target, _ = _failing_at("boom")
+    data = [_conversation("bad", "a", "boom"), _conversation("good", "a", "b")]
+    result = run_evals(data, target=target)
+    again = EvalResult.read_parquet(result.to_parquet(tmp_path / "r.parquet"))
+    assert again.turn_results == result.turn_results
+    assert again.turns["check-includes.score"].tolist()[:1] == [1.0]
+    assert [get_text_content(m) for m in again.turns["output"][0]] == ["ok a"]
+    assert again.turns["check-includes.error"][1] == result.turns["check-includes.error"][1]
+    assert again.turns["thread_id"][0] == result.turns["thread_id"][1]
+
+
+def test_on_error_raise_stops_at_a_failed_turn():
+    target, _ = _failing_at("boom")
+    with pytest.raises(EvalDagError, match=r"item 0\): turn 2 of 2: crashed"):
+        run_evals([_conversation("bad", "a", "boom")], target=target, on_error="raise")

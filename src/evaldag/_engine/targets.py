@@ -27,13 +27,16 @@ class TargetFailure:
 
     A workflow that failed at a node keeps what ran: ``steps`` (the failed node last, status
     ``failed``) and the ``trajectory`` up to the failure, which its step and trajectory scorers
-    still score.
+    still score. A conversation that failed at a turn keeps the ``turns`` that completed before
+    it and its ``thread_id``, which those turns' gates and scorers still score.
     """
 
     message: str
     error_type: str
     steps: dict[str, StepRun] = field(default_factory=dict)
     trajectory: dict[str, Any] | None = None
+    turns: tuple[TurnRun, ...] = ()
+    thread_id: str | None = None
 
 
 def _model_target(model: str) -> Callable[..., Any]:
@@ -250,7 +253,8 @@ async def _conversation(
     output: Callable[..., Awaitable[Any]], inputs: list[Any], context: Any
 ) -> TargetRun | TargetFailure:
     """The turns of one conversation, in order, on one thread: each turn's target call gets
-    the ``thread_id`` and the ``history`` (every earlier input and output, as Mastra messages)."""
+    the ``thread_id`` and the ``history`` (every earlier input and output, as Mastra messages).
+    A turn that fails ends it: the failure names the turn and keeps the turns before it."""
     thread_id = str(uuid.uuid4())
     history: list[Any] = []
     turns: list[TurnRun] = []
@@ -272,7 +276,12 @@ async def _conversation(
             raise
         except Exception as error:
             where = f"turn {index + 1} of {len(inputs)}"
-            return TargetFailure(f"{where}: {error_message(error)}", type(error).__name__)
+            return TargetFailure(
+                f"{where}: {error_message(error)}",
+                type(error).__name__,
+                turns=tuple(turns),
+                thread_id=thread_id,
+            )
         turns.append(TurnRun(turn_input, answered))
         history += [*said, *answered]
     return TargetRun([m for turn in turns for m in turn.output], tuple(turns), thread_id=thread_id)

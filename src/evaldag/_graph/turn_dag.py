@@ -2,13 +2,15 @@
 
 ::
 
-    target_runs, runs → turn_items        (each batch)
+    target_runs, item_runs → turn_items   (each batch)
     turns → turn_results → verdict         (every turn: the batches' turn_items)
 
 A conversation item's turns come from the data (``turn_specs``, by item label), so their gates
 and scorers are not nodes of their own: ``turn_items`` runs each through the same engine stages
 as the scorer nodes, grouped by scorer, and gives one row per turn (``item``, ``turn``, the
-turn's ``input`` and ``output``, the item's ``run_id`` and ``<id>.<column>`` per assertion).
+turn's ``input`` and ``output``, the item's ``run_id``, the ``thread_id`` and
+``<id>.<column>`` per assertion). Where the target failed at a turn (a ``TargetFailure``), the
+turns it completed before are scored all the same; the rest fail their assertions.
 ``turn_results`` averages every batch's (``turns``, an input as ``items`` is) per turn index
 across items, with Mastra's gate and threshold rules (spec §6.7), through the nodes of
 ``verdict``.
@@ -22,7 +24,6 @@ import pandas as pd
 from hamilton.function_modifiers import config
 
 from evaldag._engine.stages import advanced_states, prepared_states
-from evaldag._engine.targets import TargetFailure, TargetRun
 from evaldag._graph import verdict
 from evaldag._graph.plan import TurnSpecs
 from evaldag._graph.scorer_dag import JudgeCacheSetting, scorer_items
@@ -37,7 +38,7 @@ from evaldag._scorer.steps import ScorerSpec
 def turn_items(
     dataset: pd.DataFrame,
     target_runs: pd.Series,
-    runs: pd.Series,
+    item_runs: pd.Series,
     turn_specs: TurnSpecs,
     concurrency: int,
     judge_cache: JudgeCacheSetting = None,
@@ -45,46 +46,48 @@ def turn_items(
     judge_budget: JudgeBudget | None = None,
 ) -> pd.DataFrame:
     """One row per turn of the batch's conversations; ``id`` is the item's, when the data has
-    that column. The turns of a conversation the target did not hold to the end fail every
-    gate and scorer of theirs, naming the target's error. Turn scorers' judge calls spend the run's
+    that column. Where the target failed at a turn, the turns before it are scored as in a
+    conversation it held to the end; the failed turn and those it never reached fail every gate
+    and scorer of theirs, naming the target's error. Turn scorers' judge calls spend the run's
     ``judge_budget`` as the item scorers' do."""
     rows: list[dict[str, Any]] = []
     # scorer object → [(row, run)]: one engine pass per scorer over all its turns
     scored: dict[int, tuple[ScorerSpec, list[tuple[int, ScorerRun]]]] = {}
-    failures: dict[int, list[int]] = {}  # scorer object → rows of failed conversations
+    failures: dict[int, list[int]] = {}  # scorer object → rows of turns the target did not hold
     failed: dict[int, str] = {}  # row → why its conversation's target failed
     for label, specs in turn_specs.items():
-        produced = target_runs[label] if label in target_runs.index else None
-        if isinstance(produced, TargetFailure) and any(spec.assertions for spec in specs):
-            # Every turn of a conversation the target did not hold to the end fails each of its
-            # gates and scorers: left out, a crashed conversation let the others pass them.
-            for number, spec in enumerate(specs):
-                failed[len(rows)] = (
+        if label not in target_runs.index:  # an item of another batch
+            continue
+        produced, run = target_runs[label], item_runs[label]
+        for number, spec in enumerate(specs):
+            row = len(rows)
+            if number < len(produced.turns):
+                turn = produced.turns[number]
+                turn_run = run.model_copy(update={"input": turn.input, "output": turn.output})
+                for scorer in spec.assertions:
+                    scored.setdefault(id(scorer), (scorer, []))[1].append((row, turn_run))
+                turn_input, turn_output = turn.input, turn.output
+            else:
+                # A turn the target failed at or never reached fails each of its gates and
+                # scorers: left out, a crashed conversation let the others pass them.
+                failed[row] = (
                     "the target failed in this conversation: "
                     f"{produced.error_type}: {produced.message}"
                 )
-                rows.append({"item": label, "turn": number, "input": spec.input, "output": None})
                 for scorer in spec.assertions:
                     scored.setdefault(id(scorer), (scorer, []))
-                    failures.setdefault(id(scorer), []).append(len(rows) - 1)
-            continue
-        if not specs or not isinstance(produced, TargetRun) or label not in runs.index:
-            continue
-        run = runs[label]
-        for number, (spec, turn) in enumerate(zip(specs, produced.turns, strict=True)):
+                    failures.setdefault(id(scorer), []).append(row)
+                turn_input, turn_output = spec.input, None
             rows.append(
                 {
                     "item": label,
                     "turn": number,
-                    "input": turn.input,
-                    "output": turn.output,
+                    "input": turn_input,
+                    "output": turn_output,
                     "run_id": run.run_id,
                     "thread_id": produced.thread_id,
                 }
             )
-            turn_run = run.model_copy(update={"input": turn.input, "output": turn.output})
-            for scorer in spec.assertions:
-                scored.setdefault(id(scorer), (scorer, []))[1].append((len(rows) - 1, turn_run))
     frame = pd.DataFrame(rows, columns=list(TURN_COLUMNS))
     if "id" in dataset.columns:
         frame.insert(1, "id", dataset["id"].reindex(frame["item"]).tolist())
