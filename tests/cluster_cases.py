@@ -37,6 +37,7 @@ from evaldag import (
     read_results,
     run_evals,
 )
+from evaldag.transcripts import get_text_content
 
 # The workflow target's module, importable by name on the workers (which get this sys.path).
 sys.path.insert(0, str(FIXTURES / "workflows"))
@@ -101,7 +102,19 @@ def _one_call_usd():
 
 
 def _said(input, history=()):
+    if input == "boom":
+        raise RuntimeError("lost the thread")
     return f"turn {len(history) // 2 + 1}: you said {input}"
+
+
+def turned(result):
+    """Each turn row as a run decided it: the input, the output's texts, the assertions'
+    scores and errors (without run and thread ids)."""
+    turns = result.turns
+    kept = ["item", "turn", "input", *(c for c in turns if c.endswith((".score", ".error")))]
+    said = [None if o is None else [get_text_content(m) for m in o] for o in turns["output"]]
+    rows = turns[kept].astype(object).where(turns[kept].notna(), None)  # NaN != NaN
+    return {**rows.to_dict("list"), "output": said}
 
 
 EVAL_FILE = """\
@@ -449,6 +462,13 @@ class ClusterCases:
             "data": [
                 {"id": "a", "inputs": ["hi", "and then?"]},
                 {"turns": [{"input": "hello", "gates": [checks.includes("turn 1")]}]},
+                {  # fails at its second turn: the first is kept and scored
+                    "turns": [
+                        {"input": "hi", "gates": [checks.includes("turn 1")]},
+                        {"input": "boom", "gates": [checks.includes("turn 2")]},
+                        {"input": "never", "scorers": [checks.includes("you said")]},
+                    ]
+                },
             ],
             "target": _said,
             "scorers": [checks.includes("you said")],
@@ -474,9 +494,12 @@ class ClusterCases:
                 remote = run_evals(data, **config, executor=executor, progress=False)
                 assert scored(remote) == scored(local)
                 if "turns" in str(data):
-                    assert remote.turns["check-includes.score"].equals(
-                        local.turns["check-includes.score"]
-                    )
+                    assert turned(remote) == turned(local)
+                    said = [["turn 1: you said hi"], None, None]  # the failed conversation's
+                    assert turned(local)["output"][3:] == said
+                    assert [r.to_dict() for r in remote.turn_results] == [
+                        r.to_dict() for r in local.turn_results
+                    ]
 
     # --- evaldag run --executor --------------------------------------------------------------
 
