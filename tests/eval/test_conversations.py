@@ -320,6 +320,23 @@ def test_the_report_shows_a_conversation_as_a_thread():
     assert "turn 1 on " in section and 'title="check-includes (gate)"' in section
 
 
+def test_the_report_shows_where_the_target_failed_in_a_conversation(tmp_path):
+    from evaldag._report.html import report_html
+
+    target, _ = _failing_at("boom")
+    data = [{"id": "fine", "inputs": ["a"]}, {"id": "broken", "inputs": ["a", "boom", "c"]}]
+    result = run_evals(data, target=target, scorers=[checks.includes("ok")])
+    again = EvalResult.read_parquet(result.to_parquet(tmp_path / "r.parquet"))
+    for page in (report_html(result), report_html(again)):
+        section = page[page.index('<section id="conversations">') :]
+        section = section[: section.index("</section>")]
+        assert section.index("broken") < section.index("fine")  # the failed conversation first
+        kept, failed, unreached = section.split('<li class="turn">')[1:4]
+        assert '<div class="bubble bubble-agent">ok a</div>' in kept
+        assert "the target failed: RuntimeError: turn 2 of 3: crashed" in failed
+        assert "not reached" in unreached
+
+
 def test_the_report_counts_and_lists_the_turns_gates_and_thresholds():
     from evaldag._report.html import report_html
 
