@@ -175,6 +175,21 @@ def test_the_agents_model_calls_are_summed_in_the_summary_the_report_and_the_fil
     assert '<p id="target-usage">The target\'s own model: 4 calls' in page
 
 
+def test_the_calls_of_the_turns_a_failed_conversation_completed_are_counted(judge_server):
+    # The second turn's input is no text or messages: the agent refuses it, after the first
+    # turn's two calls were made and paid for.
+    judge_server.script(_call("Paris"), "22°C in Paris.", _call("Oslo"), "9°C in Oslo.")
+    result = run_evals(
+        [{"inputs": ["Paris?", 42]}, {"inputs": ["Oslo?"]}],
+        target=_weather_agent(judge_server),
+        scorers=[checks.includes("°C")],
+        concurrency=1,
+    )
+    assert result.items["target_error"][0].startswith("EvalDagError: turn 2 of 2: input must be")
+    assert result.turns["output"][0] is not None
+    assert result.target_usage.calls == len(judge_server.requests) == 4
+
+
 @pytest.mark.parametrize("transport", ["http", "litellm"])
 def test_the_agents_calls_are_retried_and_take_the_judges_settings(judge_server, transport):
     judge_server.script(Reply(status=503), _call("London"), "14°C in London.")

@@ -320,10 +320,17 @@ def target_usage__none() -> ScorerUsage | None:
 
 
 @config.when(has_target=True)
-def target_usage__target(items: pd.DataFrame) -> ScorerUsage | None:
+def target_usage__target(
+    items: pd.DataFrame, turns: pd.DataFrame | None = None
+) -> ScorerUsage | None:
     """The target's model calls (``evaldag.agent``'s, whose replies carry their records in
-    ``content.metadata.modelCalls``), tokens and cost; None when it made none."""
-    records = [record for output in items["output"] for record in _model_calls(output)]
+    ``content.metadata.modelCalls``), tokens and cost; None when it made none. A conversation
+    the target failed in has no output: the turns it completed count (their rows in ``turns``)."""
+    outputs = items["output"].tolist()
+    if turns is not None and "target_error" in items:
+        failed = set(items.index[items["target_error"].notna()])
+        outputs += [o for i, o in zip(turns["item"], turns["output"], strict=True) if i in failed]
+    records = [record for output in outputs for record in _model_calls(output)]
     totals = _summed(records)
     return ScorerUsage(**totals) if totals["calls"] else None
 
