@@ -440,6 +440,18 @@ def test_a_conversation_the_target_dropped_at_its_first_turn_fails_every_turn_ga
     assert all("the target failed in this conversation: RuntimeError" in e for e in errors[2:])
 
 
+def test_a_turn_scorer_is_not_blamed_for_the_turns_the_target_failed():
+    target, _ = _failing_at("boom")
+    polite = create_scorer("polite").generate_score(lambda run: 1.0)
+    first = {"input": "a", "gates": [checks.includes("ok")]}
+    result = run_evals(  # polite ran on one turn only, where the target failed
+        [{"turns": [first]}, {"turns": [first, {"input": "boom", "scorers": [polite]}]}],
+        target=target,
+    )
+    assert result.summary.untrustworthy is None
+    assert result.turns["polite.failed_step"].tolist()[2] == "target"  # as an item's scorers
+
+
 def test_a_failed_conversations_turns_survive_parquet(tmp_path):
     target, _ = _failing_at("boom")
     data = [_conversation("bad", "a", "boom"), _conversation("good", "a", "b")]

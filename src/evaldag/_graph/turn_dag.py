@@ -124,12 +124,11 @@ def turn_items(
 
 
 def _failed_rows(at: list[int], why: dict[int, str]) -> pd.DataFrame:
-    """The scorer columns of turns whose conversation's target failed: each an error."""
+    """The scorer columns of turns whose conversation's target failed: each an error, failed at
+    the ``target`` step, as an item's scorers are (the trust check does not blame the scorer)."""
+    failed = {"error": [why[row] for row in at], "failed_step": ["target"] * len(at)}
     return pd.DataFrame(
-        {
-            column: [why[row] if column == "error" else None for row in at]
-            for column in SCORER_COLUMNS
-        },
+        {column: failed.get(column, [None] * len(at)) for column in SCORER_COLUMNS},
         index=at,
         dtype=object,
     )
