@@ -241,7 +241,9 @@ class EvalResult(BaseModel):
     turns: pd.DataFrame | None = Field(
         default=None,
         description="One row per turn of the conversation items (item, turn, input, output, "
-        "run_id, each turn gate's and scorer's columns); None without conversations.",
+        "run_id, thread_id, each turn gate's and scorer's columns; where the target failed, "
+        "the turns it completed scored, the rest without output, failing their gates and "
+        "scorers); None without conversations.",
     )
     turn_results: list[TurnResult] = Field(
         default_factory=list, description="Per turn index: its gates, thresholds and averages."
