@@ -240,6 +240,35 @@ def test_a_ray_cluster_with_no_cpu_fails_the_run_naming_it_and_the_fix():
     assert "has had no CPU for 1 s" in said and "`ray start --address=" in said
 
 
+def test_a_runner_slow_to_start_is_waited_for_not_called_hung(ray_cluster, monkeypatch):
+    """A runner that has not answered yet is starting (on a busy node its process takes longer
+    than the bound to import the run's code): it is not a stopped runner, which answered before
+    and then went silent. Here it takes 3 s to start, the bound on silence is 1 s."""
+    import ray
+
+    from evaldag._cluster import backends, ray_backend
+
+    def slow_to_start(ray_module):
+        class SlowRunner(ray_backend.BatchRunner):
+            def __init__(self):
+                time.sleep(3)
+
+            @ray_module.method(concurrency_group="ping")
+            def where(self):
+                return ray_backend.BatchRunner.where(self)
+
+        return ray_module.remote(concurrency_groups={"ping": 1})(SlowRunner)
+
+    monkeypatch.setattr(backends, "NO_WORKERS_SECONDS", 1.0)
+    monkeypatch.setattr(backends, "WORKERS_CHECK_SECONDS", 0.2)
+    monkeypatch.setattr(ray_backend, "_pinged_runner", slow_to_start)
+    assert ray.is_initialized()
+    remote = within(120, lambda: run_evals(
+        DATA, scorers=[length_scorer()], executor=ray_cluster, progress=False
+    ))  # fmt: skip
+    assert remote.scores == run_evals(DATA, scorers=[length_scorer()], progress=False).scores
+
+
 def test_a_stopped_batch_runner_fails_the_run_and_the_same_run_again_finishes_it(
     ray_cluster, monkeypatch, tmp_path
 ):

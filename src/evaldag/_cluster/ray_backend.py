@@ -35,6 +35,10 @@ RAY_TASK_RETRIES = 3
 RAY_COORDINATORS_WAIT = 10.0
 #: Row batches a Ray batch runner (one per CPU) runs at once.
 RAY_BATCHES_PER_CPU = 2
+#: Seconds a runner that has not answered yet may take to start (Ray placing it, its process
+#: importing the run's code: long on a busy node) before it counts as hung, if longer than
+#: :data:`~evaldag._cluster.backends.NO_WORKERS_SECONDS`, the bound on a started one's silence.
+RUNNER_START_SECONDS = 300.0
 
 
 def ray_started(ray: Any, address: str | None) -> None:
@@ -172,7 +176,8 @@ class RayBackend:
             return self._result(runner, self._runners[runner].run.remote(task, *args))
 
     def _result(self, runner: int, ref: Any) -> Any:
-        """``ref``'s value, waited for while its runner answers a ping within the bound."""
+        """``ref``'s value, waited for while its runner answers a ping within the bound (a
+        runner still starting, within :data:`RUNNER_START_SECONDS`)."""
         silent_since: float | None = None
         while True:
             ready, _ = self.ray.wait([ref], timeout=backends.WORKERS_CHECK_SECONDS)
@@ -186,8 +191,14 @@ class RayBackend:
                 silent_since = None
             except TimeoutError:
                 silent_since = silent_since or sent
-                if time.monotonic() - silent_since >= backends.NO_WORKERS_SECONDS:
+                if time.monotonic() - silent_since >= self._silence_bound(runner):
                     raise self._silent(runner) from None
+
+    def _silence_bound(self, runner: int) -> float:
+        """The seconds ``runner`` may answer no ping: longer while it has never answered."""
+        if self.ray.wait([self._where[runner]], timeout=0)[0]:  # it answered once at least
+            return backends.NO_WORKERS_SECONDS
+        return max(backends.NO_WORKERS_SECONDS, RUNNER_START_SECONDS)
 
     def _ping(self, runner: int) -> Any:
         """The reference of ``runner``'s answer to where it runs."""
@@ -200,13 +211,13 @@ class RayBackend:
         try:  # its last answer (the one it gave when it started, at least)
             pid, node = self.ray.get(self._where[runner], timeout=0)
         except Exception:  # it never answered
-            where, end = "it never answered", "restart the node it was placed on"
+            where, end = "it never answered, so it never started", "see why in `ray logs`"
         else:
             where, end = f"process {pid} on node {node}", f"end it (`kill -9 {pid}` on {node})"
         return EvalDagError(
             "CLUSTER_WORKER_HUNG",
             f"a batch runner of the Ray cluster at {self.address} ({where}) has answered no "
-            f"ping for {backends.NO_WORKERS_SECONDS:.0f} s, so its batches cannot finish: its "
+            f"ping for {self._silence_bound(runner):.0f} s, so its batches cannot finish: its "
             "process is stopped or hung (Ray restarts a runner whose process died, not one that "
             f"is alive); {end}, or restart its node (`ray stop` there, then `ray start --address="
             f"{self.head}`); the batches finished are kept by checkpoint= or out= a directory, "
