@@ -127,7 +127,7 @@ def test_a_workflow_target_with_a_workflow_config(tmp_path, judge_server, capsys
         [{"input": "My app is slow"}, {"input": "It crashed"}],
     )
     out = tmp_path / "results.parquet"
-    assert main(["run", str(source), "--data", str(data), "--out", str(out)]) == 1
+    assert main(["run", str(source), "--data", str(data), "--out", str(out)]) == 2  # it failed
     shown = capsys.readouterr().out
     assert "steps.category.check-equals" in shown
     from evaldag import EvalResult
@@ -173,3 +173,32 @@ def test_an_unknown_config_key_is_a_configuration_error(tmp_path, capsys):
     )
     assert main(["run", str(source), "--data", str(data)]) == 3
     assert "unknown keys ['agents']" in capsys.readouterr().err
+
+
+CRASHING = """\
+from evaldag import checks
+
+def target(input, history=()):
+    if input == "book it":
+        raise ConnectionError("the booking service is down")
+    return f"Sure: {input}"
+
+scorers = [checks.includes("Sure")]
+"""
+
+
+def test_a_target_that_failed_on_an_item_fails_the_run(tmp_path, capsys):
+    """An agent that crashed on an item of a run that asserts nothing, or on a conversation
+    after a turn whose gate passed: the system under test failed, so the run does too (it
+    passed, exit 0, the crash a line of the summary; Mastra's runEvals rejects)."""
+    source, data = _files(tmp_path, CRASHING, [{"input": "hello"}, {"input": "book it"}])
+    assert main(["run", str(source), "--data", str(data), "--no-checkpoint"]) == 2
+    assert "verdict: FAILED (the target failed on 1 of 2 items)" in capsys.readouterr().out
+    gated = [{"input": "hello", "gates": ["includes Sure"]}]
+    conversations = [{"turns": [*gated, {"input": "book it"}]}, {"turns": [*gated, {"input": "x"}]}]
+    source.write_text(
+        CRASHING + f"data = {conversations!r}".replace("'includes Sure'", 'checks.includes("Sure")')
+    )
+    assert main(["run", str(source), "--no-checkpoint"]) == 2
+    shown = capsys.readouterr().out
+    assert "verdict: FAILED (the target failed on 1 of 2 items; all 1 gates passed)" in shown

@@ -120,7 +120,7 @@ def test_a_workflow_whose_final_node_returns_a_blank_text_fails_the_item():
     )
     assert result.items["workflow.check-excludes.failed_step"][1] == "target"
     assert result.items["steps.retrieved.passages.score"].tolist() == [1.0, 1.0]
-    assert result.verdict == "scored"  # the workflow threshold missed
+    assert result.verdict == "failed"  # the workflow failed on an item
 
 
 def _call(name):

@@ -416,14 +416,15 @@ def test_a_gate_on_the_turns_a_failed_conversation_completed_judges_what_was_sai
         target=target,
     )
     # Turn 1 was said and checked in both conversations: its gate passes on it (it failed with
-    # the crash before). The crash at turn 2, which no gate covers, is the item's target error.
+    # the crash before). The crash at turn 2, which no gate covers, is the item's target error,
+    # and fails the run all the same: the agent crashed.
     assert [[(g.passed, g.score) for g in t.gate_results] for t in result.turn_results] == [
         [(True, 1.0)],
         [],
     ]
     assert result.summary.target_errors == 1
     assert result.items["target_error"][1] == "RuntimeError: turn 2 of 2: crashed"
-    assert result.verdict == "passed"
+    assert result.verdict == "failed"
 
 
 def test_a_conversation_the_target_dropped_at_its_first_turn_fails_every_turn_gate():

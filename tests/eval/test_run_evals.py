@@ -403,7 +403,7 @@ def test_target_failure_is_recorded_and_its_scorers_skipped():
     assert items["s.error"].iloc[1] == "target failed: agent down"
     assert items["s.failed_step"].iloc[1] == "target"
     assert result.summary.target_errors == 1
-    assert result.verdict == "scored"
+    assert result.verdict == "failed"  # the target failed on an item
 
 
 def test_a_target_returning_none_is_the_items_target_error():

@@ -509,7 +509,7 @@ def test_rag_pipeline_steps_records_a_failing_node():
     failed = outputs["failed_questions"]
     assert failed["question"].tolist() == ["Who painted the Mona Lisa?"]
     assert failed["error"].iloc[0].startswith("ValueError: node 'reranked_passages' failed")
-    assert outputs["verdict"] == "scored"
+    assert outputs["verdict"] == "failed"  # the pipeline failed on a question
     # The failed node and the answer count the error; the retrieval before it is still scored
     # (it found nothing), and so is the path up to the failure.
     scores = outputs["node_scores"].set_index("node")

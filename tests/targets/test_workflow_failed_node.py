@@ -140,7 +140,7 @@ def test_a_trajectory_gate_reads_the_path_up_to_the_failure(judge_server):
     assert result.items["reached-draft.score"].tolist() == [1.0, 1.0]
     assert result.items["reached-draft.error"].isna().all()
     assert result.gate_results[0].passed
-    assert result.verdict == "passed"  # the workflow scorer has no threshold
+    assert result.verdict == "failed"  # the workflow failed on an item
 
 
 def test_a_final_node_returning_none_is_the_items_error_and_earlier_nodes_are_scored():

@@ -1,7 +1,8 @@
 """The ``evaldag`` command: ``run`` an eval file, ``demo``, ``report``, ``compare``, ``serve``.
 
 Exit codes of ``evaldag run``: 0 when the verdict is ``passed`` (or there is no verdict: no gates
-or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed), 3 for a
+or thresholds), 1 for ``scored`` (a threshold missed), 2 for ``failed`` (a gate failed, or the
+target failed on an item), 3 for a
 configuration or input error, or a results file or score store that could not take the run (its
 summary is printed first), 130 when interrupted (Ctrl-C), 143 when terminated (SIGTERM). ``demo``
 and ``report`` exit 0 once their files are written, whatever the verdict, 3 on an error;
@@ -56,7 +57,8 @@ _VERDICT_EXITS = {
 
 _EPILOG = """\
 exit codes of 'run': 0 passed (or no gates/thresholds), 1 scored (a threshold missed),
-2 failed (a gate failed), 3 configuration or input error, 4 unexpected error (a bug),
+2 failed (a gate failed, or the target failed on an item), 3 configuration or input error,
+4 unexpected error (a bug),
 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the message says how to --resume.
 'demo' and 'report' exit 0 once their files are written, whatever the verdict, 'serve' once stopped;
 'compare' exits 1 on a regression, when B lacks scorers, items or scores of A or when a run

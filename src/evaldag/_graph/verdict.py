@@ -262,13 +262,19 @@ def summary(
 def verdict(
     gate_results: list[GateResult],
     threshold_results: list[ThresholdResult],
+    summary: Summary,
     turn_results: list[TurnResult] | None = None,
 ) -> Verdict | None:
-    """``failed`` if a gate failed, else ``scored`` if a threshold failed, else ``passed``;
-    conversations' turn gates and thresholds count as the others do.
+    """``failed`` if a gate failed or the target failed on an item, else ``scored`` if a
+    threshold failed, else ``passed``; conversations' turn gates and thresholds count as the
+    others do. A target that failed is the system under test failing: its items have nothing
+    to score, so no threshold (which leaves them out) nor a gate of a turn before the failure
+    can vouch for them (Mastra's runEvals rejects at the first such item).
 
-    None when no gate or threshold produced a result.
+    None when no gate or threshold produced a result and the target failed on no item.
     """
+    if summary.target_errors:
+        return "failed"
     for turn in turn_results or ():
         gate_results = [*gate_results, *turn.gate_results]
         threshold_results = [*threshold_results, *turn.threshold_results]

@@ -161,6 +161,11 @@ def verdict_explanation(result: EvalResult) -> str:
     failed_gates = [g.label for g in gates if not g.outcome.passed]
     missed = [t.label for t in thresholds if not t.outcome.passed]
     parts = []
+    if result.summary.target_errors:
+        parts.append(
+            f"the target failed on {result.summary.target_errors} of "
+            f"{result.summary.total_items} items"
+        )
     if gates:
         parts.append(
             f"gate failed: {', '.join(failed_gates)}"
