@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_runs import evaldag_here
 from judge_server import API_KEY, MODEL
+from repo_paths import FIXTURES
 
 from evaldag import EvalResult, checks, create_scorer, run_evals
 from evaldag._cli.main import main
@@ -687,3 +688,29 @@ def test_run_cache_keeps_the_judges_replies_in_a_database(
     code, out, err = _main(capsys, *args, "postgresql://evals:hunter2-s3cret@127.0.0.1:9/evals")
     assert code == 3 and "the judge cache cache='postgresql://**********@127.0.0.1:9/" in err
     assert "hunter2-s3cret" not in out + err and len(judge_server.requests) == len(ITEMS)
+
+
+TRACES_EVAL = """\
+from evaldag import checks
+
+scorers = [checks.called_tool("get_weather")]
+gates = [checks.did_not_call("delete_db"), checks.no_error_spans()]
+"""
+
+
+@pytest.mark.parametrize(
+    ("conversation", "code", "verdict"),
+    [("one_tool", 0, "verdict: PASSED"), ("forbidden_tool", 2, "verdict: FAILED")],
+)
+def test_run_scores_the_traces_openllmetry_wrote(
+    tmp_path, capsys, monkeypatch, conversation, code, verdict
+):
+    """``--traces`` on OpenLLMetry's OTLP JSON (fixtures/traces/openllmetry): the tool its @tool
+    span recorded is a call the gates see."""
+    (tmp_path / "traces_eval.py").write_text(TRACES_EVAL)
+    traces = FIXTURES / "traces" / "openllmetry" / f"{conversation}.jsonl"
+    done = evaldag_here(
+        capsys, monkeypatch, "run", "traces_eval.py", "--traces", traces, cwd=tmp_path
+    )
+    assert (done.returncode, done.stderr) == (code, "")
+    assert verdict in done.stdout

@@ -74,17 +74,22 @@ def test_the_ai_sdks_tool_and_model_spans_are_refused(tmp_path):
     _refused(path, "'ai.generateText.doGenerate'", "ai.prompt.messages")
 
 
-def test_an_openllmetry_tool_span_is_refused_beside_model_calls_it_reads(tmp_path):
-    """OpenLLMetry's @tool span beside a model call without content (content='optional' scores
-    the tool runs alone): the tool run was not read, so the item had no tool call."""
+def test_an_openllmetry_tool_span_without_genai_attributes_is_a_tool_run(tmp_path):
+    """OpenLLMetry's @tool span as its earlier releases recorded it (no gen_ai.tool.name) beside
+    a model call without content (content='optional' scores the tool runs alone): it was refused
+    as a convention evaldag does not read; it is the tool run it records."""
     chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini"}
     tool = {
         "traceloop.span.kind": "tool",
         "traceloop.entity.name": "delete_db",
-        "traceloop.entity.input": '{"args": [], "kwargs": {}}',
+        "traceloop.entity.input": '{"args": [], "kwargs": {"table": "users"}}',
     }
     path = _trace(tmp_path, "agent", {"chat gpt-4o-mini": chat, "delete_db.tool": tool})
-    _refused(path, "'delete_db.tool'", "traceloop.span.kind 'tool'")
+    item = read_traces(path, content="optional").iloc[0]
+    assert (
+        checks.did_not_call("delete_db").run(input=item["input"], output=item["output"]).score == 0
+    )
+    assert item["trajectory"]["steps"][0]["toolArgs"] == {"table": "users"}
 
 
 def test_tool_spans_without_model_calls_are_the_items_calls(tmp_path):

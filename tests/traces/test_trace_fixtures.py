@@ -27,6 +27,8 @@ LIBRARIES = {
     "opentelemetry-instrumentation-openai-v2": "opentelemetry.instrumentation.openai_v2",
     "opentelemetry-util-genai": "opentelemetry.util.genai.handler",
     "openinference-instrumentation-openai": "openinference.instrumentation.openai",
+    "opentelemetry-instrumentation-openai": "opentelemetry.instrumentation.openai",
+    "traceloop-sdk": "traceloop.sdk.decorators",
 }
 REGENERATE = "python tests/fixtures/traces/generate_python.py"
 

@@ -32,6 +32,7 @@ def test_every_instrumentation_has_every_conversation():
         "openai_v2_latest_events",
         "openai_v2_events",
         "openinference",
+        "openllmetry",
         "pydantic_ai",
         "mastra",
     }

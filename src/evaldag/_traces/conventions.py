@@ -6,8 +6,10 @@ these.
   ``invoke_agent`` ...), messages in ``gen_ai.input.messages`` / ``gen_ai.output.messages``
   (JSON text or structured), or as events (span events or log records tied to the span:
   ``gen_ai.user.message``, ``gen_ai.choice``, ``gen_ai.client.inference.operation.details``), or
-  as the older ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes (OpenLLMetry);
-  pydantic-ai's ``pydantic_ai.all_messages`` on its agent span.
+  as the older ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes (OpenLLMetry's
+  earlier releases); pydantic-ai's ``pydantic_ai.all_messages`` on its agent span.
+- OpenLLMetry's traceloop-sdk decorators: a ``@tool`` span (``traceloop.span.kind`` ``tool``) is a
+  tool run (:mod:`evaldag._traces.traceloop`).
 - OpenInference: ``openinference.span.kind`` (``LLM``, ``TOOL``, ``AGENT`` ...), messages in
   ``llm.input_messages.N.message.*`` / ``llm.output_messages.N.message.*``.
 
@@ -19,12 +21,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from evaldag._traces import traceloop
 from evaldag._traces.otlp import unreadable
+from evaldag._traces.runs import (
+    NOTHING,
+    AgentRun,
+    ModelCall,
+    Reading,
+    ToolRun,
+    error_text,
+    json_attribute,
+)
 from evaldag._traces.spans import LogEvent, Span
 
 #: GenAI operation names of a model call, a tool run and an agent run; others (embeddings,
@@ -66,58 +77,6 @@ _EVENT_ROLES = {
     "gen_ai.assistant.message": "assistant",
     "gen_ai.tool.message": "tool",
 }
-#: What an attribute or event without a value stands for.
-NOTHING = object()
-
-
-@dataclass(slots=True)
-class ModelCall:
-    """A model call: the messages it was given and those it returned (in a shape the
-    transcript reader reads), and where they were recorded."""
-
-    span: Span
-    input: list[Any]
-    output: list[Any]
-    where: str
-    model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost: float | None = None
-
-
-@dataclass(slots=True)
-class ToolRun:
-    """A tool's execution."""
-
-    span: Span
-    name: str
-    call_id: str | None
-    args: Any
-    result: Any = NOTHING
-    failed: bool = False
-    error: str | None = None
-
-
-@dataclass(slots=True)
-class AgentRun:
-    """An agent's run: what it was given and answered, and (pydantic-ai) all its messages."""
-
-    span: Span
-    input: list[Any] | None = None
-    output: list[Any] | None = None
-    all_messages: list[Any] | None = None
-    where: str = ""
-    #: How many of pydantic-ai's messages were the run's message history.
-    history: int = 0
-
-
-@dataclass(slots=True)
-class Reading:
-    """What the spans of one trace are."""
-
-    calls: list[ModelCall] = field(default_factory=list)
-    tools: list[ToolRun] = field(default_factory=list)
-    agents: list[AgentRun] = field(default_factory=list)
 
 
 def carries_conversation(key: str) -> bool:
@@ -144,6 +103,8 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
     attributes = span.attributes
     operation = attributes.get("gen_ai.operation.name")
     kind = attributes.get("openinference.span.kind")
+    if attributes.get(traceloop.SPAN_KIND) == "tool":
+        return traceloop.traceloop_tool(span)
     if operation in _MODEL_OPERATIONS:
         return _genai_call(span, logs)
     if operation == "execute_tool" or (operation is None and "gen_ai.tool.name" in attributes):
@@ -164,13 +125,6 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
             "is named as a GenAI tool run ('execute_tool <tool>') but has neither "
             "gen_ai.operation.name nor gen_ai.tool.name (were its attributes dropped on the "
             "way, by a collector's filter?): reading it as no tool call could pass a gate wrongly",
-        )
-    if attributes.get("traceloop.span.kind") == "tool":
-        raise unreadable(
-            span.where(),
-            "is a tool run as OpenLLMetry's @tool records it (traceloop.span.kind 'tool'), which "
-            "evaldag does not read: reading it as no tool call could pass a gate wrongly; record "
-            "tool runs as execute_tool spans (OpenTelemetry GenAI) or OpenInference TOOL spans",
         )
     if operation not in _QUIET_OPERATIONS and kind not in _QUIET_KINDS:
         carrier = next((k for k in attributes if k.startswith(_CARRIERS)), None)
@@ -197,14 +151,14 @@ def _span(span: Span, logs: Any) -> ModelCall | ToolRun | AgentRun | None:
 
 def _genai_call(span: Span, logs: Any) -> ModelCall:
     attributes = span.attributes
-    given_input = _json(attributes, "gen_ai.input.messages", span)
-    given_output = _json(attributes, "gen_ai.output.messages", span)
+    given_input = json_attribute(attributes, "gen_ai.input.messages", span)
+    given_output = json_attribute(attributes, "gen_ai.output.messages", span)
     where = f"{span.where()} attribute gen_ai.input.messages / gen_ai.output.messages"
     details = [e for e in logs if e.name == "gen_ai.client.inference.operation.details"]
     if given_input is NOTHING and given_output is NOTHING and details:
         detail = details[-1].attributes
-        given_input = _json(detail, "gen_ai.input.messages", span)
-        given_output = _json(detail, "gen_ai.output.messages", span)
+        given_input = json_attribute(detail, "gen_ai.input.messages", span)
+        given_output = json_attribute(detail, "gen_ai.output.messages", span)
         attributes = {**detail, **attributes}
         where = f"{span.where()} log event gen_ai.client.inference.operation.details"
     if given_input is NOTHING and given_output is NOTHING:
@@ -215,7 +169,7 @@ def _genai_call(span: Span, logs: Any) -> ModelCall:
         elif any(key.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for key in attributes):
             return _openllmetry_call(span)
     messages = [] if given_input is NOTHING else _list(given_input, f"{where} (input)")
-    instructions = _json(attributes, "gen_ai.system_instructions", span)
+    instructions = json_attribute(attributes, "gen_ai.system_instructions", span)
     if isinstance(instructions, list) and instructions:
         messages.insert(0, {"role": "system", "parts": instructions})
     return ModelCall(
@@ -235,12 +189,13 @@ def _genai_tool(span: Span) -> ToolRun:
     name = attributes.get("gen_ai.tool.name")
     if not isinstance(name, str) or not name:
         raise unreadable(span.where(), "is a tool run without gen_ai.tool.name")
-    args = _json(attributes, "gen_ai.tool.call.arguments", span)
+    args = json_attribute(attributes, "gen_ai.tool.call.arguments", span)
     if args is NOTHING:
-        args = _json(attributes, "tool_arguments", span)  # pydantic-ai before the conventions
-    result = _json(attributes, "gen_ai.tool.call.result", span)
+        # pydantic-ai before the conventions
+        args = json_attribute(attributes, "tool_arguments", span)
+    result = json_attribute(attributes, "gen_ai.tool.call.result", span)
     if result is NOTHING:
-        result = _json(attributes, "tool_response", span)
+        result = json_attribute(attributes, "tool_response", span)
     return ToolRun(
         span,
         name,
@@ -248,20 +203,20 @@ def _genai_tool(span: Span) -> ToolRun:
         {} if args is NOTHING else args,
         result,
         failed=span.failed,
-        error=_error_text(span) if span.failed else None,
+        error=error_text(span) if span.failed else None,
     )
 
 
 def _genai_agent(span: Span) -> AgentRun:
     attributes = span.attributes
-    given_input = _json(attributes, "gen_ai.input.messages", span)
-    given_output = _json(attributes, "gen_ai.output.messages", span)
-    everything = _json(attributes, "pydantic_ai.all_messages", span)
+    given_input = json_attribute(attributes, "gen_ai.input.messages", span)
+    given_output = json_attribute(attributes, "gen_ai.output.messages", span)
+    everything = json_attribute(attributes, "pydantic_ai.all_messages", span)
     where = f"{span.where()} attribute"
     messages = (
         None if given_input is NOTHING else _list(given_input, f"{where} gen_ai.input.messages")
     )
-    instructions = _json(attributes, "gen_ai.system_instructions", span)
+    instructions = json_attribute(attributes, "gen_ai.system_instructions", span)
     if messages is not None and isinstance(instructions, list) and instructions:
         messages.insert(0, {"role": "system", "parts": instructions})
     return AgentRun(
@@ -393,7 +348,7 @@ def _openinference_tool(span: Span) -> ToolRun:
         _value(attributes, "input", span),
         _value(attributes, "output", span),
         failed=span.failed,
-        error=_error_text(span) if span.failed else None,
+        error=error_text(span) if span.failed else None,
     )
 
 
@@ -486,20 +441,6 @@ def _unflattened(flat: Mapping[str, Any]) -> dict[str, Any]:
 # --- values ------------------------------------------------------------------------------------
 
 
-def _json(attributes: Mapping[str, Any], key: str, span: Span) -> Any:
-    """An attribute that holds JSON text (or a structured value already): its value, or
-    :data:`NOTHING`."""
-    if key not in attributes or attributes[key] is None:
-        return NOTHING
-    value = attributes[key]
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{", '"'):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            raise unreadable(span.where(), f"attribute {key} is not JSON") from None
-    return value
-
-
 def _value(attributes: Mapping[str, Any], prefix: str, span: Span) -> Any:
     """OpenInference's ``<prefix>.value``, read as JSON when ``<prefix>.mime_type`` says so."""
     if f"{prefix}.value" not in attributes:
@@ -521,14 +462,6 @@ def _list(value: Any, where: str) -> list[Any]:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
-
-
-def _error_text(span: Span) -> str:
-    """Why a span failed: its exception event's message, its status message, or error.type."""
-    for event in span.events:
-        if event.name == "exception" and event.attributes.get("exception.message"):
-            return str(event.attributes["exception.message"])
-    return span.status_message or str(span.attributes.get("error.type") or "the span failed")
 
 
 def _int(value: Any) -> int | None:

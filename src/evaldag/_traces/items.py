@@ -16,8 +16,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from evaldag._reader import read_conversation, read_transcript
-from evaldag._traces.conventions import NOTHING, AgentRun, ModelCall, Reading, ToolRun, reading
+from evaldag._traces.conventions import reading
 from evaldag._traces.otlp import unreadable
+from evaldag._traces.runs import NOTHING, AgentRun, ModelCall, Reading, ToolRun
 from evaldag._traces.spans import LogEvent, Span
 from evaldag._traces.trajectory import as_record, span_tree
 from evaldag.errors import EvalDagError
@@ -88,8 +89,8 @@ def _otel_item(
             "is a model call that recorded no message content, so the item has no text to "
             "score (a text scorer would judge an empty answer); turn content capture on "
             "(OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true for OpenTelemetry's "
-            "instrumentations), or read_traces(..., content='optional') to score its tool runs "
-            "alone",
+            "instrumentations, TRACELOOP_TRACE_CONTENT=true for OpenLLMetry's), or "
+            "read_traces(..., content='optional') to score its tool runs alone",
         )
     canonical, given_count = _read(messages, where, earlier)
     split = next(
