@@ -34,7 +34,8 @@ def _variant(
     attributes: Callable[[dict[str, Any], list[dict[str, Any]]], list[dict[str, Any]] | None],
 ) -> Path:
     """The conversation's OTLP JSON with each span's attributes changed by
-    ``attributes(span, its attributes)``; a span it answers None for is left out."""
+    ``attributes(span, its attributes)`` (which may change the span's other fields too); a span
+    it answers None for is left out."""
     lines = []
     for line in (SHAPE / f"{conversation}.jsonl").read_text().splitlines():
         request = json.loads(line)
@@ -151,3 +152,28 @@ def test_a_tool_span_that_cannot_be_read_is_an_error_naming_it(tmp_path, change,
             read_traces(path, content=content)
         assert raised.value.id == "EVALDAG_INVALID_TRACE"
         assert "'delete_db.tool'" in raised.value.message and named in raised.value.message
+
+
+def test_a_run_without_a_call_id_answers_the_call_with_its_arguments(tmp_path):
+    """parallel_calls' two get_weather runs, the Paris one failed and started after the Rome one
+    (a thread pool starts them in any order): matched by name in start order, Paris's error
+    went to Rome's call."""
+    spans = _variant(tmp_path, "parallel_calls", lambda span, attributes: attributes)
+    rome = next(
+        span
+        for line in spans.read_text().splitlines()
+        for span in json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        if span["name"] == "get_weather.tool" and "Rome" in json.dumps(span["attributes"])
+    )
+
+    def paris_failed_later(span: dict[str, Any], attributes: list[dict[str, Any]]) -> Any:
+        if span["name"] == "get_weather.tool" and "Paris" in json.dumps(attributes):
+            span["status"] = {"message": "timed out", "code": 2}
+            span["startTimeUnixNano"] = str(int(rome["startTimeUnixNano"]) + 1)
+            span["endTimeUnixNano"] = rome["endTimeUnixNano"]
+            return [a for a in attributes if a["key"] != "traceloop.entity.output"]
+        return attributes
+
+    item = read_traces(_variant(tmp_path, "parallel_calls", paris_failed_later)).iloc[0]
+    outcomes = {call["args"]["city"]: call["state"] for call in _calls(item)}
+    assert outcomes == {"Paris": "output-error", "Rome": "result"}

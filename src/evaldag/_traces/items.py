@@ -193,7 +193,9 @@ def _read(messages: list[Any], where: str, earlier: int) -> tuple[list[Any], int
 
 def _with_tool_runs(messages: list[Any], tools: list[ToolRun]) -> None:
     """The tool spans' outcomes on their calls: a failed span makes its call an error, a result
-    fills a call still waiting, a run no message records becomes a call of its own."""
+    fills a call still waiting, a run no message records becomes a call of its own. A span
+    without a call id (OpenLLMetry's @tool) answers the first call left of its tool with its
+    arguments, else of its tool: runs of one tool need not start in the order of their calls."""
     invocations = [
         part["toolInvocation"]
         for message in messages
@@ -207,14 +209,13 @@ def _with_tool_runs(messages: list[Any], tools: list[ToolRun]) -> None:
     for tool in tools:
         invocation = by_id.get(tool.call_id) if tool.call_id else None
         if invocation is None:
-            invocation = next(
-                (
-                    inv
-                    for inv in invocations
-                    if id(inv) not in matched and inv.get("toolName") == tool.name
-                ),
-                None,
-            )
+            left = [
+                inv
+                for inv in invocations
+                if id(inv) not in matched and inv.get("toolName") == tool.name
+            ]
+            invocation = next((inv for inv in left if inv.get("args") == tool.args), None)
+            invocation = invocation or next(iter(left), None)
         if invocation is None:
             missing.append(tool)
             continue

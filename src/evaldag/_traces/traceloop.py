@@ -5,7 +5,7 @@ A ``@tool`` span is a tool run: its name in ``traceloop.entity.name``, the funct
 return value as JSON text in ``traceloop.entity.input`` (``{"args": [...], "kwargs": {...}}``) and
 ``traceloop.entity.output`` when content capture is on (``TRACELOOP_TRACE_CONTENT``, on by
 default), an exception it raised as the span's ``ERROR`` status and ``exception`` event. The
-decorator records no call id: the run is matched to the model's call by name, in order. The
+decorator records no call id: the run is matched to the model's call by name and arguments. The
 other kinds hold a function's arguments and return value, not messages: the model calls under
 them (OpenLLMetry's instrumentations) hold the conversation.
 """
