@@ -7,6 +7,7 @@ import pytest
 
 from evaldag import EvalDagError, Judge
 from evaldag._judge.contracts import StructuredOutputError, json_in_reply
+from evaldag._judge.redaction import judge_secrets
 from evaldag._judge.settings import as_judge, cache_location, resolved_judge
 
 
@@ -31,6 +32,25 @@ def test_credentials_are_hidden_in_repr_and_dumps():
         assert "max_tokens" in shown  # a token count is not a credential
     assert judge.api_key.get_secret_value() == "sk-very-secret"
     assert judge.litellm_kwargs["aws_secret_access_key"] == "aws-very-secret"  # for the call
+
+
+def test_credentials_within_a_setting_are_hidden_and_redacted_from_errors():
+    """A key in the request body (extra_body={'api_key': ...}) is masked like one at the top;
+    what is no credential stays. Every such value, a cookie's values and a provider's own
+    token setting are among the texts redacted from the judge's errors and logs."""
+    judge = Judge(
+        "openai/x",
+        extra_body={"api_key": "body-very-secret", "top_k": 3, "auth": {"user": "nested-user"}},
+        extra_headers={"Cookie": "session=cookie-very-secret; theme=dark"},
+        azure_ad_token="azure-very-secret",
+    )
+    for shown in (repr(judge), judge.model_dump_json()):
+        assert "very-secret" not in shown and "nested-user" not in shown
+        assert "top_k" in shown and "theme" not in shown
+    secrets = judge_secrets(judge, None, None)
+    for value in ("body-very-secret", "cookie-very-secret", "azure-very-secret", "nested-user"):
+        assert value in secrets
+    assert "theme=dark" in secrets and "dark" not in secrets  # under 8 characters: no secret
 
 
 @pytest.mark.parametrize(

@@ -468,3 +468,25 @@ def test_a_429_storm_loses_nothing_and_the_run_shows_the_limit_adapt(judge_serve
     again = run_evals(data.iloc[:4], scorers=[scorer], concurrency=8, progress=False)
     (calm,) = again.usage["total"].judge_limits  # a new run starts where the last one left off
     assert (calm.lowest, calm.final, calm.changes) == (8, 8, [(0.0, 8)])
+
+
+def test_a_key_echoed_in_a_successful_reply_is_masked_before_anything_reads_it(judge_server):
+    """A proxy may answer 200 with the key in its text: the reply is redacted on arrival, so
+    the reason, the result and a reply that is no JSON (its error and record) show a mask."""
+    judge_server.on("Score", {"score": 1, "note": f"authorized by {API_KEY}"})
+    judge_server.on("Explain", f"Authorized by {API_KEY}.")
+    scorer = (
+        create_scorer("echoed", judge=judge_server.judge(instructions=INSTRUCTIONS))
+        .generate_score(PromptStep("score", lambda run: f"Score {run.output}"))
+        .generate_reason(PromptStep("reason", lambda run: f"Explain {run.output}"))
+    )
+    result = scorer.run(output="x")
+    assert result.reason == "Authorized by **********."
+    assert API_KEY not in repr(result) + result.model_dump_json()
+    judge_server.reset()
+    judge_server.reply = f"Incorrect API key provided: {API_KEY}"  # no JSON: the step fails
+    with pytest.raises(ScorerRunError) as raised:
+        scorer.run(output="x")
+    assert "Incorrect API key provided: **********" in raised.value.message
+    assert raised.value.cause.execution.raw_output == "Incorrect API key provided: **********"
+    assert API_KEY not in json.dumps(raised.value.to_dict(), default=str)

@@ -15,15 +15,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import pickle
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qsl, quote
 
-import litellm
 import pytest
 from judge_server import TRANSPORTS, JudgeServer, Reply, rate_limited
 
@@ -117,18 +115,6 @@ def _refusal(key: str) -> Reply:
 @pytest.fixture
 def key_in_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", ENVIRONMENT_KEY)
-
-
-@pytest.fixture
-def everything_logged(caplog, monkeypatch) -> Iterator[Callable[[], str]]:
-    """All log records at DEBUG (evaldag's, litellm's, aiohttp's...), litellm printing too."""
-    caplog.set_level(logging.DEBUG)
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-        caplog.set_level(logging.DEBUG, logger=name)
-    monkeypatch.setattr(litellm, "set_verbose", True)
-    yield lambda: "\n".join(
-        f"{record.name} {record.getMessage()} {record.exc_text or ''}" for record in caplog.records
-    )
 
 
 @pytest.fixture(params=TRANSPORTS)

@@ -57,8 +57,8 @@ def demo_gates() -> list[Scorer]:
 
 def demo_judge(choice: str, api_base: str | None, api_key: str | None) -> tuple[Any, str]:
     """The judge of the demo's faithfulness scorer (None to skip it) and a line saying so."""
-    from evaldag._judge.redaction import url_without_credentials
     from evaldag._judge.settings import LOCAL_MODEL
+    from evaldag._util.credentials import url_without_credentials
 
     if choice == "none":
         return None, (

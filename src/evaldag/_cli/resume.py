@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Literal
 
-from evaldag._judge.redaction import url_without_credentials
+from evaldag._util.credentials import location_without_credentials
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def add_resume_options(run: argparse.ArgumentParser) -> None:
 def _resume_mode(text: str) -> Literal["refresh"]:
     if text != "refresh":
         raise argparse.ArgumentTypeError(
-            f"takes no value, or 'refresh' (--resume=refresh), got {text!r}; put --resume "
+            "takes no value, or 'refresh' (--resume=refresh), got "
+            f"{location_without_credentials(text)!r}; put --resume "
             "after EVAL"
         )
     return "refresh"
@@ -255,4 +256,4 @@ def _shown_token(token: str) -> str:
     """A command line's word as output shows it: a URL's (``--cache=URL``'s) credentials
     masked."""
     option, equals, value = token.partition("=") if token.startswith("--") else ("", "", token)
-    return option + equals + url_without_credentials(value) if "://" in value else token
+    return option + equals + location_without_credentials(value)

@@ -14,7 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from evaldag._judge.redaction import redacted
+from evaldag._util.credentials import redacted
 
 #: Seconds a writer waits for another's lock: SQLite's write lock, PostgreSQL's row and
 #: advisory locks.

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evaldag._judge.errors import JudgeError
-from evaldag._judge.redaction import judge_secrets, url_without_credentials
+from evaldag._judge.redaction import judge_secrets
 from evaldag._judge.settings import LOCAL_MODEL, MAX_REPLY_BYTES, Judge, call_limit
 from evaldag._judge.transports import AUTO, named_transport
+from evaldag._util.credentials import url_without_credentials
 
 #: Providers whose endpoints speak OpenAI's chat-completions API, and the variable litellm reads
 #: their key from when the judge gives none.

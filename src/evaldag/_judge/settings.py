@@ -24,13 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from evaldag._judge.redaction import (
-    MASK,
-    headers_without_credentials,
-    is_secret_setting,
-    url_without_credentials,
-)
+from evaldag._judge.redaction import headers_without_credentials, is_secret_setting
 from evaldag._judge.transports import transport_names, unknown_transport
+from evaldag._util.credentials import MASK, url_without_credentials
 from evaldag.errors import EvalDagError
 
 #: The model name that selects the bundled local judge (``evaldag.local_judge``).
@@ -190,14 +186,18 @@ class Judge(BaseModel):
 
 def _shown(name: str, value: Any) -> Any:
     """A setting as dumps and reprs show it: URLs and headers without credentials, other
-    credentials masked."""
+    credentials masked, also within a dict (``extra_body={'api_key': ...}``)."""
     if value is None:
         return None
     if name == "api_base" or (name == "cache" and isinstance(value, str) and "://" in value):
         return url_without_credentials(value)
     if name == "extra_headers" and isinstance(value, dict):
         return headers_without_credentials(value)
-    return MASK if is_secret_setting(name) else value
+    if is_secret_setting(name):
+        return MASK
+    if isinstance(value, dict):
+        return {key: _shown(str(key), item) for key, item in value.items()}
+    return value
 
 
 def as_judge(value: Any, where: str) -> Judge | None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from evaldag._judge.databases import database_engine, database_problem
-from evaldag._judge.redaction import url_secrets, url_without_credentials
+from evaldag._util.credentials import url_secrets, url_without_credentials
 from evaldag.errors import EvalDagError
 
 TABLE = "evaldag_judge_replies"

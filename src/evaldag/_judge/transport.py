@@ -47,9 +47,10 @@ from evaldag._judge.endpoints import Endpoint, judge_endpoint, rates
 from evaldag._judge.errors import CallFault, ExecutionFailure, JudgeCallError, JudgeError
 from evaldag._judge.limiter import shared_limit
 from evaldag._judge.records import JudgeExecution, Tally, call_cost
-from evaldag._judge.redaction import clipped, url_without_credentials
+from evaldag._judge.redaction import clipped, reply_redacted
 from evaldag._judge.settings import Judge, cache_location, resolved_judge
 from evaldag._judge.transports import named_transport
+from evaldag._util.credentials import url_without_credentials
 from evaldag.errors import EvalDagError, error_message
 
 _logger = logging.getLogger(__name__)
@@ -349,6 +350,7 @@ async def _called(
                 failure = CallFault(type(error).__name__, None, error_message(error), "failed")
             else:
                 limit.succeeded()
+                reply = reply_redacted(reply, endpoint.secrets)
                 reply.setdefault("usage", {})
                 if not endpoint.free:
                     reply["cost"] = call_cost(reply["usage"], rates(endpoint))

@@ -28,13 +28,9 @@ from yarl import URL
 from evaldag._judge.endpoints import OPENAI_COMPATIBLE, OPENAI_URL
 from evaldag._judge.errors import CallFault, JudgeError, reply_too_large
 from evaldag._judge.records import token_usage, tool_calls
-from evaldag._judge.redaction import (
-    PLAIN_HEADERS,
-    credential_headers_dropped,
-    origin,
-    url_without_credentials,
-)
+from evaldag._judge.redaction import PLAIN_HEADERS, credential_headers_dropped, origin
 from evaldag._judge.transports import Route, Transport
+from evaldag._util.credentials import url_without_credentials
 from evaldag._util.event_loop import engine_loop, in_engine_thread
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from evaldag._judge.litellm_requests import (
     guarded_transports,
 )
 from evaldag._judge.records import token_usage, tool_calls
-from evaldag._judge.redaction import redacting
 from evaldag._judge.transports import Route, Transport
+from evaldag._util.credentials import redacting
 from evaldag.errors import error_message
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 
-from evaldag._judge.redaction import url_without_credentials
 from evaldag._results.eval_result import EvalResult
 from evaldag._store.results import entity_name, result_rows
 from evaldag._store.rows import ROW_FIELDS, Source
 from evaldag._store.stores import ScoreStore, opened_store, store_file_scheme, url_scheme
+from evaldag._util.credentials import location_without_credentials
 from evaldag.errors import EvalDagError
 
 Location = ScoreStore | str | os.PathLike[str]
@@ -34,8 +34,7 @@ def shown_location(location: Location) -> str:
     """Where a store is, as output may show it: a URL without its credentials."""
     if isinstance(location, ScoreStore):
         return location.location
-    text = os.fspath(location)
-    return url_without_credentials(text) if "://" in text else text
+    return location_without_credentials(os.fspath(location))
 
 
 @contextmanager

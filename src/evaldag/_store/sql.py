@@ -23,13 +23,13 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from evaldag._judge.databases import WRITE, database_engine, database_problem
-from evaldag._judge.redaction import url_secrets, url_without_credentials
 from evaldag._results.eval_result import EvalResult, verdict_word
 from evaldag._store import schema
 from evaldag._store.experiments import experiment_id
 from evaldag._store.results import experiment_record, result_from_rows, result_rows
 from evaldag._store.rows import ROW_FIELDS, ScoreRow, Source
 from evaldag._store.values import json_memo, loaded_json, nul_free, stored_json
+from evaldag._util.credentials import url_secrets, url_without_credentials
 from evaldag.errors import EvalDagError
 
 #: Dialects whose INSERT has ``ON CONFLICT DO UPDATE``, the upsert the store relies on.

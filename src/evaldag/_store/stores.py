@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from evaldag._judge.redaction import url_without_credentials
+from evaldag._util.credentials import url_without_credentials
 from evaldag.errors import EvalDagError
 
 if TYPE_CHECKING:
