@@ -2,7 +2,11 @@
 written to a directory in parts: the same result as a run over the data as a DataFrame written
 to one file, resumed from the parts already written, with errors naming the path."""
 
+import json
+import logging
+import pickle
 import re
+import traceback
 
 import fsspec
 import pandas as pd
@@ -197,6 +201,32 @@ def test_errors_name_the_path(folder, tmp_path):
     _written(DATA.assign(topic=range(60)), folder / "c.parquet", 7)
     with pytest.raises(EvalDagError, match=r"c\.parquet' .* another schema .*'topic' is int64"):
         run_evals(folder, **CONFIG, progress=False)
+
+
+PASSWORD = "pw-streamed-data-secret"
+SIGNATURE = "sig-streamed-data-secret"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        f"http://reader:{PASSWORD}@127.0.0.1:9/data.parquet",  # nothing listens on port 9
+        f"s3://AKIAEVALDAG:{PASSWORD}@bucket/data.parquet",  # s3fs is not installed
+        f"http://127.0.0.1:9/data.parquet?X-Amz-Signature={SIGNATURE}",
+    ],
+)
+def test_errors_name_a_url_without_its_credentials(data, caplog):
+    """Neither the error (its message, details, causes) nor fsspec's DEBUG records of the URL
+    hold the URL's password or signature."""
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(data, **CONFIG, progress=False)
+    error = raised.value
+    assert error.id == "INVALID_DATA_FILE"
+    assert "**********" in error.message and "**********" in error.details["path"]
+    told = "".join(traceback.format_exception(error)) + json.dumps(error.to_dict(), default=str)
+    told += repr(pickle.dumps(error)) + caplog.text
+    assert PASSWORD not in told and SIGNATURE not in told
 
 
 def _flipping_judge(server):

@@ -37,6 +37,7 @@ from evaldag._cli.traces import add_trace_options, traced_items
 from evaldag._cli.trials import add_trial_options, trial_options
 from evaldag._cli.values import dollars, positive_int, share, time_limit
 from evaldag._scorer.time_limits import DEFAULT_STEP_TIMEOUT, DEFAULT_TARGET_TIMEOUT
+from evaldag._util.credentials import location_without_credentials
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError, ResultNotSavedError, UntrustworthyRunError
 
@@ -429,7 +430,7 @@ def _run_command(args: argparse.Namespace) -> int:
 def _data_name(data: Any) -> str:
     """The data in a title: a file's name, else what the eval file holds."""
     if isinstance(data, str | os.PathLike):
-        return Path(data).name
+        return Path(location_without_credentials(os.fspath(data))).name
     source = getattr(data, "attrs", {}).get("evaldag_source")
     return f"the traces of {source}" if source else "its data"
 

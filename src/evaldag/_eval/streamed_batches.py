@@ -53,6 +53,7 @@ from evaldag._io.parquet_data import (
     parquet_batches,
 )
 from evaldag._results.item_columns import ScorerColumns
+from evaldag._util.credentials import location_without_credentials
 from evaldag.errors import EvalDagError
 
 
@@ -226,9 +227,10 @@ def streamed_data(
     checks it (every column the scorers read is there: a later row is checked in its batch)."""
     planned = parquet_batches(data, batch_size)
     if not planned.total_rows:
+        shown = location_without_credentials(planned.location)
         raise EvalDagError(
             "RUN_EXPERIMENT_FAILED_NO_DATA_PROVIDED",
-            f"Failed to run experiment: Data array is empty (no rows in '{planned.location}')",
+            f"Failed to run experiment: Data array is empty (no rows in '{shown}')",
         )
     first = planned.batches[0]
     head = arrow_frame(batch_rows(dataclasses.replace(first, rows=1)))

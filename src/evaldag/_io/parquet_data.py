@@ -4,12 +4,15 @@ The rows of such data are never read whole: :func:`parquet_batches` plans a run'
 the files' metadata alone (which rows of which row groups of which file each batch holds, and
 where in the dataset it starts), and whoever runs a batch reads its rows (:func:`batch_rows`),
 a worker of a cluster or the run's own process. A batch stays within one file. Every file must
-have the schema of the first; the error names the file that differs and how.
+have the schema of the first; the error names the file that differs and how. An error names the
+data without the credentials its URL may hold (``s3://KEY:SECRET@...``, a signed ``?sig=``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +20,32 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from evaldag.errors import EvalDagError
+from evaldag._util.credentials import (
+    location_without_credentials,
+    redacted,
+    redacting,
+    remembered,
+    url_secrets,
+)
+from evaldag.errors import EvalDagError, error_message
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
 
 #: Characters that make a path a glob.
 _GLOB = frozenset("*?[")
+#: The loggers of fsspec and of the file systems built on it that name URLs in their records.
+_FILE_SYSTEM_LOGGERS = (
+    "fsspec",
+    "fsspec.http",
+    "fsspec.sftp",
+    "fsspec.caching",
+    "fsspec.cached",
+    "webhdfs",
+    "s3fs",
+    "gcsfs",
+    "adlfs",
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,10 @@ def is_parquet_location(data: Any) -> bool:
 
 def _file_system(location: str) -> tuple[Any, str]:
     import fsspec
+
+    remembered(url_secrets(location))  # file systems log the URLs they open, at DEBUG
+    for name in _FILE_SYSTEM_LOGGERS:
+        redacting(logging.getLogger(name))
 
     try:
         return fsspec.core.url_to_fs(location)
@@ -144,6 +170,14 @@ def parquet_batches(location: str | os.PathLike[str], batch_size: int) -> Parque
     """The batches of at most ``batch_size`` rows of the Parquet data at ``location``, from its
     files' metadata; errors name the location and the file."""
     text = os.fspath(location)
+    try:
+        return _planned_batches(text, batch_size)
+    except Exception as error:
+        shown = _without_credentials(error, text)
+    raise shown from shown.cause  # out of the handler: the error it replaces is no context
+
+
+def _planned_batches(text: str, batch_size: int) -> ParquetBatches:
     fs, path = _file_system(text)
     files = _files(fs, path, text)
     schema: pa.Schema | None = None
@@ -195,16 +229,53 @@ def batch_rows(batch: RowGroupBatch) -> pa.Table:
     """The rows of ``batch``, read from its row groups."""
     import pyarrow.parquet as pq
 
-    fs, path = _file_system(batch.path)
     try:
+        fs, path = _file_system(batch.path)
         with fs.open(path, "rb") as file:
             table = pq.ParquetFile(file).read_row_groups(list(batch.row_groups))
+        return table.slice(batch.skip, batch.rows)
     except (OSError, pa.ArrowException) as error:
-        raise EvalDagError(
+        unread = EvalDagError(
             "INVALID_DATA_FILE",
             f"Cannot read rows {batch.start}–{batch.start + batch.rows - 1} from '{batch.path}' "
             f"(row groups {list(batch.row_groups)}): {error}",
             details={"path": batch.path, "row": batch.start},
             cause=error,
-        ) from error
-    return table.slice(batch.skip, batch.rows)
+        )
+    except EvalDagError as error:
+        unread = error
+    shown = _without_credentials(unread, batch.path)
+    raise shown from shown.cause
+
+
+def _without_credentials(error: Exception, location: str) -> EvalDagError:
+    """``error``, met reading the data at ``location``, as output may show it: the URL's
+    credentials masked in its message and details, a cause that holds one left out (an error
+    of the file system, such as aiohttp's naming the URL, is said as a data error)."""
+    if not isinstance(error, EvalDagError):
+        error = EvalDagError(
+            "INVALID_DATA_FILE",
+            f"Cannot read data at '{location}': {error_message(error)}",
+            details={"path": location},
+            cause=error,
+        )
+    secrets = url_secrets(location)
+    shown = location_without_credentials(location)
+
+    def masked(value: Any) -> Any:
+        return (
+            redacted(value.replace(location, shown), secrets) if isinstance(value, str) else value
+        )
+
+    cause = error.cause
+    if cause is not None:
+        told = "".join(traceback.format_exception(cause))
+        cause = cause if masked(told) == told else None
+    return EvalDagError(
+        error.id,
+        masked(error.message),
+        domain=error.domain,
+        category=error.category,
+        details={name: masked(value) for name, value in error.details.items()},
+        cause=cause,
+    )
