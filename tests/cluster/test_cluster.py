@@ -85,6 +85,33 @@ def test_evaldag_run_names_what_executor_takes(where, capsys):
     assert "must be dask, ray, dask://HOST:PORT or ray://HOST:PORT" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "executor",
+    [
+        "dask://scheduler:pw-cluster-secret@127.0.0.1:9",
+        "ray://head:pw-cluster-secret@127.0.0.1:9",
+        "dask://127.0.0.1:9?token=pw-cluster-secret",
+        "tls://scheduler:pw-cluster-secret@127.0.0.1:9",
+    ],
+)
+def test_an_address_with_credentials_is_refused_without_them(executor, capsys):
+    """Neither Dask nor Ray take credentials in an address, and Dask's own error shows it."""
+    from evaldag._cli.main import main
+
+    with pytest.raises(EvalDagError) as raised:
+        run_evals(DATA, scorers=[length_scorer()], executor=executor)
+    assert raised.value.id == "INVALID_EXECUTOR"
+    assert "holds credentials" in raised.value.message
+    assert "**********@127.0.0.1:9" in raised.value.message or "?token=**********" in str(
+        raised.value.details
+    )
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "eval.py", "--executor", executor])
+    assert exited.value.code == 3
+    told = str(raised.value) + str(raised.value.details) + capsys.readouterr().err
+    assert "pw-cluster-secret" not in told
+
+
 def test_a_shared_value_whose_every_copy_died_is_shipped_again():
     """A run's setup is on every worker; when each worker holding a copy dies (the workers
     started in their place hold none), Dask cancels the tasks that need it: they are sent

@@ -546,6 +546,38 @@ def test_sigterm_scores_what_it_holds_and_spools_what_has_no_root(tmp_path):
     assert spooled["span_id"].tolist() == ["00000000000000f2"]
 
 
+SERVED = """\
+from evaldag import SqlScoreStore, checks, register_store
+
+register_store("vault", lambda location: SqlScoreStore({url!r}))
+gates = [checks.did_not_call("delete_db")]
+"""
+
+
+def test_serve_names_its_store_without_credentials(tmp_path):
+    secret = "pw-receiver-store-secret"
+    eval_file = tmp_path / "eval_vault.py"
+    eval_file.write_text(SERVED.format(url=f"sqlite:///{tmp_path / 'scores.db'}"))
+    store = f"vault://writer:{secret}@db.example/scores?token={secret}"
+    command = [sys.executable, "-m", "evaldag", "serve", str(eval_file), "--store", store]
+    process = subprocess.Popen(
+        [*command, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        first = process.stdout.readline()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert "rows to vault://**********@db.example/scores?token=**********;" in first, first + err
+    assert process.returncode == 0, err
+    assert secret not in first + out + err
+
+
 def test_a_stop_that_runs_out_of_time_spools_what_the_store_did_not_take(tmp_path):
     store = tmp_path / "scores.db"
     served = receiver(store, shutdown_timeout=1.0)

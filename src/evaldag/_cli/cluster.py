@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from evaldag._util.credentials import location_without_credentials
+
 #: What --executor takes: a local cluster of either kind, or one's address.
 _EXECUTOR = re.compile(r"(dask|ray)(://[^\s/:]+:\d{1,5})?")
 
@@ -25,6 +27,7 @@ def add_executor_option(run: argparse.ArgumentParser) -> None:
 def _executor(text: str) -> str:
     if not _EXECUTOR.fullmatch(text):
         raise argparse.ArgumentTypeError(
-            f"must be dask, ray, dask://HOST:PORT or ray://HOST:PORT, got {text!r}"
+            "must be dask, ray, dask://HOST:PORT or ray://HOST:PORT, got "
+            f"{location_without_credentials(text)!r}"
         )
     return text

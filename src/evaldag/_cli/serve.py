@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from evaldag._util.credentials import location_without_credentials
 from evaldag.errors import EvalDagError
 
 
@@ -159,7 +160,7 @@ def _serve_command(args: argparse.Namespace) -> int:
         spool=args.spool,
         started=lambda receiver: print(
             f"evaldag serve: {args.eval} on {receiver.url} (POST /v1/traces, /v1/logs), "
-            f"rows to {args.store}; bearer token "
+            f"rows to {location_without_credentials(args.store)}; bearer token "
             f"{'required' if receiver.requires_token else 'not required'}; stop with Ctrl-C "
             "or SIGTERM",
             flush=True,

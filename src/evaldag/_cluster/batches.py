@@ -36,6 +36,7 @@ from evaldag._graph.plan import EvalPlan
 from evaldag._judge.budget import JudgeBudget
 from evaldag._judge.cache import cache_notes, noted_elsewhere
 from evaldag._judge.limiter import limits_in
+from evaldag._util.credentials import location_without_credentials
 from evaldag._util.gc_pause import worker_heap_frozen
 from evaldag._util.lock_handover import quick_lock_handover
 from evaldag.errors import EvalDagError
@@ -198,6 +199,8 @@ def cluster_backend(executor: Any) -> Iterator[Backend]:
         ``RAY_ADDRESS`` or this machine's, else a local one) or ``"ray://HOST:PORT"`` (a Ray
         head's client server).
     """
+    if isinstance(executor, str) and location_without_credentials(executor) != executor:
+        raise _credentials_in(executor)
     if isinstance(executor, str) and (executor == "dask" or executor.startswith("dask://")):
         try:
             from distributed import Client, LocalCluster
@@ -243,6 +246,20 @@ def cluster_backend(executor: Any) -> Iterator[Backend]:
             f"dask.distributed.Client, got {executor!r}",
             details={"executor": repr(executor)},
         )
+
+
+def _credentials_in(executor: str) -> EvalDagError:
+    """An executor address holding a user, password or query: neither Dask nor Ray take one
+    (and their errors would show it), so it is refused naming the address without them."""
+    shown = location_without_credentials(executor)
+    return EvalDagError(
+        "INVALID_EXECUTOR",
+        f"executor={shown!r} holds credentials (a user and password, a query or a fragment), "
+        "which a Dask or Ray address does not take: give 'dask://HOST:PORT' or "
+        "'ray://HOST:PORT'; for a Dask scheduler that requires TLS credentials pass "
+        "dask.distributed.Client(address, security=...) as executor",
+        details={"executor": shown},
+    )
 
 
 def _not_importable(error: ImportError) -> EvalDagError:
