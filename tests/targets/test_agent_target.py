@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from judge_server import MODEL, Reply
+from judge_server import API_KEY, MODEL, Reply
 
 import evaldag
 from evaldag import EvalDagError, EvalResult, checks, run_evals, scorers
@@ -468,3 +468,21 @@ def test_no_warning_once_the_model_called_a_tool(judge_server):
         scorers=[checks.used_no_tools()],
     )
     assert no_tools.summary.target_warnings == []
+
+
+def test_the_models_key_echoed_in_its_tool_calls_and_answer_is_masked(judge_server):
+    """A proxy echoing the model's key into a tool call's arguments or the answer: the reply
+    is redacted on arrival, so the tool, the transcript and the call records hold a mask."""
+    judge_server.script(
+        _call(f"Paris {API_KEY}"), f"Weather fetched with key {API_KEY}: 22°C in Paris."
+    )
+    result = run_evals(
+        [{"input": "What's the weather in Paris?"}],
+        target=_weather_agent(judge_server),
+        scorers=[checks.includes("22")],
+    )
+    (step,) = extract_trajectory(result.items["output"][0])["steps"]
+    assert step["toolArgs"] == {"location": "Paris **********"}  # what the tool was given
+    (message,) = result.items["output"][0]
+    assert message["content"]["content"] == "Weather fetched with key **********: 22°C in Paris."
+    assert API_KEY not in result.items.to_json(default_handler=str)
