@@ -41,7 +41,11 @@ def test_credentials_within_a_setting_are_hidden_and_redacted_from_errors():
     judge = Judge(
         "openai/x",
         extra_body={"api_key": "body-very-secret", "top_k": 3, "auth": {"user": "nested-user"}},
-        extra_headers={"Cookie": "session=cookie-very-secret; theme=dark"},
+        extra_headers={
+            "Cookie": "session=cookie-very-secret; theme=dark",
+            "Authorization": "Bearer bearer-very-secret",
+            "X-Title": "Support evaluation bot",
+        },
         azure_ad_token="azure-very-secret",
     )
     for shown in (repr(judge), judge.model_dump_json()):
@@ -50,7 +54,8 @@ def test_credentials_within_a_setting_are_hidden_and_redacted_from_errors():
     secrets = judge_secrets(judge, None, None)
     for value in ("body-very-secret", "cookie-very-secret", "azure-very-secret", "nested-user"):
         assert value in secrets
-    assert "theme=dark" in secrets and "dark" not in secrets  # under 8 characters: no secret
+    assert "bearer-very-secret" in secrets and "Support evaluation bot" in secrets
+    assert "evaluation" not in secrets  # a word of a value is no secret: it would mask replies
 
 
 @pytest.mark.parametrize(
