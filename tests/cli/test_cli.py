@@ -604,6 +604,15 @@ def test_the_command_that_goes_on_replaces_any_resume_option():
     )
 
 
+def test_a_value_resume_does_not_take_is_named_without_its_credentials(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--resume", "postgresql://evals:hunter2-s3cret@db/evals", "e.py"])
+    assert exited.value.code == 3
+    refused = capsys.readouterr().err
+    assert "got 'postgresql://**********@db/evals'; put --resume after EVAL" in refused
+    assert "hunter2" not in refused
+
+
 def test_run_keeps_a_checkpoint_beside_out_and_resume_reads_a_finished_run_back(tmp_path, capsys):
     eval_file = _write_eval(tmp_path, scorers="exact")
     data = _write_data(tmp_path)
