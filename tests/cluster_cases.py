@@ -407,6 +407,38 @@ class ClusterCases:
             assert len(server.requests) == len(DATA)
         assert scored(resumed) == scored(local)
 
+    def test_a_stopped_conversation_run_resumes_from_its_checkpoint_as_locally(
+        self, executor, tmp_path
+    ):
+        """The client saves each batch's turn rows beside its items, wherever it ran: the run
+        again on the cluster takes them back, the failed conversation's completed turn too."""
+        data = [
+            {"id": "a", "inputs": ["hi", "and then?"]},
+            {"turns": [{"input": "hi", "gates": [checks.includes("turn 1")]}]},
+            {
+                "turns": [
+                    {"input": "hi", "gates": [checks.includes("turn 1")]},
+                    {"input": "boom", "scorers": [checks.includes("you said")]},
+                ]
+            },
+            {"id": "d", "inputs": ["bye"]},
+        ]
+        config = {"target": _said, "scorers": [checks.includes("you said")], "progress": False}
+        local = run_evals(data, **config)
+        options = {**config, "executor": executor, "checkpoint": tmp_path / "run.parquet"}
+
+        def stop(item, output, results):
+            if item["id"] == "d":
+                raise KeyError("stop")
+
+        with pytest.raises(evaldag.OnItemCompleteError):
+            run_evals(data, **options, batch_size=1, on_item_complete=stop)
+        resumed = run_evals(data, **options, batch_size=1)
+        assert turned(resumed) == turned(local)
+        assert turned(resumed)["output"][3:5] == [["turn 1: you said hi"], None]
+        assert resumed.turn_results == local.turn_results
+        assert scored(resumed) == scored(local)
+
     def test_trials_as_locally(self, executor):
         with JudgeServer(Reply({"score": 0.25})) as server:
             local = run_evals(DATA, scorers=[graded(server)], trials=2, progress=False)

@@ -4,14 +4,22 @@ conversations, with Mastra's agent and workflow scorer configs; models on the lo
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+from cli_runs import evaldag_here
 from judge_server import API_KEY, MODEL, Reply
 from repo_paths import FIXTURES
 
+from evaldag import EvalResult
 from evaldag._cli.main import main
+from evaldag.transcripts import get_text_content
 
 FLOW = FIXTURES / "workflows/support_flow.py"
 
@@ -138,7 +146,8 @@ def test_a_workflow_target_with_a_workflow_config(tmp_path, judge_server, capsys
     )
 
 
-def test_a_function_target_holding_conversations(tmp_path, capsys):
+def test_a_function_target_holding_conversations(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # its checkpoint's folder, .evaldag, is here
     source, data = _files(
         tmp_path,
         """\
@@ -156,9 +165,74 @@ def test_a_function_target_holding_conversations(tmp_path, capsys):
     assert main(["run", str(source), "--data", str(data)]) == 0
     printed = capsys.readouterr()
     assert "check-includes" in printed.out
-    assert "cannot be resumed yet; this run keeps no checkpoint" in printed.err
-    assert main(["run", str(source), "--data", str(data), "--resume"]) == 3
-    assert "cannot be resumed yet: run without --resume" in capsys.readouterr().err
+    assert printed.err == ""  # its checkpoint is kept, as any run's
+    assert (tmp_path / ".evaldag" / "eval_target.py-items.jsonl.checkpoint.parquet").exists()
+    assert main(["run", str(source), "--data", str(data), "--resume"]) == 0
+    assert "the run had finished; its results were read back" in capsys.readouterr().err
+
+
+CONVERSATIONS_EVAL = """\
+import os
+import signal
+import time
+from pathlib import Path
+
+from evaldag import checks
+
+
+def target(input, history=()):
+    with open(os.environ["CALLS_LOG"], "a") as log:
+        log.write(input + "\\n")
+    parts = os.environ.get("KILL_ONCE_SAVED")
+    if parts and input == "q66":  # in the second batch, once the first is saved
+        deadline = time.monotonic() + 60
+        while not list(Path(parts).glob("batch-*.parquet")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"turn {len(history) // 2 + 1}: {input}"
+
+
+scorers = [checks.includes("turn 2")]
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_conversation_run_resumes(tmp_path, capsys, monkeypatch):
+    """``evaldag run`` keeps a checkpoint for conversations: killed in its second batch, the
+    same run with --resume calls the target only for the conversations not saved, and writes
+    the turns an uninterrupted run writes."""
+    source, data = _files(
+        tmp_path,
+        CONVERSATIONS_EVAL,
+        [{"id": f"c{n}", "inputs": [f"q{n}", f"r{n}"]} for n in range(70)],
+    )
+    log = tmp_path / "calls.log"
+    args = ["run", source.name, "--data", data.name, "--out", "run.parquet"]
+    args += ["--concurrency", "1"]  # batches of 64 items
+    parts = tmp_path / ".evaldag" / "run.parquet.checkpoint.parquet.partial"
+    env = {**os.environ, "CALLS_LOG": str(log), "KILL_ONCE_SAVED": str(parts)}
+    job = subprocess.run([sys.executable, "-m", "evaldag", *args], cwd=tmp_path, env=env)
+    assert job.returncode == -signal.SIGKILL
+    assert len(list(parts.glob("turns-batch-*.parquet"))) == 1
+    log.write_text("")
+    monkeypatch.setenv("CALLS_LOG", str(log))
+    again = evaldag_here(capsys, monkeypatch, *args, "--resume", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert sorted(log.read_text().split()) == sorted(
+        f"{turn}{n}" for n in range(64, 70) for turn in "qr"
+    )
+    whole = evaldag_here(
+        capsys, monkeypatch, *args[:-2], "--out", "whole.parquet", "--no-checkpoint", cwd=tmp_path
+    )
+    assert whole.returncode == 0, whole.stderr
+    resumed = EvalResult.read_parquet(tmp_path / "run.parquet")
+    uninterrupted = EvalResult.read_parquet(tmp_path / "whole.parquet")
+    kept = ["item", "id", "turn", "input"]
+    assert resumed.turns[kept].equals(uninterrupted.turns[kept]) and len(resumed.turns) == 140
+    said = [[get_text_content(m) for m in output] for output in resumed.turns["output"]]
+    assert said[-2:] == [["turn 1: q69"], ["turn 2: r69"]]
+    assert resumed.turn_results == uninterrupted.turn_results
+    assert resumed.to_dict() == uninterrupted.to_dict()
 
 
 def test_an_unknown_config_key_is_a_configuration_error(tmp_path, capsys):

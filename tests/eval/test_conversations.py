@@ -290,14 +290,141 @@ def test_one_id_has_one_role_per_turn_index():
         )
 
 
-def test_conversations_are_refused_with_a_checkpoint(tmp_path):
-    with pytest.raises(EvalDagError, match="checkpoint"):
-        run_evals(
-            [{"inputs": ["a"]}],
-            target=echo,
-            scorers=[checks.includes("a")],
-            checkpoint=tmp_path / "c.parquet",
-        )
+def _logged(log):
+    """A target that raises at the turn 'boom' and writes each input it gets to ``log`` (a
+    file: a list the target held would be part of its fingerprint, and change)."""
+
+    def target(input, history=(), thread_id=None):
+        with open(log, "a") as calls:
+            calls.write(f"{input}\n")
+        if input == "boom":
+            raise RuntimeError("crashed")
+        return f"ok {input}"
+
+    return target
+
+
+def _called(log):
+    """The inputs the target got since the last look."""
+    called = log.read_text().split() if log.exists() else []
+    log.write_text("")
+    return called
+
+
+def _resumable_conversations(log):
+    """Six gated conversations, the fourth failing at its second turn, and an ``inputs`` one;
+    and the target, logging its inputs to ``log``."""
+    data = [_conversation(f"c{n}", f"a{n}", "boom" if n == 3 else f"b{n}") for n in range(6)]
+    return [*data, {"id": "p", "inputs": ["x", "y"]}], _logged(log)
+
+
+def _decided(turns):
+    """The turn rows without their run and thread ids (a run's own), missing values as None
+    (a results file reads them back so)."""
+    rows = turns.drop(columns=["run_id", "thread_id"]).astype(object)
+    return rows.where(rows.notna(), None)
+
+
+@pytest.mark.parametrize("kept", ["checkpoint", "out"])
+def test_a_stopped_conversation_run_resumes_as_an_uninterrupted_one(kept, tmp_path):
+    """Stopped midway (the callback raised on the fifth conversation), the same run again
+    calls the target only for the batches not saved, and its turns, turn results and verdict
+    are an uninterrupted run's; the results it writes hold them too."""
+    log = tmp_path / "calls.log"
+    data, target = _resumable_conversations(log)
+    options = {
+        "target": target,
+        "scorers": [checks.includes("ok")],
+        "batch_size": 2,
+        "concurrency": 1,
+    }
+    whole = run_evals(data, **options)
+    where = {kept: tmp_path / ("run.parquet" if kept == "checkpoint" else "results")}
+
+    def stop(item, output, results):
+        if item["id"] == "c4":
+            raise KeyError("stop")
+
+    with pytest.raises(evaldag.OnItemCompleteError):
+        run_evals(data, **options, **where, on_item_complete=stop)
+    _called(log)
+    resumed = run_evals(data, **options, **where)
+    assert _called(log) == ["x", "y"]  # the batches up to c4's were saved
+    pd.testing.assert_frame_equal(
+        resumed.turns.drop(columns=["run_id", "thread_id"]),
+        whole.turns.drop(columns=["run_id", "thread_id"]),
+    )
+    runs = resumed.items.set_index("id")["run_id"]
+    assert resumed.turns["run_id"].tolist() == runs[resumed.turns["id"]].tolist()
+    assert resumed.turn_results == whole.turn_results
+    assert (resumed.verdict, resumed.summary) == (whole.verdict, whole.summary)
+    written = EvalResult.read_parquet(where[kept])
+    pd.testing.assert_frame_equal(_decided(written.turns), _decided(whole.turns))
+    assert written.turn_results == whole.turn_results
+    if kept == "out":
+        assert len(list(where[kept].glob("turns-part-*.parquet"))) == 4  # a part's turn rows
+
+
+def test_a_failed_conversations_completed_turns_survive_a_resume(tmp_path):
+    log = tmp_path / "calls.log"
+    data = [_conversation("bad", "a", "boom", "c"), _conversation("good", "a", "b")]
+    options = {"target": _logged(log), "batch_size": 1, "checkpoint": tmp_path / "run.parquet"}
+
+    def stop(item, output, results):
+        if item["id"] == "good":
+            raise KeyError("stop")
+
+    with pytest.raises(evaldag.OnItemCompleteError):
+        run_evals(data, **options, on_item_complete=stop)
+    _called(log)
+    resumed = run_evals(data, **options)
+    assert _called(log) == []  # both conversations' batches were saved
+    bad = resumed.turns.set_index(["id", "turn"]).loc["bad"]
+    assert [get_text_content(m) for m in bad["output"][0]] == ["ok a"]
+    assert bad["check-includes.score"][0] == 1.0 and pd.isna(bad["check-includes.error"][0])
+    why = "the target failed in this conversation: RuntimeError: turn 2 of 3: crashed"
+    assert bad["check-includes.error"].tolist()[1:] == [why, why]
+    assert resumed.items["target_error"][0] == "RuntimeError: turn 2 of 3: crashed"
+    gates = [[(g.passed, g.score) for g in t.gate_results] for t in resumed.turn_results]
+    assert gates == [[(True, 1.0)], [(False, 0.5)], [(False, 0.0)]]
+
+
+def test_a_changed_turn_is_refused_and_refreshed_by_running_the_conversations_again(tmp_path):
+    log = tmp_path / "calls.log"
+    data, target = _resumable_conversations(log)
+    options = {"target": target, "batch_size": 2, "checkpoint": tmp_path / "run.parquet"}
+
+    def stop(item, output, results):
+        if item["id"] == "c2":
+            raise KeyError("stop")
+
+    with pytest.raises(evaldag.OnItemCompleteError):
+        run_evals(data, **options, on_item_complete=stop)
+    data[0]["turns"][0]["gates"] = [checks.includes("ok a")]
+    with pytest.raises(EvalDagError) as refused:
+        run_evals(data, **options)
+    assert refused.value.id == "CHECKPOINT_MISMATCH"
+    assert "the conversations' turns: their gates, scorers and thresholds changed" in str(
+        refused.value
+    )
+    _called(log)
+    refreshed = run_evals(data, **options, resume="refresh")
+    assert len(_called(log)) == 14  # every turn again: a turn is scored on the target's run of it
+    whole = run_evals(data, target=target, batch_size=2)
+    pd.testing.assert_frame_equal(_decided(refreshed.turns), _decided(whole.turns))
+
+
+def test_a_refreshed_item_scorer_keeps_the_saved_turns(tmp_path):
+    log = tmp_path / "calls.log"
+    data, target = _resumable_conversations(log)
+    options = {"target": target, "batch_size": 2, "checkpoint": tmp_path / "run.parquet"}
+    first = run_evals(data, **options, scorers=[checks.includes("ok")])
+    _called(log)
+    refreshed = run_evals(data, **options, scorers=[checks.includes("b")], resume="refresh")
+    assert _called(log) == []  # the saved outputs are scored again
+    pd.testing.assert_frame_equal(_decided(refreshed.turns), _decided(first.turns))
+    assert refreshed.turn_results == first.turn_results
+    assert refreshed.scores == run_evals(data, target=target, scorers=[checks.includes("b")]).scores
 
 
 def test_the_report_shows_a_conversation_as_a_thread():

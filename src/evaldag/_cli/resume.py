@@ -51,7 +51,7 @@ def add_resume_options(run: argparse.ArgumentParser) -> None:
         help="go on from the checkpoint of an interrupted run: score only what is missing. "
         "Refused when the eval's code, the target or the data changed since, naming what "
         "changed; --resume=refresh recomputes what changed instead (the items of changed "
-        "scorers; everything when the target changed)",
+        "scorers; everything when the target or a conversation's turns changed)",
     )
     run.add_argument(
         "--no-checkpoint",
@@ -174,8 +174,7 @@ def checkpointed_run(
 ) -> EvalResult:
     """``run_evals(data, **options)`` keeping ``checkpoint`` (None for none) and going on from
     it as ``resume`` says; errors worded for the command line. A run whose checkpoint is
-    refused before anything ran (conversations, a read-only or full disk) goes on without one,
-    saying so."""
+    refused before anything ran (a read-only or full disk) goes on without one, saying so."""
     from evaldag._eval.run_evals import run_evals
 
     if checkpoint is None:  # none, or --out a directory: resume= is the directory's
@@ -199,7 +198,7 @@ def checkpointed_run(
                 f"the checkpoint {checkpoint} was made by another run: "
                 f"{'; '.join(error.details['differences'])}. Run with --resume=refresh to "
                 "recompute what changed (the items of changed scorers; everything when the "
-                "target changed), or without --resume to start afresh",
+                "target or a conversation's turn changed), or without --resume to start afresh",
                 details=error.details,
             ) from error
         raise
@@ -215,10 +214,8 @@ def checkpointed_run(
 
 def _without_checkpoint(error: EvalDagError, checkpoint: Path) -> str | None:
     """Why the run goes on without its checkpoint, when ``error`` refused the checkpoint before
-    anything ran: conversations, which it cannot resume yet, or a disk that cannot take its
-    first file (read-only, full); None for any other error."""
-    if error.id == "INVALID_CHECKPOINT_OPTIONS":
-        return "conversations ('inputs' or 'turns' items) cannot be resumed yet"
+    anything ran: a disk that cannot take its first file (read-only, full); None for any other
+    error."""
     first_files = (str(checkpoint), str(_partial(checkpoint) / "run.json"))
     if error.id == "INVALID_OUTPUT_PATH" and error.details.get("path") in first_files:
         return error.message

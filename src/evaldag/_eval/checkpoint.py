@@ -2,20 +2,24 @@
 
 ``run_evals(..., checkpoint="run.parquet")`` keeps finished batches in ``run.parquet.partial/``
 (one Parquet file per batch, each written atomically, so a killed process leaves only whole
-files), and every judge reply as it arrives (a reply cache in ``judge-replies/``, for judges that
-set no cache of their own). ``run.json`` there says what made the run: the scorers' definitions,
-the batch size and the run's fingerprint (evaldag's and Python's versions, and the named parts
-of the target and of each scorer: ``evaldag._targets.fingerprint``,
-``evaldag._scorer.fingerprint``); each batch file keeps the digests of its rows, of the target
-and of each scorer it was scored with. At the end the results are written to ``run.parquet``
-(the fingerprint in its metadata) and the folder is removed.
+files; with conversations, the batch's turn rows in a ``turns-`` file beside it, written first,
+so a batch whose items are saved has its turns saved too), and every judge reply as it arrives
+(a reply cache in ``judge-replies/``, for judges that set no cache of their own). ``run.json``
+there says what made the run: the scorers' definitions, the batch size and the run's
+fingerprint (evaldag's and Python's versions, and the named parts of the target and of each
+scorer: ``evaldag._targets.fingerprint``, ``evaldag._scorer.fingerprint``; with conversations,
+the gates, scorers and thresholds of their turns); each batch file keeps the digests of its
+rows, of the target and of each scorer it was scored with. At the end the results are written
+to ``run.parquet`` (the fingerprint in its metadata) and the folder is removed.
 
 A second run with the same data, target and scorers (``resume=True``) loads the finished
 batches instead of scoring them again and takes the journaled replies of the unfinished one, so
 no judge call that had completed is made again. When anything that decides a result changed,
 it is refused, naming each part that changed. ``resume="refresh"`` recomputes what is stale
 instead: the items of changed or new scorers are scored again on the saved outputs, and a batch
-whose rows or target changed is run again whole. ``resume=False`` starts afresh.
+whose rows or target changed is run again whole, as is every batch when a turn's gates,
+scorers or thresholds changed (a turn is scored with the target's run of the conversation, which
+is not saved). ``resume=False`` starts afresh.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from evaldag._io.parquet import (
 )
 from evaldag._results.eval_result import EvalResult, result_metadata
 from evaldag._results.item_columns import ScorerColumns
-from evaldag._scorer.fingerprint import Parts, digest, rows_fingerprint
+from evaldag._scorer.fingerprint import Parts, digest, rows_fingerprint, scorer_parts
 from evaldag._targets.fingerprint import target_parts
 from evaldag._version import __version__
 from evaldag.errors import EvalDagError
@@ -71,13 +75,34 @@ def checked_resume(resume: Any, checkpoint: Any) -> Resume:
 
 def run_fingerprint(plan: EvalPlan) -> dict[str, Any]:
     """What decides the run's results, in named parts: ``run`` (evaldag's and Python's
-    versions: a step's bytecode is Python's), ``target`` and ``scorers`` (by id)."""
+    versions: a step's bytecode is Python's), ``target``, ``scorers`` (by id) and, with
+    conversations, ``turns`` (:func:`turn_parts`)."""
     python = ".".join(platform.python_version_tuple()[:2])
-    return {
+    fingerprint = {
         "run": {"the run": {"evaldag version": digest(__version__), "Python": digest(python)}},
         "target": target_parts(plan.target),
         "scorers": plan.fingerprints,
     }
+    if plan.turn_specs:
+        fingerprint["turns"] = turn_parts(plan)
+    return fingerprint
+
+
+def turn_parts(plan: EvalPlan) -> Parts:
+    """What decides the conversations' turn rows beside their data (the ``inputs`` column holds
+    the turns' inputs): each turn's gates, scorers and thresholds, as one digest (a part per
+    turn would make the manifest as long as the data)."""
+    fingerprints: dict[int, str] = {}  # a scorer object many turns hold is described once
+    layout = []
+    for label, turns in plan.turn_specs.items():
+        for number, turn in enumerate(turns):
+            for role, group in (("scorer", turn.scorers), ("gate", turn.gates)):
+                for scorer in group:
+                    if id(scorer) not in fingerprints:
+                        fingerprints[id(scorer)] = digest(scorer_parts(scorer))
+                    held = [role, scorer.id, turn.thresholds.get(scorer.id)]
+                    layout.append([str(label), number, *held, fingerprints[id(scorer)]])
+    return {"the conversations' turns": {"their gates, scorers and thresholds": digest(layout)}}
 
 
 def _changes(before: Parts, after: Parts) -> list[str]:
@@ -106,6 +131,7 @@ def _differences(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
         return ["it was made by an earlier evaldag, which did not record what its steps reach"]
     before, after = saved["fingerprint"], now["fingerprint"]
     found = _changes(before["run"], after["run"]) + _changes(before["target"], after["target"])
+    found += _changes(before.get("turns", {}), after.get("turns", {}))
     definitions = {d["id"]: d for d in saved.get("scorers", [])}
     for sid, parts in after["scorers"].items():
         if sid not in before["scorers"]:
@@ -143,7 +169,7 @@ def _mismatch(where: Path, made: str, differences: list[str]) -> EvalDagError:
         "CHECKPOINT_MISMATCH",
         f"The checkpoint '{where}' {made}: {'; '.join(differences)}. Resume with "
         "resume='refresh' to recompute what changed (the items of changed scorers; everything "
-        "when the target changed), or start afresh with resume=False",
+        "when the target or a conversation's turn changed), or start afresh with resume=False",
         details={"checkpoint": str(where), "differences": differences},
     )
 
@@ -170,11 +196,18 @@ PARTS_SUFFIX = ".partial"
 
 @dataclass(frozen=True)
 class SavedBatch:
-    """A batch's saved items (without the columns of scorers no longer given), and the scorers
-    whose columns in them are stale: changed or new since it was saved."""
+    """A batch's saved items (without the columns of scorers no longer given), the scorers
+    whose columns in them are stale: changed or new since it was saved, and its turn rows (the
+    ``turn_items`` of its conversations; None without conversations)."""
 
     items: pd.DataFrame
     stale: tuple[str, ...]
+    turns: pd.DataFrame | None = None
+
+
+def turns_part(part: Path) -> Path:
+    """The file of a saved batch's turn rows, beside the file of its items."""
+    return part.with_name(f"turns-{part.name}")
 
 
 def _made_by(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -217,9 +250,12 @@ class Checkpoint:
                 return
             if not self.refresh:
                 raise _mismatch(self.parts, "was made by another run", differences)
-            if saved.get("batch_size") != definition["batch_size"]:
-                for part in self.parts.glob(self._parts_glob):
-                    part.unlink()  # batches of another size: their rows are not these
+            turns = saved.get("fingerprint", {}).get("turns")
+            turns_changed = turns != definition["fingerprint"].get("turns")
+            if saved.get("batch_size") != definition["batch_size"] or turns_changed:
+                # batches of another size: their rows are not these; turns scored otherwise:
+                # their scorers run on the target's run of the turn, which is not saved
+                self._removed_parts()
         # What each batch holds is in its own file: a refresh stopped halfway goes on later.
         atomic_write_text(manifest, json.dumps(definition))
 
@@ -234,6 +270,12 @@ class Checkpoint:
         """Remove what an earlier run saved."""
         shutil.rmtree(self.parts, ignore_errors=True)
 
+    def _removed_parts(self) -> None:
+        """Remove the saved batches (their items and turn rows)."""
+        for glob in (self._parts_glob, f"turns-{self._parts_glob}"):
+            for part in self.parts.glob(glob):
+                part.unlink()
+
     @property
     def replies(self) -> Path:
         """The journal of judge replies (a reply cache) for judges that keep none of their own."""
@@ -243,9 +285,9 @@ class Checkpoint:
         return self.parts / f"batch-{start:012d}.parquet"
 
     def saved_batch(self, start: int, batch: pd.DataFrame) -> SavedBatch | None:
-        """The items of the batch at ``start`` if a previous run finished it, with the scorers
-        whose columns are stale; None when it is to be run whole: not saved, or its target
-        changed (or its rows, with ``refresh``)."""
+        """The items (and turn rows) of the batch at ``start`` if a previous run finished it,
+        with the scorers whose columns are stale; None when it is to be run whole: not saved,
+        or its target changed (or its rows, with ``refresh``)."""
         return self._saved(self._part(start), start, batch)
 
     def _saved(self, part: Path, start: int, batch: pd.DataFrame) -> SavedBatch | None:
@@ -280,14 +322,27 @@ class Checkpoint:
             for c in (*ScorerColumns(sid).all, *ScorerColumns(sid).trials)
         ]
         stale = tuple(sid for sid, fingerprint in now.items() if scored.get(sid) != fingerprint)
-        return SavedBatch(items.drop(columns=[c for c in gone if c in items.columns]), stale)
+        turns = None
+        if "turns" in self.manifest["fingerprint"]:
+            if not turns_part(part).exists():  # its turn rows are gone: it runs again whole
+                return None
+            turns = parquet_results(turns_part(part))[0]
+        kept = items.drop(columns=[c for c in gone if c in items.columns])
+        return SavedBatch(kept, stale, turns)
 
-    def save(self, start: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
-        """Keep a finished batch's items, with what made them."""
-        self._save(self._part(start), batch, items)
+    def save(
+        self, start: int, batch: pd.DataFrame, items: pd.DataFrame, turns: pd.DataFrame | None
+    ) -> None:
+        """Keep a finished batch's items and turn rows (None without conversations), with
+        what made them."""
+        self._save(self._part(start), batch, items, turns)
 
-    def _save(self, part: Path, batch: pd.DataFrame, items: pd.DataFrame) -> None:
+    def _save(
+        self, part: Path, batch: pd.DataFrame, items: pd.DataFrame, turns: pd.DataFrame | None
+    ) -> None:
         metadata = {"data": rows_fingerprint(batch), **self._made_by}
+        if turns is not None:  # first: a batch whose items are saved is saved whole
+            write_results(turns, {}, turns_part(part))
         write_results(self._written_names(items), metadata, part)
 
     def _written_names(self, items: pd.DataFrame) -> pd.DataFrame:
@@ -334,7 +389,7 @@ def finished_run(
     if resume is True:
         raise _mismatch(target, "holds the finished results of another run", differences)
     if manifest:
-        _reopened(target, manifest, rows, items, definition["batch_size"])
+        _reopened(target, manifest, rows, items, definition["batch_size"], result.turns)
     return None
 
 
@@ -344,20 +399,21 @@ def _reopened(
     rows: pd.DataFrame | None,
     items: pd.DataFrame,
     size: int,
+    turns: pd.DataFrame | None,
 ) -> None:
-    """A finished run's items as the saved batches of ``size`` items of an unfinished one, each
-    with the digest of its ``rows`` (the data columns of its items; None when the data has
-    other columns)."""
+    """A finished run's items (and ``turns``, its turn rows) as the saved batches of ``size``
+    items of an unfinished one, each with the digest of its ``rows`` (the data columns of its
+    items; None when the data has other columns)."""
     made_by = _made_by(manifest)
     manifest = {**manifest, "batch_size": size}
     parts = path.with_name(path.name + PARTS_SUFFIX)
     for start in range(0, len(items), size):
         data = "" if rows is None else rows_fingerprint(rows.iloc[start : start + size])
-        write_results(
-            items.iloc[start : start + size],
-            {"data": data, **made_by},
-            parts / f"batch-{start:012d}.parquet",
-        )
+        part = parts / f"batch-{start:012d}.parquet"
+        batch = items.iloc[start : start + size]
+        if turns is not None:
+            write_results(turns[turns["item"].isin(batch.index)], {}, turns_part(part))
+        write_results(batch, {"data": data, **made_by}, part)
     atomic_write_text(parts / "run.json", json.dumps(manifest))
 
 
@@ -377,11 +433,12 @@ def run_experiment_id(path: str | os.PathLike[str]) -> str | None:
 class ResultsDirectory(Checkpoint):
     """A run's results written to a directory (``run_evals(out="results/")``) as its batches
     finish: batch ``n`` in ``part-NNNNN.parquet`` (its items, named as the data names them; what
-    made it in its metadata), then ``summary.json`` (everything but the items) once all are
-    written. It is the run's checkpoint: ``run.json`` says what made the run, ``judge-replies/``
-    journals the judge's replies until the run finishes, and a run again with the same out
-    takes each part that is still what this run would write instead of scoring it again (the
-    rules of :class:`Checkpoint`).
+    made it in its metadata; with conversations, its turn rows in ``turns-part-NNNNN.parquet``),
+    then ``summary.json`` (everything but the items, the turn rows too) once all are written.
+    It is the run's checkpoint: ``run.json`` says what made the run, ``judge-replies/`` journals
+    the judge's replies until the run finishes, and a run again with the same out takes each
+    part that is still what this run would write instead of scoring it again (the rules of
+    :class:`Checkpoint`).
 
     :param path: the directory: a new one, an empty one or one an earlier run wrote.
     """
@@ -407,8 +464,7 @@ class ResultsDirectory(Checkpoint):
         return self.path
 
     def _cleared(self) -> None:
-        for part in self.path.glob(self._parts_glob):
-            part.unlink()
+        self._removed_parts()
         for name in (SUMMARY_FILE, "run.json"):
             (self.path / name).unlink(missing_ok=True)
         shutil.rmtree(self.replies, ignore_errors=True)
@@ -423,8 +479,9 @@ class ResultsDirectory(Checkpoint):
         return self._saved(self.path / part_name(number), start, batch)
 
     def save_part(self, number: int, batch: pd.DataFrame, items: pd.DataFrame) -> None:
-        """Keep batch ``number``'s items, with what made them."""
-        self._save(self.path / part_name(number), batch, items)
+        """Keep batch ``number``'s items, with what made them (streamed data, which holds no
+        conversations)."""
+        self._save(self.path / part_name(number), batch, items, None)
 
     def _written_names(self, items: pd.DataFrame) -> pd.DataFrame:
         return items.rename(columns=self.manifest.get("columns", {}))
@@ -441,3 +498,4 @@ class ResultsDirectory(Checkpoint):
         shutil.rmtree(self.replies, ignore_errors=True)
         for part in self.path.glob(self._parts_glob):
             removed_leftovers(part)
+            removed_leftovers(turns_part(part))

@@ -79,6 +79,7 @@ def scored_items(
     rescoring = Rescoring(plan)
     repeated = None if plan.trials is None else TrialRuns(plan)
     stale: dict[int, SavedBatch] = {}  # saved batches with scorers to score again, by start
+    saved_turns: dict[int, pd.DataFrame] = {}  # the turn rows of saved batches, by start
 
     def saved_items(start: int, rows: pd.DataFrame) -> pd.DataFrame | None:
         found = None if checkpoint is None else checkpoint.saved_batch(start, rows)
@@ -87,6 +88,8 @@ def scored_items(
         if found.stale:
             stale[start] = found
             return None
+        if found.turns is not None:
+            saved_turns[start] = found.turns
         return ordered_items(found.items, plan)
 
     def executed(start: int, rows: pd.DataFrame) -> dict[str, Any]:
@@ -118,16 +121,19 @@ def scored_items(
         for batch in scored:
             items: pd.DataFrame = batch.items  # a saved batch's; an executed one's below
             completed = None
+            if batch.values is None and plan.turn_specs:
+                turn_batches.append(saved_turns.pop(batch.start))
             if batch.values is not None:
                 values = batch.values
                 if on_error == "raise":
                     raise_first_failure(values, plan, completed=batch.start)
                 items = values["batch_items"]
-                if plan.turn_specs:
-                    turn_batches.append(values["turn_items"])
+                turns = values["turn_items"] if plan.turn_specs else None
+                if turns is not None:
+                    turn_batches.append(turns)
                 if checkpoint is not None and checkpoint_error is None:
                     try:
-                        checkpoint.save(batch.start, batch.rows, items)
+                        checkpoint.save(batch.start, batch.rows, items, turns)
                     except EvalDagError as error:  # a full disk: the run goes on without
                         checkpoint_error = error
                 if telemetry is not None:

@@ -3,7 +3,9 @@
 The batch's saved outputs are kept (the target is not called again: its run is rebuilt from the
 saved ``output`` and ``target_error``), its items keep their run ids, and the scorers that did
 not change keep their columns; the changed ones run through the eval DAG of a plan holding only
-them, and their columns replace the saved ones.
+them, and their columns replace the saved ones. A conversation's turn rows are kept as saved:
+when a turn's gates or scorers changed, the checkpoint runs every batch again whole
+(``evaldag._eval.checkpoint``).
 """
 
 from __future__ import annotations
@@ -63,8 +65,8 @@ class Rescoring:
         self, saved: SavedBatch, rows: pd.DataFrame, inputs: dict[str, Any], states: bool
     ) -> dict[str, Any]:
         """The batch's items with the stale scorers' columns scored again, under
-        ``batch_items``; with ``states``, the stale scorers' last nodes too (for
-        ``on_error="raise"``).
+        ``batch_items``; its saved turn rows, under ``turn_items``; with ``states``, the stale
+        scorers' last nodes too (for ``on_error="raise"``).
 
         :param inputs: the graph's inputs beside ``dataset`` (concurrency, judge cache, ...).
         """
@@ -86,4 +88,10 @@ class Rescoring:
         # A trial's columns of a stale scorer are gone with its scores (trials add them again).
         gone = [c for sid in saved.stale for c in ScorerColumns(sid).trials if c in items]
         merged = items.drop(columns=gone).assign(**columns)
-        return {**values, "batch_items": ordered_items(merged, self.plan), RESCORED: saved.stale}
+        turns = {} if saved.turns is None else {"turn_items": saved.turns}
+        return {
+            **values,
+            **turns,
+            "batch_items": ordered_items(merged, self.plan),
+            RESCORED: saved.stale,
+        }

@@ -161,8 +161,9 @@ def run_evals(
     :param out: write the results to this file: ``.parquet`` (everything), or ``.csv`` /
         ``.jsonl`` (the items; lists and dicts as JSON, in a CSV cell as JSON text;
         ``evaldag.read_results`` reads any of them back); or to a directory (a path without
-        suffix): each batch's items in ``part-NNNNN.parquet`` as it finishes, then
-        ``summary.json`` (``EvalResult.read_parquet`` reads it back whole). The directory is
+        suffix): each batch's items in ``part-NNNNN.parquet`` as it finishes (its
+        conversations' turn rows in ``turns-part-NNNNN.parquet``), then ``summary.json``
+        (``EvalResult.read_parquet`` reads it back whole). The directory is
         the run's checkpoint: run again with the same ``out``, the parts still valid are kept
         (``resume`` as for ``checkpoint``) and the run keeps its experiment id. With streamed
         data, the result then holds only the item columns its verdict reads.
@@ -178,14 +179,15 @@ def run_evals(
         find a run by name as well as by id. Runs may share a name (``"nightly"``); looked up by
         it, the latest one is meant.
     :param checkpoint: a Parquet path that makes the run resumable: finished batches are
-        saved as they complete, a rerun after a crash scores only what is missing, and the
-        finished results are written there; used only when nothing that decides a result
-        changed: the data, the target and each scorer, with the code they reach in your modules.
+        saved as they complete (a conversation's turn rows too), a rerun after a crash scores
+        only what is missing, and the finished results are written there; used only when
+        nothing that decides a result changed: the data, the target and each scorer (a turn's
+        gates and scorers too), with the code they reach in your modules.
     :param resume: with ``checkpoint``: True goes on from it, refusing a stale one with an error
         naming what changed; ``"refresh"`` recomputes what is stale instead (the items of
-        changed or new scorers on the saved outputs; everything when the target changed); False
-        starts afresh. Saved batches (and parts taken from ``out`` a directory) call no
-        ``on_item_complete``.
+        changed or new scorers on the saved outputs; everything when the target or a turn's
+        gates, scorers or thresholds changed); False starts afresh. Saved batches (and parts
+        taken from ``out`` a directory) call no ``on_item_complete``.
     :param cache: judge reply cache for judges that set none: a directory, a database URL
         (``"postgresql://user@host/db"``, which the workers of a cluster and runs on other
         machines share; ``"sqlite:///path"``), True for ``$EVALDAG_CACHE_DIR`` (else
@@ -480,12 +482,6 @@ def _local_run(
     ``evaldag._eval.trust``)."""
     saved: Checkpoint | None = None
     directory = out if out is not None and is_results_directory(out) else None
-    if (checkpoint is not None or directory is not None) and plan.turn_specs:
-        raise EvalDagError(
-            "INVALID_CHECKPOINT_OPTIONS",
-            f"{'checkpoint=' if directory is None else 'out= a directory'} cannot resume "
-            "conversations ('inputs' or 'turns' items) yet; run them without it",
-        )
     if checkpoint is not None or directory is not None:
         mapping = run_inputs["data_columns"]
         definition = {

@@ -117,8 +117,13 @@ def turn_items(
     for sid, frames in columns.items():
         joined = pd.concat(frames).reindex(frame.index)
         for column in SCORER_COLUMNS:
-            frame[ScorerColumns(sid).column(column)] = joined[column].astype(
-                "float64" if column == "score" else object
+            values = joined[column]
+            # None for a missing text: a checkpoint's batch file writes an object column's
+            # NA as the text "<NA>", which read back was an error
+            frame[ScorerColumns(sid).column(column)] = (
+                values.astype("float64")
+                if column == "score"
+                else values.astype(object).where(values.notna(), None)
             )
     return frame
 
