@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaldag import (
+    EvalDagError,
     EvalResult,
     ScorerRun,
     SqlScoreStore,
@@ -225,6 +226,30 @@ def _cells(items):
 
 def _missing(value):
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def test_missing_cells_of_pandas_read_back_missing_from_a_checkpoint_and_the_results(tmp_path):
+    """An object column holding pandas' NA or NaT beside other values (a nullable column cast to
+    object): a resumed run read NA back as the text "<NA>", and NaT failed the write."""
+    notes = pd.Series([{"tag": "x"}, pd.NA, pd.NaT, None], dtype=object)
+    labels = pd.Series(["a", pd.NA, "c", pd.NaT], dtype=object)
+    data = _data(notes=notes, labels=labels)
+    options = {"scorers": [_length()], "progress": False, "checkpoint": tmp_path / "run.parquet"}
+    with pytest.raises(EvalDagError):  # stopped after the first batch was saved
+        run_evals(data, **options, batch_size=2, on_item_complete=_stop_at("q2"))
+    resumed = run_evals(data, **options, batch_size=2)
+    for items in (resumed.items, EvalResult.read_parquet(tmp_path / "run.parquet").items):
+        assert items["notes"].tolist()[0] == {"tag": "x"}
+        assert items["labels"].tolist()[0::2] == ["a", "c"]
+        assert all(pd.isna(v) for v in [*items["notes"][1:], *items["labels"][1::2]])
+
+
+def _stop_at(input):
+    def stop(item, *_):
+        if item["input"] == input:
+            raise RuntimeError("stopped")
+
+    return stop
 
 
 def test_the_same_data_from_parquet_jsonl_and_csv_scores_the_same(tmp_path):

@@ -110,8 +110,14 @@ def json_text(value: Any) -> str | None:
 _ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
 
+#: pandas' missing values, which pydantic writes as their repr ("<NA>") or cannot write (NaT).
+_PANDAS_MISSING = frozenset({"NAType", "NaTType"})
+
+
 def _jsonable(value: Any) -> Any:
     module = type(value).__module__
+    if module.startswith("pandas") and type(value).__name__ in _PANDAS_MISSING:
+        return None  # a missing cell, as NaN is
     if module.startswith("numpy"):  # those orjson leaves: arrays of objects, of strings
         return value.tolist()
     if module.startswith("pyarrow"):
